@@ -1,0 +1,399 @@
+// Package config holds lakegate's one Config struct: its defaults, loading
+// from a file (JSON or YAML), the environment (LAKEGATE_*) and validation.
+//
+// It is a leaf: it imports nothing of lakegate's, and every package may read it.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults of the settings that have one.
+const (
+	DefaultListen           = "127.0.0.1:32049"
+	DefaultDataDir          = "./lakegate-data"
+	DefaultBlockThreshold   = 10 << 20
+	DefaultMaxWorkers       = 10
+	DefaultKeepalive        = 30 * time.Second
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultRowLimit         = 100
+	DefaultMaxRowLimit      = 10000
+	DefaultMaxBodyBytes     = 32 << 20
+	DefaultSessionQueue     = 64
+	DefaultWriteTimeout     = 10 * time.Second
+	// MinSecretBytes is the shortest HS256 secret accepted.
+	MinSecretBytes = 32
+)
+
+// Database names one data source. URL is postgres://... or sqlite:PATH.
+type Database struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+// Driver returns "postgres" or "sqlite" from the URL's scheme.
+func (d Database) Driver() string {
+	if strings.HasPrefix(d.URL, "sqlite:") {
+		return "sqlite"
+	}
+	return "postgres"
+}
+
+// SQLitePath returns the file path of a sqlite: URL.
+func (d Database) SQLitePath() string {
+	p := strings.TrimPrefix(d.URL, "sqlite:")
+	return strings.TrimPrefix(p, "//")
+}
+
+// Duration is a time.Duration read from "30s"-style strings in files.
+type Duration time.Duration
+
+// UnmarshalJSON accepts a Go duration string ("30s", "1m") or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: want a value like \"30s\" or \"5m\"", s)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n float64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration: want a string like \"30s\" or a number of seconds")
+	}
+	*d = Duration(time.Duration(n * float64(time.Second)))
+	return nil
+}
+
+// MarshalJSON writes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Config is the whole configuration of one lakegate process.
+type Config struct {
+	// Listen is the TCP address of the HTTP server.
+	Listen string `json:"listen"`
+	// Databases are the sources served. Empty means the embedded demo.
+	Databases []Database `json:"databases"`
+	// DataDir holds the embedded demo database and other local state.
+	DataDir string `json:"data_dir"`
+	// JWTSecret is the HS256 secret (at least 32 bytes). Empty: one is
+	// generated for the run.
+	JWTSecret string `json:"jwt_secret"`
+
+	MCPEnabled        bool   `json:"mcp_enabled"`
+	MCPBlockThreshold int64  `json:"mcp_block_threshold"`
+	MCPConfigDir      string `json:"mcp_config_dir"`
+	MCPMaxWorkers     int    `json:"mcp_max_workers"`
+	MCPTrace          bool   `json:"mcp_trace"`
+	// MCPKeepalive is the interval of ": keepalive" comments on SSE streams.
+	MCPKeepalive Duration `json:"mcp_keepalive"`
+	// MCPSessionQueue bounds the messages waiting for one slow SSE client.
+	MCPSessionQueue int `json:"mcp_session_queue"`
+	// MCPWriteTimeout bounds one write to an SSE client before the session
+	// is closed.
+	MCPWriteTimeout Duration `json:"mcp_write_timeout"`
+
+	StatementTimeout Duration `json:"statement_timeout"`
+	DefaultRowLimit  int      `json:"default_row_limit"`
+	MaxRowLimit      int      `json:"max_row_limit"`
+	MaxBodyBytes     int64    `json:"max_body_bytes"`
+
+	// LogFormat is "text" or "json".
+	LogFormat string `json:"log_format"`
+	// LogLevel is "debug", "info", "warn" or "error".
+	LogLevel string `json:"log_level"`
+}
+
+// Default returns a Config with every default filled in.
+func Default() Config {
+	return Config{
+		Listen:            DefaultListen,
+		DataDir:           DefaultDataDir,
+		MCPBlockThreshold: DefaultBlockThreshold,
+		MCPMaxWorkers:     DefaultMaxWorkers,
+		MCPKeepalive:      Duration(DefaultKeepalive),
+		MCPSessionQueue:   DefaultSessionQueue,
+		MCPWriteTimeout:   Duration(DefaultWriteTimeout),
+		StatementTimeout:  Duration(DefaultStatementTimeout),
+		DefaultRowLimit:   DefaultRowLimit,
+		MaxRowLimit:       DefaultMaxRowLimit,
+		MaxBodyBytes:      DefaultMaxBodyBytes,
+		LogFormat:         "text",
+		LogLevel:          "info",
+	}
+}
+
+// Load builds the configuration: defaults, then the file at path (if not
+// empty), then the environment read through getenv, then validation.
+func Load(file string, getenv func(string) string) (Config, error) {
+	cfg := Default()
+	if file != "" {
+		if err := cfg.readFile(file); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := cfg.applyEnv(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func (c *Config) readFile(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	ext := strings.ToLower(filepath.Ext(file))
+	if ext == ".yaml" || ext == ".yml" {
+		var doc any
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return fmt.Errorf("config %s: %w", file, err)
+		}
+		if doc == nil {
+			return nil
+		}
+		if data, err = json.Marshal(doc); err != nil {
+			return fmt.Errorf("config %s: %w", file, err)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return fmt.Errorf("config %s: %s", file, describeJSONError(data, err))
+	}
+	return nil
+}
+
+// describeJSONError adds the line of a syntax or type error.
+func describeJSONError(data []byte, err error) string {
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+		err = fmt.Errorf("setting %q: got a JSON %s, want %s", te.Field, te.Value, te.Type)
+	}
+	if off < 0 {
+		return err.Error()
+	}
+	line := 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n"))
+	return fmt.Sprintf("line %d: %v", line, err)
+}
+
+func (c *Config) applyEnv(getenv func(string) string) error {
+	str := func(key string, dst *string) {
+		if v := getenv(key); v != "" {
+			*dst = v
+		}
+	}
+	str("LAKEGATE_LISTEN", &c.Listen)
+	str("LAKEGATE_DATA_DIR", &c.DataDir)
+	str("LAKEGATE_JWT_SECRET", &c.JWTSecret)
+	str("LAKEGATE_MCP_CONFIG_DIR", &c.MCPConfigDir)
+	str("LAKEGATE_LOG_FORMAT", &c.LogFormat)
+	str("LAKEGATE_LOG_LEVEL", &c.LogLevel)
+	for key, dst := range map[string]*bool{
+		"LAKEGATE_MCP_ENABLED": &c.MCPEnabled,
+		"LAKEGATE_MCP_TRACE":   &c.MCPTrace,
+	} {
+		if v := getenv(key); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("%s=%q: want true or false", key, v)
+			}
+			*dst = b
+		}
+	}
+	for key, dst := range map[string]*Duration{
+		"LAKEGATE_MCP_KEEPALIVE":     &c.MCPKeepalive,
+		"LAKEGATE_STATEMENT_TIMEOUT": &c.StatementTimeout,
+	} {
+		if v := getenv(key); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%s=%q: want a duration like 30s", key, v)
+			}
+			*dst = Duration(d)
+		}
+	}
+	for key, dst := range map[string]*int{
+		"LAKEGATE_MCP_MAX_WORKERS":   &c.MCPMaxWorkers,
+		"LAKEGATE_DEFAULT_ROW_LIMIT": &c.DefaultRowLimit,
+		"LAKEGATE_MAX_ROW_LIMIT":     &c.MaxRowLimit,
+	} {
+		if v := getenv(key); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("%s=%q: want a whole number", key, v)
+			}
+			*dst = n
+		}
+	}
+	if v := getenv("LAKEGATE_MCP_BLOCK_THRESHOLD"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("LAKEGATE_MCP_BLOCK_THRESHOLD=%q: want a number of bytes", v)
+		}
+		c.MCPBlockThreshold = n
+	}
+	if v := getenv("LAKEGATE_DATABASES"); v != "" {
+		dbs, err := ParseDatabases(v)
+		if err != nil {
+			return fmt.Errorf("LAKEGATE_DATABASES: %w", err)
+		}
+		c.Databases = dbs
+	} else if v := getenv("LAKEGATE_DATABASE_URL"); v != "" {
+		name, err := NameFromURL(v)
+		if err != nil {
+			return fmt.Errorf("LAKEGATE_DATABASE_URL: %w", err)
+		}
+		c.Databases = []Database{{Name: name, URL: v}}
+	}
+	return nil
+}
+
+// ParseDatabases reads "name=url,name=url".
+func ParseDatabases(s string) ([]Database, error) {
+	var dbs []Database
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, u, ok := strings.Cut(item, "=")
+		if !ok || name == "" || u == "" {
+			return nil, fmt.Errorf("entry %q: want name=url", redactURL(item))
+		}
+		dbs = append(dbs, Database{Name: strings.TrimSpace(name), URL: strings.TrimSpace(u)})
+	}
+	return dbs, nil
+}
+
+// NameFromURL is the last path element of a database URL, without extension:
+// postgres://h/iot is "iot"; sqlite:./data/demo.db is "demo".
+func NameFromURL(raw string) (string, error) {
+	var p string
+	if strings.HasPrefix(raw, "sqlite:") {
+		p = Database{URL: raw}.SQLitePath()
+	} else {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return "", fmt.Errorf("not a valid URL (want postgres://user@host/db or sqlite:PATH)")
+		}
+		p = u.Path
+	}
+	name := strings.TrimSuffix(path.Base(filepath.ToSlash(p)), path.Ext(p))
+	if name == "" || name == "." || name == "/" {
+		return "", fmt.Errorf("URL %q names no database (want .../DBNAME)", redactURL(raw))
+	}
+	return name, nil
+}
+
+// redactURL hides a password in a URL for messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// Validate checks every setting and reports all problems at once.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		bad("listen %q: want host:port, e.g. 127.0.0.1:32049", c.Listen)
+	}
+	if c.JWTSecret != "" && len(c.JWTSecret) < MinSecretBytes {
+		bad("jwt_secret is %d bytes: it must be at least %d bytes (try: openssl rand -hex 32)", len(c.JWTSecret), MinSecretBytes)
+	}
+	seen := map[string]bool{}
+	for i, db := range c.Databases {
+		switch {
+		case !validName(db.Name):
+			bad("databases[%d]: name %q: want letters, digits, _ or - (starting with a letter)", i, db.Name)
+		case seen[db.Name]:
+			bad("databases[%d]: name %q is used twice", i, db.Name)
+		}
+		seen[db.Name] = true
+		switch {
+		case strings.HasPrefix(db.URL, "postgres://"), strings.HasPrefix(db.URL, "postgresql://"):
+		case strings.HasPrefix(db.URL, "sqlite:") && db.SQLitePath() != "":
+		default:
+			bad("databases[%d] (%s): url must start with postgres://, postgresql:// or sqlite:", i, db.Name)
+		}
+	}
+	if c.MCPBlockThreshold < 1024 {
+		bad("mcp_block_threshold %d: want at least 1024 bytes", c.MCPBlockThreshold)
+	}
+	if c.MCPMaxWorkers < 1 {
+		bad("mcp_max_workers %d: want at least 1", c.MCPMaxWorkers)
+	}
+	if c.MCPKeepalive < Duration(time.Second) {
+		bad("mcp_keepalive %s: want at least 1s", time.Duration(c.MCPKeepalive))
+	}
+	if c.MCPSessionQueue < 1 {
+		bad("mcp_session_queue %d: want at least 1", c.MCPSessionQueue)
+	}
+	if c.MCPWriteTimeout < Duration(100*time.Millisecond) {
+		bad("mcp_write_timeout %s: want at least 100ms", time.Duration(c.MCPWriteTimeout))
+	}
+	if c.StatementTimeout < Duration(10*time.Millisecond) {
+		bad("statement_timeout %s: want at least 10ms", time.Duration(c.StatementTimeout))
+	}
+	if c.DefaultRowLimit < 1 || c.MaxRowLimit < c.DefaultRowLimit {
+		bad("default_row_limit %d / max_row_limit %d: want 1 <= default <= max", c.DefaultRowLimit, c.MaxRowLimit)
+	}
+	if c.MaxBodyBytes < 1024 {
+		bad("max_body_bytes %d: want at least 1024", c.MaxBodyBytes)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("log_format %q: want text or json", c.LogFormat)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '_' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,67 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Kind is one class of the error taxonomy shared by REST and MCP. Every edge
+// maps a Kind to its own form (HTTP status, JSON-RPC error, isError result).
+type Kind string
+
+// The kinds of the taxonomy. Their string values are part of the public API.
+const (
+	KindValidation  Kind = "validation_error"
+	KindAuth        Kind = "auth_error"
+	KindForbidden   Kind = "forbidden"
+	KindNotFound    Kind = "not_found"
+	KindRateLimited Kind = "rate_limited"
+	KindTimeout     Kind = "timeout"
+	KindUnavailable Kind = "unavailable"
+	KindInternal    Kind = "internal"
+)
+
+// Error is an error with a taxonomy kind and a message that is safe to show
+// to the caller: it never holds parameter values, DSNs or secrets.
+type Error struct {
+	Kind    Kind
+	Message string
+	// Hint tells the caller what is accepted or what to try next. Optional.
+	Hint string
+	// RetryAfter is set for rate_limited and retryable unavailable errors.
+	RetryAfter time.Duration
+	// Err is the underlying cause, for logs and errors.Is; it is not shown.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Hint != "" {
+		return fmt.Sprintf("%s: %s (%s)", e.Kind, e.Message, e.Hint)
+	}
+	return fmt.Sprintf("%s: %s", e.Kind, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error of the given kind with a formatted message.
+func Errorf(kind Kind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// KindOf returns the taxonomy kind of err: the Kind of the first *Error in its
+// chain, KindTimeout for a context deadline, and KindInternal otherwise.
+func KindOf(err error) Kind {
+	var e *Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &e):
+		return e.Kind
+	case errors.Is(err, context.DeadlineExceeded):
+		return KindTimeout
+	default:
+		return KindInternal
+	}
+}
