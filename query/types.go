@@ -1,6 +1,9 @@
 package query
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // Dialect is the SQL dialect of a source; it decides identifier quoting,
 // placeholder style and time bucketing.
@@ -28,7 +31,9 @@ type Database struct {
 // Table is one table or view of a database's catalog.
 type Table struct {
 	Schema string `json:"schema,omitempty"`
-	Name   string `json:"name"`
+	// Name is the name requests use: unqualified for PostgreSQL's public
+	// schema and for SQLite, "schema.table" otherwise.
+	Name string `json:"name"`
 	// Kind is "table" or "view".
 	Kind string `json:"kind"`
 	// RowEstimate is the planner's estimate (PostgreSQL reltuples, SQLite
@@ -115,4 +120,6 @@ type Options struct {
 	DefaultLimit int
 	// MaxLimit is the largest row cap a request may ask for (default 10000).
 	MaxLimit int
+	// Logger receives the engine's few lifecycle messages; nil discards them.
+	Logger *slog.Logger
 }

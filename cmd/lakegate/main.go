@@ -1,0 +1,206 @@
+// Command lakegate is the lakegate binary: the data server (serve), a token
+// maker (token) and its version (version).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/spf13/cobra"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/mcp"
+	"github.com/lakegate/lakegate/query"
+	"github.com/lakegate/lakegate/server"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	gin.SetMode(gin.ReleaseMode)
+	if err := newRoot(os.Stdout, os.Stderr, os.Getenv).Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "lakegate:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "lakegate",
+		Short:         "HTTP data server for SQL data with an MCP plugin for AI agents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	var configFile string
+	root.PersistentFlags().StringVar(&configFile, "config", "", "config file (JSON or YAML); LAKEGATE_* environment variables override it")
+
+	root.AddCommand(&cobra.Command{
+		Use:   "serve",
+		Short: "Run the data server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(configFile, getenv)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, cfg, stdout, stderr)
+		},
+	})
+
+	var sub, role string
+	var ttl time.Duration
+	token := &cobra.Command{
+		Use:   "token",
+		Short: "Print a JWT signed with the configured secret",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(configFile, getenv)
+			if err != nil {
+				return err
+			}
+			if cfg.JWTSecret == "" {
+				return errors.New("no JWT secret configured: set LAKEGATE_JWT_SECRET or jwt_secret in the config file")
+			}
+			t, err := server.NewToken([]byte(cfg.JWTSecret), sub, role, ttl)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, t)
+			return nil
+		},
+	}
+	token.Flags().StringVar(&sub, "sub", "", "subject (who the token is for)")
+	token.Flags().StringVar(&role, "role", server.RoleReader, "role: reader, writer or admin")
+	token.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
+	_ = token.MarkFlagRequired("sub")
+	root.AddCommand(token)
+
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run:   func(*cobra.Command, []string) { fmt.Fprintln(stdout, "lakegate", version) },
+	})
+	return root
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// serve runs the server until ctx ends. Logs go to stderr; the connection
+// help (tokens made for this run) goes to stdout.
+func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) error {
+	log := newLogger(cfg, stderr)
+	if len(cfg.Databases) == 0 {
+		path := filepath.Join(cfg.DataDir, "demo.db")
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return fmt.Errorf("data dir: %w", err)
+		}
+		if err := query.CreateDemo(ctx, path); err != nil {
+			return fmt.Errorf("demo database: %w", err)
+		}
+		cfg.Databases = []config.Database{{Name: "demo", URL: "sqlite:" + path}}
+		log.Info("serving the embedded demo database", "path", path)
+	}
+	generated := cfg.JWTSecret == ""
+	if generated {
+		var b [32]byte
+		_, _ = rand.Read(b[:])
+		cfg.JWTSecret = hex.EncodeToString(b[:])
+	}
+
+	engine, err := query.Open(ctx, cfg.Databases, &query.Options{
+		StatementTimeout: time.Duration(cfg.StatementTimeout),
+		DefaultLimit:     cfg.DefaultRowLimit,
+		MaxLimit:         cfg.MaxRowLimit,
+		Logger:           log,
+	})
+	if err != nil {
+		return err
+	}
+	defer engine.Close()
+	plugin, err := mcp.New(engine, &mcp.Options{
+		Tools:        lakegate.DefaultTools,
+		ConfigDir:    cfg.MCPConfigDir,
+		Enabled:      cfg.MCPEnabled,
+		Keepalive:    time.Duration(cfg.MCPKeepalive),
+		WriteTimeout: time.Duration(cfg.MCPWriteTimeout),
+		SessionQueue: cfg.MCPSessionQueue,
+		MaxWorkers:   cfg.MCPMaxWorkers,
+		Trace:        cfg.MCPTrace,
+		Version:      version,
+		Logger:       log,
+	})
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(cfg, engine, plugin, &server.Options{Version: version, Logger: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	base := "http://" + ln.Addr().String()
+	log.Info("lakegate listening", "url", base, "mcp_enabled", plugin.Enabled(), "version", version)
+	if generated {
+		if err := printConnectHelp(stdout, cfg, base); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	return srv.Serve(ctx, ln)
+}
+
+func printConnectHelp(w io.Writer, cfg config.Config, base string) error {
+	secret := []byte(cfg.JWTSecret)
+	admin, err := server.NewToken(secret, "admin", server.RoleAdmin, 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	reader, err := server.NewToken(secret, "agent", server.RoleReader, 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, `
+lakegate is running at %[1]s
+No LAKEGATE_JWT_SECRET was set: this run signs tokens with a secret made for it (valid 24h, until restart).
+
+  admin token:  %[2]s
+  reader token: %[3]s
+
+Connect Claude Code:
+  claude mcp add --transport sse lakegate %[1]s/mcp/sse --header "Authorization: Bearer %[3]s"
+
+Try the REST API:
+  curl -H "Authorization: Bearer %[3]s" %[1]s/rest/databases
+
+`, base, admin, reader)
+	return nil
+}

@@ -1,0 +1,206 @@
+// Package integration holds lakegate's end-to-end tests: the real server on
+// a loopback port, a real PostgreSQL (LAKEGATE_TEST_DATABASE_URL) and real
+// MCP clients.
+package integration
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/mcp"
+	"github.com/lakegate/lakegate/query"
+	"github.com/lakegate/lakegate/server"
+)
+
+//go:embed testdata/seed.sql
+var seedSQL string
+
+const (
+	testDB     = "lakegate_it"
+	testSecret = "integration-test-secret-0123456789abcdef"
+)
+
+// dbURL is the seeded test database, set by TestMain.
+var dbURL string
+
+func TestMain(m *testing.M) {
+	gin.SetMode(gin.ReleaseMode)
+	admin := os.Getenv("LAKEGATE_TEST_DATABASE_URL")
+	if admin == "" {
+		fmt.Println("integration: LAKEGATE_TEST_DATABASE_URL is not set; run `make test`, which starts a PostgreSQL")
+		os.Exit(0)
+	}
+	u, err := seed(admin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: seed:", err)
+		os.Exit(1)
+	}
+	dbURL = u
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+}
+
+// seed (re)creates the test database and loads testdata/seed.sql.
+func seed(adminURL string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	for _, stmt := range []string{"DROP DATABASE IF EXISTS " + testDB + " WITH (FORCE)", "CREATE DATABASE " + testDB} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return "", err
+		}
+	}
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + testDB
+	dbc, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		return "", err
+	}
+	defer dbc.Close(ctx)
+	if _, err := dbc.Exec(ctx, seedSQL); err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+// env is one running lakegate server on a loopback port.
+type env struct {
+	base   string
+	engine *query.Engine
+	plugin *mcp.Plugin
+	pool   *pgxpool.Pool // direct access to compare results
+}
+
+type envOptions struct {
+	keepalive    time.Duration
+	writeTimeout time.Duration
+	queue        int
+}
+
+// start runs the real server (config, engine, plugin, server) on
+// 127.0.0.1:0 and stops it when the test ends.
+func start(t *testing.T, o envOptions) *env {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.JWTSecret = testSecret
+	cfg.MCPEnabled = true
+	cfg.Databases = []config.Database{{Name: "iot", URL: dbURL}}
+	if o.keepalive > 0 {
+		cfg.MCPKeepalive = config.Duration(o.keepalive)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx := t.Context()
+	engine, err := query.Open(ctx, cfg.Databases, &query.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(engine.Close)
+	plugin, err := mcp.New(engine, &mcp.Options{
+		Tools:        lakegate.DefaultTools,
+		Enabled:      true,
+		Keepalive:    time.Duration(cfg.MCPKeepalive),
+		WriteTimeout: o.writeTimeout,
+		SessionQueue: o.queue,
+		Logger:       log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(cfg, engine, plugin, &server.Options{Logger: log, DrainTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, ln) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return &env{base: "http://" + ln.Addr().String(), engine: engine, plugin: plugin, pool: pool}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// token signs a token for subject with role.
+func token(t *testing.T, subject, role string) string {
+	t.Helper()
+	tok, err := server.NewToken([]byte(testSecret), subject, role, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+func httpClient(tok string) *http.Client {
+	return &http.Client{Transport: bearer{token: tok, base: http.DefaultTransport}}
+}
+
+// connect opens a go-sdk client session over /mcp/sse as subject.
+func (e *env) connect(t *testing.T, tok string) *mcpsdk.ClientSession {
+	t.Helper()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "lakegate-it", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{
+		Endpoint:   e.base + "/mcp/sse",
+		HTTPClient: httpClient(tok),
+	}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}

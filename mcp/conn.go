@@ -1,0 +1,147 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+// errSlowClient closes a session whose client stopped reading its stream.
+var errSlowClient = errors.New("client is not reading its event stream")
+
+// conn is one legacy-SSE session seen as an mcpsdk.Connection: POSTed
+// messages come in through in, answers leave through out to the goroutine
+// that owns the event stream. Both queues are bounded, so a client that stops
+// reading costs at most queue messages and writeTimeout before its session is
+// closed; it never blocks another session.
+type conn struct {
+	id           string
+	caller       query.Caller
+	in           chan jsonrpc.Message
+	out          chan []byte
+	writeTimeout time.Duration
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	mu        sync.Mutex
+	cause     error
+}
+
+var _ mcpsdk.Connection = (*conn)(nil)
+
+func newConn(id string, caller query.Caller, queue int, writeTimeout time.Duration) *conn {
+	return &conn{
+		id:           id,
+		caller:       caller,
+		in:           make(chan jsonrpc.Message, queue),
+		out:          make(chan []byte, queue),
+		writeTimeout: writeTimeout,
+		closed:       make(chan struct{}),
+	}
+}
+
+// Read returns the next message POSTed by the client. Close unblocks it.
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case msg := <-c.in:
+		return msg, nil
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write queues msg for the event stream. When the queue stays full for
+// writeTimeout the client is not reading: the session is closed.
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	select {
+	case c.out <- data:
+		return nil
+	case <-c.closed:
+		return mcpsdk.ErrConnectionClosed
+	default:
+	}
+	timer := time.NewTimer(c.writeTimeout)
+	defer timer.Stop()
+	select {
+	case c.out <- data:
+		return nil
+	case <-c.closed:
+		return mcpsdk.ErrConnectionClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		c.closeWith(errSlowClient)
+		return errSlowClient
+	}
+}
+
+// deliver hands a POSTed message to the protocol server. It waits at most
+// writeTimeout for room in the queue.
+func (c *conn) deliver(ctx context.Context, msg jsonrpc.Message) error {
+	select {
+	case <-c.closed:
+		return mcpsdk.ErrConnectionClosed
+	default:
+	}
+	timer := time.NewTimer(c.writeTimeout)
+	defer timer.Stop()
+	select {
+	case c.in <- msg:
+		return nil
+	case <-c.closed:
+		return mcpsdk.ErrConnectionClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return query.Errorf(query.KindUnavailable, "session %s is busy: too many messages waiting", c.id)
+	}
+}
+
+// Close ends the session; it may be called many times, concurrently.
+func (c *conn) Close() error {
+	c.closeWith(nil)
+	return nil
+}
+
+func (c *conn) closeWith(cause error) {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.cause = cause
+		c.mu.Unlock()
+		close(c.closed)
+	})
+}
+
+// err is why the session closed, nil for a normal close.
+func (c *conn) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cause
+}
+
+// SessionID implements mcpsdk.Connection.
+func (c *conn) SessionID() string { return c.id }
+
+// sseTransport hands one conn to the protocol server.
+type sseTransport struct{ c *conn }
+
+var _ mcpsdk.Transport = sseTransport{}
+
+func (t sseTransport) Connect(context.Context) (mcpsdk.Connection, error) { return t.c, nil }
+
+// SupportsProtocolVersion keeps 2026-07-28 off this transport: that revision
+// defines only stdio and Streamable HTTP.
+func (sseTransport) SupportsProtocolVersion(v string) bool { return v < "2026-07-28" }

@@ -1,0 +1,125 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+func notification(t *testing.T) jsonrpc.Message {
+	t.Helper()
+	msg, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
+
+func TestConnSlowClientIsClosed(t *testing.T) {
+	c := newConn("s1", query.Caller{Subject: "a"}, 2, 50*time.Millisecond)
+	ctx := t.Context()
+	for i := range 2 {
+		if err := c.Write(ctx, notification(t)); err != nil {
+			t.Fatalf("write %d into a queue of 2: %v", i, err)
+		}
+	}
+	start := time.Now()
+	err := c.Write(ctx, notification(t))
+	if !errors.Is(err, errSlowClient) {
+		t.Fatalf("third write with nobody reading: got %v, want errSlowClient", err)
+	}
+	if waited := time.Since(start); waited < 50*time.Millisecond {
+		t.Errorf("gave up after %s, want at least the write timeout", waited)
+	}
+	select {
+	case <-c.closed:
+	default:
+		t.Fatal("session not closed after a slow client")
+	}
+	if !errors.Is(c.err(), errSlowClient) {
+		t.Errorf("close cause: got %v, want errSlowClient", c.err())
+	}
+	if err := c.Write(ctx, notification(t)); !errors.Is(err, mcpsdk.ErrConnectionClosed) {
+		t.Errorf("write after close: got %v, want ErrConnectionClosed", err)
+	}
+}
+
+func TestConnReadAndDeliver(t *testing.T) {
+	c := newConn("s1", query.Caller{}, 1, 50*time.Millisecond)
+	ctx := t.Context()
+	if err := c.deliver(ctx, notification(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.deliver(ctx, notification(t)); query.KindOf(err) != query.KindUnavailable {
+		t.Errorf("deliver into a full queue: got %v, want unavailable", err)
+	}
+	if _, err := c.Read(ctx); err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := c.Read(ctx); done <- err }()
+	c.Close()
+	c.Close() // idempotent
+	if err := <-done; !errors.Is(err, io.EOF) {
+		t.Errorf("read after close: got %v, want EOF", err)
+	}
+	if err := c.deliver(ctx, notification(t)); !errors.Is(err, mcpsdk.ErrConnectionClosed) {
+		t.Errorf("deliver after close: got %v, want ErrConnectionClosed", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	c2 := newConn("s2", query.Caller{}, 1, time.Second)
+	if _, err := c2.Read(cctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("read with a cancelled context: got %v, want context.Canceled", err)
+	}
+}
+
+func TestMessageEventFraming(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"one line", `{"a":1}`, "event: message\ndata: {\"a\":1}\n\n"},
+		{"newlines get their own data field", "{\n\"a\":1\r\n}", "event: message\ndata: {\ndata: \"a\":1\ndata: }\n\n"},
+		{"an empty line cannot end the event", "a\n\nb", "event: message\ndata: a\ndata: \ndata: b\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(messageEvent([]byte(tc.in))); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		n        int
+		errPart  string
+	}{
+		{"request", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, 1, ""},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`, 2, ""},
+		{"empty", `  `, 0, "empty body"},
+		{"empty batch", `[]`, 0, "empty batch"},
+		{"truncated", `{"jsonrpc":"2.0","id":1`, 0, "unexpected EOF"},
+		{"bad batch item", `[{"jsonrpc":"2.0","id":1,"method":"ping"}, 7]`, 0, "batch item 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msgs, err := decodeMessages([]byte(tc.in))
+			if tc.errPart != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errPart) {
+					t.Errorf("got %v, want an error containing %q", err, tc.errPart)
+				}
+				return
+			}
+			if err != nil || len(msgs) != tc.n {
+				t.Errorf("got %d messages, %v; want %d", len(msgs), err, tc.n)
+			}
+		})
+	}
+}

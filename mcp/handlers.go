@@ -1,0 +1,242 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+// handlerFunc runs one tool: it decodes its arguments and returns the
+// structured result.
+type handlerFunc func(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error)
+
+// handlers maps the handler names usable in tools.json to their code.
+func handlers() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"list_databases": listDatabases,
+		"list_tables":    listTables,
+		"describe_table": describeTable,
+		"query":          runQuery,
+		"run_sql":        runSQL,
+	}
+}
+
+func handlerNames() []string {
+	names := make([]string, 0, len(handlers()))
+	for name := range handlers() {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// handle adapts a declared tool to the SDK: it takes a worker slot, runs
+// the handler and renders the result or the error as a tool result.
+func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
+	fn := handlers()[t.Handler]
+	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+		start := time.Now()
+		caller, _ := query.CallerFrom(ctx)
+		out, err := p.withWorker(ctx, func() (any, error) {
+			return fn(ctx, p, caller, req.Params.Arguments)
+		})
+		p.count(t.Name, err != nil)
+		log := p.log.With("tool", t.Name, "subject", caller.Subject, "duration_ms", time.Since(start).Milliseconds())
+		if req.Session != nil {
+			log = log.With("session_id", req.Session.ID())
+		}
+		if err != nil {
+			log.Info("tool call failed", "kind", string(query.KindOf(err)), "error", err.Error())
+			return errorResult(err), nil
+		}
+		log.Info("tool call")
+		return structuredResult(out)
+	}
+}
+
+// withWorker runs fn holding one of MaxWorkers slots, waiting at most WorkerWait.
+func (p *Plugin) withWorker(ctx context.Context, fn func() (any, error)) (any, error) {
+	timer := time.NewTimer(p.opts.WorkerWait)
+	defer timer.Stop()
+	select {
+	case p.workers <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		return nil, &query.Error{Kind: query.KindUnavailable, Message: "all MCP workers are busy", RetryAfter: time.Second}
+	}
+	defer func() { <-p.workers }()
+	return fn()
+}
+
+func structuredResult(v any) (*mcpsdk.CallToolResult, error) {
+	text, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode tool result: %w", err)
+	}
+	return &mcpsdk.CallToolResult{
+		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: string(text)}},
+		StructuredContent: json.RawMessage(text),
+	}, nil
+}
+
+// ErrorBody is the JSON error object of the taxonomy, shared by REST
+// answers and failed tool results.
+type ErrorBody struct {
+	Kind       query.Kind `json:"kind"`
+	Message    string     `json:"message"`
+	Hint       string     `json:"hint,omitempty"`
+	RetryAfter float64    `json:"retry_after,omitempty"`
+}
+
+// NewErrorBody describes err for a caller. Errors that are not a
+// *query.Error are internal: their text is not shown.
+func NewErrorBody(err error) ErrorBody {
+	var qe *query.Error
+	if errors.As(err, &qe) {
+		return ErrorBody{Kind: qe.Kind, Message: qe.Message, Hint: qe.Hint, RetryAfter: qe.RetryAfter.Seconds()}
+	}
+	switch query.KindOf(err) {
+	case query.KindTimeout:
+		return ErrorBody{Kind: query.KindTimeout, Message: "the request took too long"}
+	default:
+		if errors.Is(err, context.Canceled) {
+			return ErrorBody{Kind: query.KindUnavailable, Message: "the request was cancelled"}
+		}
+		return ErrorBody{Kind: query.KindInternal, Message: "internal error"}
+	}
+}
+
+func errorResult(err error) *mcpsdk.CallToolResult {
+	text, _ := json.Marshal(map[string]ErrorBody{"error": NewErrorBody(err)})
+	return &mcpsdk.CallToolResult{
+		IsError: true,
+		Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: string(text)}},
+	}
+}
+
+// decodeArgs reads a tool's arguments strictly into v: unknown fields and
+// wrong types are validation errors that say what is accepted.
+func decodeArgs(raw json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		accepted := strings.Join(jsonFields(v), ", ")
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("argument %q: got a JSON %s, want %s", te.Field, te.Value, te.Type), Hint: "accepted arguments: " + accepted}
+		}
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		return &query.Error{Kind: query.KindValidation, Message: "arguments: " + msg, Hint: "accepted arguments: " + accepted}
+	}
+	return nil
+}
+
+// jsonFields lists the JSON names of a struct pointer's fields.
+func jsonFields(v any) []string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func required(name, value string) error {
+	if value == "" {
+		return &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("argument %q is required", name)}
+	}
+	return nil
+}
+
+func listDatabases(_ context.Context, p *Plugin, _ query.Caller, args json.RawMessage) (any, error) {
+	var in struct{}
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	return map[string]any{"databases": p.engine.Databases()}, nil
+}
+
+func listTables(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+	var in struct {
+		Database string `json:"database"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	if err := required("database", in.Database); err != nil {
+		return nil, err
+	}
+	tables, err := p.engine.Tables(ctx, c, in.Database)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"database": in.Database, "tables": tables}, nil
+}
+
+func describeTable(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+	var in struct {
+		Database string `json:"database"`
+		Table    string `json:"table"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(required("database", in.Database), required("table", in.Table)); err != nil {
+		return nil, firstError(err)
+	}
+	return p.engine.Describe(ctx, c, in.Database, in.Table)
+}
+
+func runQuery(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+	var in query.Request
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(required("database", in.Database), required("table", in.Table)); err != nil {
+		return nil, firstError(err)
+	}
+	return p.engine.Query(ctx, c, in)
+}
+
+func runSQL(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+	var in query.SQLRequest
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(required("database", in.Database), required("sql", in.SQL)); err != nil {
+		return nil, firstError(err)
+	}
+	return p.engine.RunSQL(ctx, c, in)
+}
+
+// firstError unwraps a joined error to its first part, keeping its kind.
+func firstError(err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+		return j.Unwrap()[0]
+	}
+	return err
+}

@@ -1,0 +1,299 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+// Engine is what the tools need of the query engine (*query.Engine).
+type Engine interface {
+	Databases() []query.Database
+	Tables(ctx context.Context, c query.Caller, db string) ([]query.Table, error)
+	Describe(ctx context.Context, c query.Caller, db, table string) (*query.Table, error)
+	Query(ctx context.Context, c query.Caller, r query.Request) (*query.Result, error)
+	RunSQL(ctx context.Context, c query.Caller, r query.SQLRequest) (*query.Result, error)
+}
+
+// Options tune a Plugin. The zero value of each field is its default.
+type Options struct {
+	// Tools is the content of tools.json (required).
+	Tools []byte
+	// ConfigDir, when it holds a tools.json, replaces Tools.
+	ConfigDir string
+	// Enabled is the state at start.
+	Enabled bool
+	// Keepalive is the interval of ": keepalive" comments (default 30s).
+	Keepalive time.Duration
+	// WriteTimeout bounds one write to a client (default 10s).
+	WriteTimeout time.Duration
+	// SessionQueue bounds the messages queued per session (default 64).
+	SessionQueue int
+	// MaxWorkers bounds concurrent tool calls across sessions (default 10).
+	MaxWorkers int
+	// WorkerWait is how long a call waits for a worker (default 10s).
+	WorkerWait time.Duration
+	// MaxSessions and MaxSessionsPerSubject bound open sessions
+	// (defaults 2000 and 64).
+	MaxSessions           int
+	MaxSessionsPerSubject int
+	// Trace logs every MCP message at debug level.
+	Trace bool
+	// Version is reported to clients at initialize.
+	Version string
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Plugin is the MCP plugin. Build it with New, Mount it on a router, and
+// Close it when the server stops. Enable, Disable and Status are safe for
+// concurrent use.
+type Plugin struct {
+	engine  Engine
+	opts    Options
+	log     *slog.Logger
+	server  *mcpsdk.Server
+	tools   []toolSpec
+	workers chan struct{}
+
+	enabled      atomic.Bool
+	enabledSince atomic.Pointer[time.Time]
+
+	mu       sync.Mutex
+	sessions map[string]*conn
+	closed   bool
+	wg       sync.WaitGroup
+
+	statsMu sync.Mutex
+	calls   map[string]*ToolStats
+}
+
+// ToolStats counts the calls of one tool.
+type ToolStats struct {
+	Calls  int64 `json:"calls"`
+	Errors int64 `json:"errors"`
+}
+
+// Status is the plugin's state for operators.
+type Status struct {
+	Enabled   bool                 `json:"enabled"`
+	Since     *time.Time           `json:"since,omitempty"`
+	Sessions  map[string]int       `json:"sessions"`
+	ToolCalls map[string]ToolStats `json:"tool_calls"`
+	Workers   WorkerStatus         `json:"workers"`
+}
+
+// WorkerStatus is the use of the tool-call worker slots.
+type WorkerStatus struct {
+	Max   int `json:"max"`
+	InUse int `json:"in_use"`
+}
+
+// New builds a Plugin: it reads and checks the tool declarations and sets up
+// the protocol server. It starts nothing.
+func New(engine Engine, opts *Options) (*Plugin, error) {
+	p := &Plugin{engine: engine, sessions: map[string]*conn{}, calls: map[string]*ToolStats{}}
+	if opts != nil {
+		p.opts = *opts
+	}
+	o := &p.opts
+	o.Keepalive = orDefault(o.Keepalive, 30*time.Second)
+	o.WriteTimeout = orDefault(o.WriteTimeout, 10*time.Second)
+	o.WorkerWait = orDefault(o.WorkerWait, 10*time.Second)
+	o.SessionQueue = orDefault(o.SessionQueue, 64)
+	o.MaxWorkers = orDefault(o.MaxWorkers, 10)
+	o.MaxSessions = orDefault(o.MaxSessions, 2000)
+	o.MaxSessionsPerSubject = orDefault(o.MaxSessionsPerSubject, 64)
+	o.Version = orDefault(o.Version, "dev")
+	p.log = o.Logger
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	tools, err := loadTools(o.Tools, o.ConfigDir)
+	if err != nil {
+		return nil, err
+	}
+	p.tools = tools
+	p.workers = make(chan struct{}, o.MaxWorkers)
+	p.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, &mcpsdk.ServerOptions{
+		Instructions: instructions,
+		Logger:       p.log,
+	})
+	for _, t := range tools {
+		p.server.AddTool(t.tool(), p.handle(t))
+	}
+	if o.Enabled {
+		p.Enable()
+	}
+	return p, nil
+}
+
+const instructions = "lakegate serves SQL databases read-only. Start with list_databases, " +
+	"then list_tables and describe_table; use query for structured questions and run_sql " +
+	"for one SELECT. Results are capped (see truncated)."
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Mount registers the MCP routes on r, which must already authenticate
+// callers (query.WithCaller on the request context).
+func (p *Plugin) Mount(r gin.IRouter) {
+	g := r.Group("/mcp", p.requireEnabled)
+	g.GET("/sse", p.serveSSE)
+	g.POST("/messages/", p.serveMessage)
+	g.POST("/messages", p.serveMessage)
+}
+
+// Enable turns the plugin on; MCP routes answer again.
+func (p *Plugin) Enable() {
+	if p.enabled.CompareAndSwap(false, true) {
+		now := time.Now().UTC()
+		p.enabledSince.Store(&now)
+		p.log.Info("mcp enabled")
+	}
+}
+
+// Disable turns the plugin off: MCP routes answer 503 and every open session
+// is closed (its event stream ends).
+func (p *Plugin) Disable() {
+	if p.enabled.CompareAndSwap(true, false) {
+		p.enabledSince.Store(nil)
+		p.closeSessions()
+		p.log.Info("mcp disabled")
+	}
+}
+
+// Enabled reports whether MCP routes are served.
+func (p *Plugin) Enabled() bool { return p.enabled.Load() }
+
+// Status reports the plugin's state.
+func (p *Plugin) Status() Status {
+	st := Status{
+		Enabled:   p.Enabled(),
+		Since:     p.enabledSince.Load(),
+		Sessions:  map[string]int{"sse": 0},
+		ToolCalls: map[string]ToolStats{},
+		Workers:   WorkerStatus{Max: cap(p.workers), InUse: len(p.workers)},
+	}
+	p.mu.Lock()
+	st.Sessions["sse"] = len(p.sessions)
+	p.mu.Unlock()
+	p.statsMu.Lock()
+	for name, s := range p.calls {
+		st.ToolCalls[name] = *s
+	}
+	p.statsMu.Unlock()
+	return st
+}
+
+// ToolNames lists the declared tools, sorted.
+func (p *Plugin) ToolNames() []string {
+	names := make([]string, len(p.tools))
+	for i, t := range p.tools {
+		names[i] = t.Name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Close closes every session and waits for their streams to end. New
+// sessions are refused afterwards. Safe to call more than once.
+func (p *Plugin) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.closeSessions()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *Plugin) closeSessions() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.sessions {
+		c.Close()
+	}
+}
+
+// openSession registers a new session for caller, within the limits.
+func (p *Plugin) openSession(caller query.Caller) (*conn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, query.Errorf(query.KindUnavailable, "server is shutting down")
+	}
+	if !p.Enabled() {
+		return nil, query.Errorf(query.KindUnavailable, "MCP is disabled on this server")
+	}
+	if len(p.sessions) >= p.opts.MaxSessions {
+		return nil, &query.Error{Kind: query.KindRateLimited, Message: "too many open MCP sessions on this server", RetryAfter: 5 * time.Second}
+	}
+	n := 0
+	for _, c := range p.sessions {
+		if c.caller.Subject == caller.Subject {
+			n++
+		}
+	}
+	if n >= p.opts.MaxSessionsPerSubject {
+		return nil, &query.Error{Kind: query.KindRateLimited, Message: "too many open MCP sessions for this subject", Hint: "close unused sessions", RetryAfter: 5 * time.Second}
+	}
+	c := newConn(newID(), caller, p.opts.SessionQueue, p.opts.WriteTimeout)
+	p.sessions[c.id] = c
+	p.wg.Add(1)
+	return c, nil
+}
+
+func (p *Plugin) closeSession(c *conn) {
+	c.Close()
+	p.mu.Lock()
+	delete(p.sessions, c.id)
+	p.mu.Unlock()
+	p.wg.Done()
+}
+
+func (p *Plugin) session(id string) *conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sessions[id]
+}
+
+func (p *Plugin) count(tool string, failed bool) {
+	p.statsMu.Lock()
+	defer p.statsMu.Unlock()
+	s := p.calls[tool]
+	if s == nil {
+		s = &ToolStats{}
+		p.calls[tool] = s
+	}
+	s.Calls++
+	if failed {
+		s.Errors++
+	}
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

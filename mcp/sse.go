@@ -1,0 +1,201 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+// fail records err for the host's error renderer and stops the chain.
+func fail(c *gin.Context, err error) {
+	_ = c.Error(err)
+	c.Abort()
+}
+
+func (p *Plugin) requireEnabled(c *gin.Context) {
+	if !p.Enabled() {
+		fail(c, &query.Error{Kind: query.KindUnavailable, Message: "MCP is disabled on this server",
+			Hint: "an admin can enable it with POST /admin/mcp/enable"})
+	}
+}
+
+// serveSSE opens a legacy HTTP+SSE session owned by the caller and streams
+// the protocol server's messages to it until the client leaves, the session
+// is closed (disable, slow client) or the server shuts down.
+func (p *Plugin) serveSSE(c *gin.Context) {
+	caller, _ := query.CallerFrom(c.Request.Context())
+	sess, err := p.openSession(caller)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	defer p.closeSession(sess)
+	log := p.log.With("session_id", sess.id, "subject", caller.Subject)
+
+	// The session's protocol context carries the caller but not the
+	// request's cancellation: the session ends through sess.Close.
+	ctx := query.WithCaller(context.WithoutCancel(c.Request.Context()), caller)
+	ss, err := p.server.Connect(ctx, sseTransport{sess}, nil)
+	if err != nil {
+		fail(c, fmt.Errorf("connect mcp session: %w", err))
+		return
+	}
+	defer ss.Close()
+
+	w := c.Writer
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	write := func(frame []byte) error {
+		if err := rc.SetWriteDeadline(time.Now().Add(p.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		if _, err := w.Write(frame); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	log.Info("mcp sse session opened")
+	if err := write(endpointEvent(sess.id)); err != nil {
+		log.Info("mcp sse session ended", "reason", err.Error())
+		return
+	}
+	keepalive := time.NewTicker(p.opts.Keepalive)
+	defer keepalive.Stop()
+	for {
+		var frame []byte
+		select {
+		case data := <-sess.out:
+			frame = messageEvent(data)
+		case <-keepalive.C:
+			frame = []byte(": keepalive\n\n")
+		case <-sess.closed:
+			reason := "closed"
+			if err := sess.err(); err != nil {
+				reason = err.Error()
+			}
+			log.Info("mcp sse session ended", "reason", reason)
+			return
+		case <-c.Request.Context().Done():
+			log.Info("mcp sse session ended", "reason", "client left")
+			return
+		}
+		if err := write(frame); err != nil {
+			log.Info("mcp sse session ended", "reason", "write failed: "+err.Error())
+			return
+		}
+	}
+}
+
+func endpointEvent(id string) []byte {
+	return []byte("event: endpoint\ndata: /mcp/messages/?session_id=" + id + "\n\n")
+}
+
+// messageEvent frames one JSON-RPC message; every line gets its own data:
+// field so a message can never end an event early.
+func messageEvent(data []byte) []byte {
+	var b bytes.Buffer
+	b.Grow(len(data) + 32)
+	b.WriteString("event: message\n")
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		b.WriteString("data: ")
+		b.Write(bytes.TrimSuffix(line, []byte("\r")))
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+// serveMessage takes one POSTed JSON-RPC message (or batch) for a session
+// and answers 202; the reply travels on the session's event stream.
+func (p *Plugin) serveMessage(c *gin.Context) {
+	id := c.Query("session_id")
+	if id == "" {
+		fail(c, &query.Error{Kind: query.KindValidation, Message: "missing session_id query parameter",
+			Hint: "POST to the endpoint URL sent as the first event of GET /mcp/sse"})
+		return
+	}
+	sess := p.session(id)
+	if sess == nil {
+		fail(c, &query.Error{Kind: query.KindNotFound, Message: "unknown or closed MCP session",
+			Hint: "open a new session with GET /mcp/sse"})
+		return
+	}
+	caller, _ := query.CallerFrom(c.Request.Context())
+	if caller.Subject != sess.caller.Subject {
+		fail(c, query.Errorf(query.KindForbidden, "this MCP session belongs to another subject"))
+		return
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	msgs, err := decodeMessages(body)
+	if err != nil {
+		c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{
+			"jsonrpc": "2.0", "id": nil,
+			"error": gin.H{"code": -32700, "message": "parse error: " + err.Error()},
+		})
+		return
+	}
+	for _, msg := range msgs {
+		if err := sess.deliver(c.Request.Context(), msg); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			if query.KindOf(err) == query.KindInternal {
+				err = &query.Error{Kind: query.KindNotFound, Message: "MCP session closed", Err: err}
+			}
+			fail(c, err)
+			return
+		}
+	}
+	c.String(http.StatusAccepted, "Accepted")
+}
+
+// decodeMessages reads one JSON-RPC message or a batch (an array of them).
+func decodeMessages(body []byte) ([]jsonrpc.Message, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, errors.New("empty body: want one JSON-RPC message")
+	}
+	if body[0] != '[' {
+		msg, err := jsonrpc.DecodeMessage(body)
+		if err != nil {
+			return nil, err
+		}
+		return []jsonrpc.Message{msg}, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body, &raws); err != nil {
+		return nil, err
+	}
+	if len(raws) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	msgs := make([]jsonrpc.Message, 0, len(raws))
+	for i, raw := range raws {
+		msg, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return nil, fmt.Errorf("batch item %d: %w", i, err)
+		}
+		msgs = append(msgs, msg)
+	}
+	return msgs, nil
+}

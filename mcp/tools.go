@@ -1,0 +1,188 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ToolsFile is the name of the tool declarations in a config directory.
+const ToolsFile = "tools.json"
+
+// toolsDoc is the shape of tools.json.
+type toolsDoc struct {
+	Tools []toolSpec `json:"tools"`
+}
+
+// toolSpec declares one tool: what the client sees and which handler runs.
+type toolSpec struct {
+	Name         string                  `json:"name"`
+	Title        string                  `json:"title,omitempty"`
+	Description  string                  `json:"description"`
+	Handler      string                  `json:"handler"`
+	InputSchema  json.RawMessage         `json:"input_schema"`
+	OutputSchema json.RawMessage         `json:"output_schema,omitempty"`
+	Annotations  *mcpsdk.ToolAnnotations `json:"annotations,omitempty"`
+}
+
+func (t toolSpec) tool() *mcpsdk.Tool {
+	tool := &mcpsdk.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: t.InputSchema,
+		Annotations: t.Annotations,
+	}
+	if len(t.OutputSchema) > 0 {
+		tool.OutputSchema = t.OutputSchema
+	}
+	return tool
+}
+
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// loadTools reads the tool declarations: dir/tools.json when it exists,
+// else the built-in data. Any problem names the file, the line and the reason.
+func loadTools(builtin []byte, dir string) ([]toolSpec, error) {
+	data, source := builtin, "built-in tools.json"
+	if dir != "" {
+		file := filepath.Join(dir, ToolsFile)
+		b, err := os.ReadFile(file)
+		switch {
+		case err == nil:
+			data, source = b, file
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("tools: %w", err)
+		}
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("tools: no tool declarations (%s is empty)", source)
+	}
+	specs, err := parseTools(data)
+	if err != nil {
+		return nil, fmt.Errorf("tools: %s: %w", source, err)
+	}
+	return specs, nil
+}
+
+func parseTools(data []byte) ([]toolSpec, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var doc toolsDoc
+	if err := dec.Decode(&doc); err != nil {
+		return nil, atLine(data, dec.InputOffset(), err)
+	}
+	if len(doc.Tools) == 0 {
+		return nil, errors.New(`no tools declared: want {"tools": [...]}`)
+	}
+	known := handlerNames()
+	seen := map[string]bool{}
+	for i, t := range doc.Tools {
+		where := fmt.Sprintf("tools[%d]", i)
+		if t.Name != "" {
+			where += " (" + t.Name + ")"
+		}
+		off := toolOffset(data, i)
+		switch {
+		case !toolName.MatchString(t.Name):
+			return nil, atLine(data, off, fmt.Errorf("%s: name must be 1-64 letters, digits, _ or -", where))
+		case seen[t.Name]:
+			return nil, atLine(data, off, fmt.Errorf("%s: name is declared twice", where))
+		case t.Description == "":
+			return nil, atLine(data, off, fmt.Errorf("%s: description is required", where))
+		case !slices.Contains(known, t.Handler):
+			return nil, atLine(data, off, fmt.Errorf("%s: unknown handler %q; known handlers: %v", where, t.Handler, known))
+		}
+		seen[t.Name] = true
+		if err := checkSchema(t.InputSchema, true); err != nil {
+			return nil, atLine(data, off, fmt.Errorf("%s: input_schema: %w", where, err))
+		}
+		if len(t.OutputSchema) > 0 {
+			if err := checkSchema(t.OutputSchema, true); err != nil {
+				return nil, atLine(data, off, fmt.Errorf("%s: output_schema: %w", where, err))
+			}
+		}
+	}
+	return doc.Tools, nil
+}
+
+// checkSchema accepts a JSON object schema of type "object".
+func checkSchema(raw json.RawMessage, required bool) error {
+	if len(raw) == 0 {
+		if required {
+			return errors.New(`is required (a JSON schema with "type": "object")`)
+		}
+		return nil
+	}
+	var s struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("want a JSON schema object: %w", err)
+	}
+	if s.Type != "object" {
+		return fmt.Errorf(`"type" must be "object", got %q`, s.Type)
+	}
+	return nil
+}
+
+// toolOffset finds the byte offset of the i-th element of "tools", for
+// error messages; -1 if it cannot.
+func toolOffset(data []byte, i int) int64 {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	depth, n := 0, -1
+	inTools := false
+	for {
+		off := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return -1
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				if inTools && depth == 2 && v == '{' {
+					n++
+					if n == i {
+						for off < int64(len(data)) && bytes.IndexByte([]byte(" \t\r\n,"), data[off]) >= 0 {
+							off++
+						}
+						return off
+					}
+				}
+				depth++
+			} else {
+				depth--
+			}
+		case string:
+			if depth == 1 && v == "tools" {
+				inTools = true
+			}
+		}
+	}
+}
+
+func atLine(data []byte, off int64, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off = se.Offset
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		off = te.Offset
+		err = fmt.Errorf("field %q: got a JSON %s, want %s", te.Field, te.Value, te.Type)
+	}
+	if off < 0 {
+		return err
+	}
+	off = min(off, int64(len(data)))
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	return fmt.Errorf("line %d: %w", line, err)
+}

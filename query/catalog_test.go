@@ -1,0 +1,234 @@
+package query
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestTablesSQLite(t *testing.T) {
+	e, _ := sqliteEngine(t, nil)
+	tabs, err := e.Tables(t.Context(), Caller{}, "lite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		kind string
+		est  int64
+	}{
+		`We"ird Table`: {"table", 2}, "devices": {"table", demoDevices}, "kinds": {"table", 3},
+		"ok_readings": {"view", -1}, "readings": {"table", demoReadings}, "sink": {"table", 0},
+	}
+	if len(tabs) != len(want) {
+		t.Fatalf("got %d tables %v, want %d", len(tabs), tabs, len(want))
+	}
+	for i, tb := range tabs {
+		w, ok := want[tb.Name]
+		if !ok {
+			t.Fatalf("got unexpected table %q", tb.Name)
+		}
+		if tb.Kind != w.kind || tb.RowEstimate != w.est || tb.Columns != nil {
+			t.Errorf("table %s: got kind %s estimate %d columns %v, want %s %d none", tb.Name, tb.Kind, tb.RowEstimate, tb.Columns, w.kind, w.est)
+		}
+		if i > 0 && tabs[i-1].Name >= tb.Name {
+			t.Errorf("tables not sorted: %q before %q", tabs[i-1].Name, tb.Name)
+		}
+	}
+}
+
+func TestDescribeSQLite(t *testing.T) {
+	e, _ := sqliteEngine(t, nil)
+	got, err := e.Describe(t.Context(), Caller{}, "lite", "readings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCols := []Column{
+		{Name: "id", Type: "integer", PrimaryKey: true},
+		{Name: "device_id", Type: "integer"},
+		{Name: "ts", Type: "timestamp"},
+		{Name: "temperature", Type: "real"},
+		{Name: "humidity", Type: "real"},
+		{Name: "power_w", Type: "numeric(10,2)", Nullable: true},
+		{Name: "status", Type: "text"},
+		{Name: "note", Type: "text", Nullable: true},
+	}
+	if !reflect.DeepEqual(got.Columns, wantCols) {
+		t.Errorf("got columns %+v, want %+v", got.Columns, wantCols)
+	}
+	wantFK := []ForeignKey{{Columns: []string{"device_id"}, RefTable: "devices", RefColumns: []string{"id"}}}
+	if !reflect.DeepEqual(got.ForeignKeys, wantFK) || !reflect.DeepEqual(got.PrimaryKey, []string{"id"}) {
+		t.Errorf("got fk %v pk %v, want %v [id]", got.ForeignKeys, got.PrimaryKey, wantFK)
+	}
+	// The result is a copy: changing it must not change the catalog.
+	got.Columns[0].Name = "changed"
+	again, _ := e.Describe(t.Context(), Caller{}, "lite", "readings")
+	if again.Columns[0].Name != "id" {
+		t.Errorf("got %q after changing a returned table, want id", again.Columns[0].Name)
+	}
+}
+
+func TestCatalogPG(t *testing.T) {
+	e := pgEngine(t, nil)
+	tabs, err := e.Tables(t.Context(), Caller{}, "pg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	byName := map[string]Table{}
+	for _, tb := range tabs {
+		names = append(names, tb.Name)
+		byName[tb.Name] = tb
+	}
+	wantNames := []string{`We"ird Table`, "devices", "ok_readings", "other.things", "readings", "sink", "types"}
+	if !reflect.DeepEqual(names, wantNames) {
+		t.Fatalf("got tables %v, want %v", names, wantNames)
+	}
+	tests := []struct {
+		name, schema, kind string
+		est                int64
+	}{
+		{"readings", "public", "table", 1000},
+		{"devices", "public", "table", 20},
+		{"ok_readings", "public", "view", -1},
+		{"other.things", "other", "table", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := byName[tt.name]
+			if got.Schema != tt.schema || got.Kind != tt.kind || got.RowEstimate != tt.est {
+				t.Errorf("got %s %s %d, want %s %s %d", got.Schema, got.Kind, got.RowEstimate, tt.schema, tt.kind, tt.est)
+			}
+		})
+	}
+
+	d, err := e.Describe(t.Context(), Caller{}, "pg", "readings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCols := []Column{
+		{Name: "id", Type: "bigint", PrimaryKey: true},
+		{Name: "device_id", Type: "integer"},
+		{Name: "ts", Type: "timestamp with time zone"},
+		{Name: "temperature", Type: "double precision"},
+		{Name: "power_w", Type: "numeric(10,2)", Nullable: true},
+		{Name: "status", Type: "text"},
+		{Name: "note", Type: "text", Nullable: true},
+	}
+	if !reflect.DeepEqual(d.Columns, wantCols) {
+		t.Errorf("got columns %+v, want %+v", d.Columns, wantCols)
+	}
+	wantFK := []ForeignKey{{Columns: []string{"device_id"}, RefTable: "devices", RefColumns: []string{"id"}}}
+	if !reflect.DeepEqual(d.ForeignKeys, wantFK) || !reflect.DeepEqual(d.PrimaryKey, []string{"id"}) {
+		t.Errorf("got fk %v pk %v, want %v [id]", d.ForeignKeys, d.PrimaryKey, wantFK)
+	}
+
+	// Other ways of naming the same tables.
+	for _, name := range []string{"public.readings", "READINGS", "other.things"} {
+		if _, err := e.Describe(t.Context(), Caller{}, "pg", name); err != nil {
+			t.Errorf("Describe(%q): got %v, want success", name, err)
+		}
+	}
+}
+
+func TestCatalogNotFound(t *testing.T) {
+	e, _ := sqliteEngine(t, nil)
+	tests := []struct {
+		name, db, table string
+		wantHint        string
+	}{
+		{"unknown database", "nope", "readings", `known databases: lite`},
+		{"close database", "lit", "readings", `did you mean "lite"?`},
+		{"unknown table", "lite", "zzz", "known tables: "},
+		{"close table", "lite", "reading", `did you mean "readings"?`},
+		{"close table typo", "lite", "devcies", `did you mean "devices"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.Describe(t.Context(), Caller{}, tt.db, tt.table)
+			qe := wantKind(t, err, KindNotFound)
+			if !strings.Contains(qe.Hint, tt.wantHint) {
+				t.Errorf("got hint %q, want it to contain %q", qe.Hint, tt.wantHint)
+			}
+		})
+	}
+	if _, err := e.Tables(t.Context(), Caller{}, "nope"); KindOf(err) != KindNotFound {
+		t.Errorf("Tables on unknown db: got %v, want not_found", err)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"readings", "reading", 1},
+		{"devcies", "devices", 2}, {"héllo", "hello", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.a+"/"+tt.b, func(t *testing.T) {
+			if got := editDistance(tt.a, tt.b); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCloseMatches(t *testing.T) {
+	known := []string{"temperature", "humidity", "ts", "status", "note", "id"}
+	tests := []struct {
+		name string
+		want []string
+	}{
+		{"temprature", []string{"temperature"}},
+		{"Status", []string{"status"}},
+		{"ix", []string{"id"}},
+		{"humidty", []string{"humidity"}},
+		{"zzzzzzzz", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := closeMatches(tt.name, known); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTypeMapping(t *testing.T) {
+	tests := []struct {
+		decl string
+		want colKind
+	}{
+		{"INTEGER", kindInt}, {"bigint", kindInt}, {"BOOLEAN", kindBool}, {"DATE", kindDate},
+		{"DATETIME", kindTimestamptz}, {"timestamp", kindTimestamptz}, {"JSON", kindJSON},
+		{"VARCHAR(10)", kindText}, {"TEXT", kindText}, {"", kindAny}, {"BLOB", kindBytes},
+		{"REAL", kindFloat}, {"DOUBLE PRECISION", kindFloat}, {"NUMERIC(10,2)", kindNumeric}, {"DECIMAL", kindNumeric},
+	}
+	for _, tt := range tests {
+		t.Run("sqlite "+tt.decl, func(t *testing.T) {
+			if got := sqliteType(tt.decl).kind; got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+	pg := []struct {
+		typname, elem string
+		want          colKind
+		bits          int
+	}{
+		{"int2", "", kindInt, 16}, {"int4", "", kindInt, 32}, {"int8", "", kindInt, 64},
+		{"float4", "", kindFloat, 0}, {"numeric", "", kindNumeric, 0}, {"bool", "", kindBool, 0},
+		{"date", "", kindDate, 0}, {"timestamptz", "", kindTimestamptz, 0}, {"timestamp", "", kindTimestamp, 0},
+		{"bytea", "", kindBytes, 0}, {"uuid", "", kindUUID, 0}, {"jsonb", "", kindJSON, 0},
+		{"interval", "", kindInterval, 0}, {"varchar", "", kindText, 0}, {"_int4", "int4", kindArray, 0},
+		{"mood_enum", "", kindAny, 0},
+	}
+	for _, tt := range pg {
+		t.Run("pg "+tt.typname, func(t *testing.T) {
+			got := pgType(tt.typname, tt.elem)
+			if got.kind != tt.want || got.bits != tt.bits {
+				t.Errorf("got %v/%d, want %v/%d", got.kind, got.bits, tt.want, tt.bits)
+			}
+		})
+	}
+}

@@ -1,0 +1,298 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lakegate/lakegate/config"
+)
+
+// Defaults of Options.
+const (
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultLimit            = 100
+	DefaultMaxLimit         = 10000
+)
+
+// connectTimeout bounds connecting to one database in Open (or the
+// statement timeout, if longer).
+const connectTimeout = 10 * time.Second
+
+// catalogTTL is how long a loaded catalog is trusted before it is reloaded.
+const catalogTTL = 30 * time.Second
+
+// Log keys used by the engine.
+const (
+	logKeyDatabase = "database"
+	logKeyDriver   = "driver"
+)
+
+// source is one connected database: a PostgreSQL pool or an SQLite file.
+// Implementations are safe for concurrent use.
+type source interface {
+	dialect() Dialect
+	ping(ctx context.Context) error
+	// loadCatalog reads every table with its columns and keys.
+	loadCatalog(ctx context.Context) ([]*tableInfo, error)
+	// query runs sqlText read-only and reads at most max rows.
+	query(ctx context.Context, sqlText string, args []any, max int) (*Result, error)
+	// insert writes the groups of rows (already converted for the
+	// dialect) in one transaction and returns the count after commit.
+	insert(ctx context.Context, t *tableInfo, groups []insertGroup) (int64, error)
+	close()
+}
+
+// Engine serves the configured databases: it owns their connections and
+// catalogs. An Engine is safe for concurrent use; the caller of [Open] must
+// call [Engine.Close].
+type Engine struct {
+	opts    Options
+	log     *slog.Logger
+	names   []string // sorted
+	sources map[string]source
+	// catalogs caches each database's catalog; the map itself is fixed
+	// after Open, each entry has its own lock.
+	catalogs  map[string]*catalogCache
+	closeOnce sync.Once
+}
+
+// Open connects every database of dbs (a pgx pool for PostgreSQL, read-only
+// handles for SQLite) and pings it. On any failure it releases what it had
+// opened and returns an error naming the database (never its password).
+// A nil opts means the defaults.
+func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, error) {
+	e := &Engine{
+		sources:  make(map[string]source, len(dbs)),
+		catalogs: make(map[string]*catalogCache, len(dbs)),
+	}
+	if opts != nil {
+		e.opts = *opts
+	}
+	if e.opts.StatementTimeout <= 0 {
+		e.opts.StatementTimeout = DefaultStatementTimeout
+	}
+	if e.opts.DefaultLimit <= 0 {
+		e.opts.DefaultLimit = DefaultLimit
+	}
+	if e.opts.MaxLimit <= 0 {
+		e.opts.MaxLimit = DefaultMaxLimit
+	}
+	if e.opts.DefaultLimit > e.opts.MaxLimit {
+		e.opts.DefaultLimit = e.opts.MaxLimit
+	}
+	e.log = e.opts.Logger
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if len(dbs) == 0 {
+		return nil, Errorf(KindValidation, "no database configured")
+	}
+	for _, db := range dbs {
+		if err := e.openOne(ctx, db); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	sort.Strings(e.names)
+	return e, nil
+}
+
+func (e *Engine) openOne(ctx context.Context, db config.Database) error {
+	if db.Name == "" {
+		return Errorf(KindValidation, "a database has no name")
+	}
+	if _, dup := e.sources[db.Name]; dup {
+		return Errorf(KindValidation, "database %q is configured twice", db.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, max(e.opts.StatementTimeout, connectTimeout))
+	defer cancel()
+	var (
+		src source
+		err error
+	)
+	switch db.Driver() {
+	case "sqlite":
+		src, err = openSQLite(ctx, db.Name, db.SQLitePath())
+	default:
+		src, err = openPostgres(ctx, db.Name, db.URL, e.opts.StatementTimeout)
+	}
+	if err != nil {
+		return err
+	}
+	e.sources[db.Name] = src
+	e.catalogs[db.Name] = &catalogCache{}
+	e.names = append(e.names, db.Name)
+	e.log.Info("database opened", logKeyDatabase, db.Name, logKeyDriver, db.Driver())
+	return nil
+}
+
+// Close releases every connection. It is idempotent and safe after a
+// partial Open.
+func (e *Engine) Close() {
+	e.closeOnce.Do(func() {
+		for i := len(e.names) - 1; i >= 0; i-- {
+			e.sources[e.names[i]].close()
+		}
+	})
+}
+
+// Databases lists the configured databases, sorted by name.
+func (e *Engine) Databases() []Database {
+	out := make([]Database, 0, len(e.names))
+	for _, n := range e.names {
+		out = append(out, Database{Name: n, Dialect: e.sources[n].dialect()})
+	}
+	return out
+}
+
+// Ping checks that every database is reachable; the error names the first
+// that is not.
+func (e *Engine) Ping(ctx context.Context) error {
+	for _, n := range e.names {
+		if err := e.pingOne(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pingOne pings database n; a failure that is not a timeout means the
+// database is unavailable.
+func (e *Engine) pingOne(ctx context.Context, n string) error {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout)
+	defer cancel()
+	err := e.sources[n].ping(ctx)
+	if err == nil {
+		return nil
+	}
+	if c := classify(ctx, n, err); KindOf(c) == KindTimeout {
+		return c
+	}
+	return unavailable(n, err)
+}
+
+// source returns the named database or a not_found error listing the
+// known ones.
+func (e *Engine) source(db string) (source, error) {
+	if s, ok := e.sources[db]; ok {
+		return s, nil
+	}
+	return nil, &Error{
+		Kind:    KindNotFound,
+		Message: fmt.Sprintf("unknown database %q", db),
+		Hint:    namesHint("databases", db, e.names),
+	}
+}
+
+// Tables lists the tables and views of database db (without columns).
+func (e *Engine) Tables(ctx context.Context, c Caller, db string) ([]Table, error) {
+	cat, _, err := e.catalog(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Table, 0, len(cat.tables))
+	for _, t := range cat.tables {
+		tt := t.Table
+		tt.Columns, tt.PrimaryKey, tt.ForeignKeys = nil, nil, nil
+		out = append(out, tt)
+	}
+	return out, nil
+}
+
+// Describe returns one table of database db with its columns, primary key,
+// foreign keys and row estimate. The result is the caller's to keep.
+func (e *Engine) Describe(ctx context.Context, c Caller, db, table string) (*Table, error) {
+	cat, _, err := e.catalog(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	t, err := cat.table(db, table)
+	if err != nil {
+		return nil, err
+	}
+	out := t.Table
+	out.Columns = slices.Clone(out.Columns)
+	out.PrimaryKey = slices.Clone(out.PrimaryKey)
+	out.ForeignKeys = slices.Clone(out.ForeignKeys)
+	return &out, nil
+}
+
+// catalog returns the cached catalog of db, loading it when missing or
+// older than catalogTTL. Concurrent callers wait for one load.
+func (e *Engine) catalog(ctx context.Context, db string) (*catalog, source, error) {
+	src, err := e.source(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	cc := e.catalogs[db]
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.cur != nil && time.Since(cc.cur.loaded) < catalogTTL {
+		return cc.cur, src, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout)
+	defer cancel()
+	tables, err := src.loadCatalog(ctx)
+	if err != nil {
+		return nil, nil, classify(ctx, db, fmt.Errorf("load catalog: %w", err))
+	}
+	cc.cur = newCatalog(tables)
+	return cc.cur, src, nil
+}
+
+// limit resolves a request's row cap.
+func (e *Engine) limit(asked int) (int, error) {
+	switch {
+	case asked < 0:
+		return 0, &Error{Kind: KindValidation, Message: "limit must not be negative",
+			Hint: fmt.Sprintf("give 1 to %d, or 0 for the default (%d)", e.opts.MaxLimit, e.opts.DefaultLimit)}
+	case asked == 0:
+		return e.opts.DefaultLimit, nil
+	case asked > e.opts.MaxLimit:
+		return 0, &Error{Kind: KindValidation, Message: fmt.Sprintf("limit %d is over the maximum of %d rows", asked, e.opts.MaxLimit),
+			Hint: fmt.Sprintf("give at most %d", e.opts.MaxLimit)}
+	}
+	return asked, nil
+}
+
+// internalErr wraps an unexpected error as internal without showing it.
+func internalErr(what string, err error) *Error {
+	var qe *Error
+	if errors.As(err, &qe) {
+		return qe
+	}
+	return &Error{Kind: KindInternal, Message: what + " failed", Err: err}
+}
+
+// namesHint lists close matches of name among known, then the known names.
+func namesHint(what, name string, known []string) string {
+	var b strings.Builder
+	if close := closeMatches(name, known); len(close) > 0 {
+		fmt.Fprintf(&b, "did you mean %s? ", quoteList(close))
+	}
+	switch {
+	case len(known) == 0:
+		fmt.Fprintf(&b, "there are no %s", what)
+	case len(known) <= 30:
+		fmt.Fprintf(&b, "known %s: %s", what, strings.Join(known, ", "))
+	default:
+		fmt.Fprintf(&b, "%d %s are known; list them first", len(known), what)
+	}
+	return b.String()
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, " or ")
+}

@@ -1,0 +1,158 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakegate/lakegate/config"
+)
+
+func TestOpenErrors(t *testing.T) {
+	demo := filepath.Join(t.TempDir(), "demo.db")
+	if err := CreateDemo(t.Context(), demo); err != nil {
+		t.Fatal(err)
+	}
+	notDB := filepath.Join(t.TempDir(), "not.db")
+	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database ", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		dbs     []config.Database
+		want    Kind
+		wantMsg string
+	}{
+		{"none", nil, KindValidation, "no database"},
+		{"no name", []config.Database{{URL: "sqlite:" + demo}}, KindValidation, "no name"},
+		{"twice", []config.Database{{Name: "a", URL: "sqlite:" + demo}, {Name: "a", URL: "sqlite:" + demo}}, KindValidation, `"a" is configured twice`},
+		{"missing sqlite file", []config.Database{{Name: "a", URL: "sqlite:" + demo}, {Name: "m", URL: "sqlite:/nonexistent/x.db"}}, KindUnavailable, `database "m"`},
+		{"not a database", []config.Database{{Name: "bad", URL: "sqlite:" + notDB}}, KindUnavailable, `database "bad"`},
+		{"bad postgres url", []config.Database{{Name: "p", URL: "postgres://u:secretpw@host:notaport/db"}}, KindValidation, `database "p": invalid PostgreSQL URL`},
+		{"unreachable postgres", []config.Database{{Name: "p", URL: "postgres://u:secretpw@127.0.0.1:1/db?connect_timeout=2"}}, KindUnavailable, `database "p": cannot connect`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := Open(t.Context(), tt.dbs, nil)
+			if e != nil {
+				e.Close()
+				t.Fatal("got an engine, want none")
+			}
+			qe := wantKind(t, err, tt.want)
+			if !strings.Contains(qe.Message, tt.wantMsg) {
+				t.Errorf("got %q, want it to contain %q", qe.Message, tt.wantMsg)
+			}
+			if strings.Contains(qe.Error(), "secretpw") {
+				t.Errorf("got %q, want no password", qe.Error())
+			}
+		})
+	}
+}
+
+func TestEngineLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	var dbs []config.Database
+	for _, n := range []string{"zeta", "alpha"} {
+		p := filepath.Join(dir, n+".db")
+		if err := CreateDemo(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+		dbs = append(dbs, config.Database{Name: n, URL: "sqlite:" + p})
+	}
+	want := []Database{{"alpha", SQLite}, {"zeta", SQLite}}
+	if url := os.Getenv(pgEnv); url != "" {
+		dbs = append(dbs, config.Database{Name: "pg", URL: pgTestURL(url)})
+		want = []Database{{"alpha", SQLite}, {"pg", Postgres}, {"zeta", SQLite}}
+	}
+	var logs strings.Builder
+	e, err := Open(t.Context(), dbs, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Databases(); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if err := e.Ping(t.Context()); err != nil {
+		t.Errorf("Ping: got %v, want nil", err)
+	}
+	if !strings.Contains(logs.String(), "database=alpha") {
+		t.Errorf("got logs %q, want the opened databases", logs.String())
+	}
+	e.Close()
+	e.Close() // idempotent
+	err = e.Ping(t.Context())
+	if err == nil {
+		t.Fatal("Ping after Close: got nil, want an error")
+	}
+	if k := KindOf(err); k != KindUnavailable {
+		t.Errorf("Ping after Close: got %v, want unavailable", err)
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	e, _ := sqliteEngine(t, &Options{DefaultLimit: 500, MaxLimit: 50})
+	if e.opts.StatementTimeout != DefaultStatementTimeout || e.opts.DefaultLimit != 50 || e.opts.MaxLimit != 50 {
+		t.Errorf("got %+v, want timeout 30s and limits capped at 50", e.opts)
+	}
+	tests := []struct {
+		asked, want int
+		ok          bool
+	}{
+		{0, 50, true}, {1, 1, true}, {50, 50, true}, {51, 0, false}, {-1, 0, false},
+	}
+	for _, tt := range tests {
+		got, err := e.limit(tt.asked)
+		if got != tt.want || (err == nil) != tt.ok {
+			t.Errorf("limit(%d): got %d %v, want %d ok=%v", tt.asked, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestCatalogCache(t *testing.T) {
+	e, path := sqliteEngine(t, nil)
+	if _, err := e.Tables(t.Context(), Caller{}, "lite"); err != nil {
+		t.Fatal(err)
+	}
+	execSQLite(t, path, "CREATE TABLE later (x INTEGER)")
+	if _, err := e.Describe(t.Context(), Caller{}, "lite", "later"); KindOf(err) != KindNotFound {
+		t.Errorf("within the TTL: got %v, want not_found from the cached catalog", err)
+	}
+	cc := e.catalogs["lite"]
+	cc.mu.Lock()
+	cc.cur.loaded = time.Now().Add(-catalogTTL - time.Second)
+	cc.mu.Unlock()
+	if _, err := e.Describe(t.Context(), Caller{}, "lite", "later"); err != nil {
+		t.Errorf("after the TTL: got %v, want the new table", err)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	live := context.Background()
+	canceled, cancel := context.WithCancel(live)
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want Kind
+	}{
+		{"query error kept", live, Errorf(KindForbidden, "x"), KindForbidden},
+		{"canceled", canceled, errors.New("x"), KindTimeout},
+		{"deadline", live, context.DeadlineExceeded, KindTimeout},
+		{"eof", live, errors.New("x"), KindInternal},
+		{"params", live, &queryErr{errors.New("expected 1 arguments, got 0")}, KindValidation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := KindOf(classify(tt.ctx, "db", tt.err)); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,282 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunSQLLimits(t *testing.T) {
+	le, _ := sqliteEngine(t, &Options{DefaultLimit: 5, MaxLimit: 100})
+	engines := map[string]*Engine{"lite": le}
+	if os.Getenv(pgEnv) != "" {
+		engines["pg"] = pgEngine(t, &Options{DefaultLimit: 5, MaxLimit: 100})
+	}
+	tests := []struct {
+		name          string
+		sql           string
+		params        []any
+		limit         int
+		wantRows      int
+		wantTruncated bool
+	}{
+		{"default limit", "SELECT id FROM readings ORDER BY id", nil, 0, 5, true},
+		{"explicit limit", "SELECT id FROM readings ORDER BY id", nil, 20, 20, true},
+		{"exactly the limit", "SELECT id FROM readings WHERE id <= 3", nil, 3, 3, false},
+		{"under the limit", "SELECT id FROM readings WHERE id <= 3", nil, 10, 3, false},
+		{"trailing semicolon and comment", "SELECT id FROM readings WHERE id <= 2 -- two\n;\n", nil, 10, 2, false},
+		{"trailing line comment", "SELECT id FROM readings WHERE id <= 2 -- no newline", nil, 10, 2, false},
+		{"own limit", "SELECT id FROM readings LIMIT 2", nil, 10, 2, false},
+	}
+	for db, e := range engines {
+		for _, tt := range tests {
+			t.Run(db+" "+tt.name, func(t *testing.T) {
+				res, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: tt.sql, Params: tt.params, Limit: tt.limit})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.RowCount != tt.wantRows || len(res.Rows) != tt.wantRows || res.Truncated != tt.wantTruncated {
+					t.Errorf("got %d rows (count %d) truncated %v, want %d %v", len(res.Rows), res.RowCount, res.Truncated, tt.wantRows, tt.wantTruncated)
+				}
+				if res.SQL != tt.sql {
+					t.Errorf("got SQL %q, want the caller's %q", res.SQL, tt.sql)
+				}
+				if res.ElapsedMS < 0 {
+					t.Errorf("got elapsed %d, want >= 0", res.ElapsedMS)
+				}
+			})
+		}
+		t.Run(db+" over max", func(t *testing.T) {
+			_, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT 1", Limit: 101})
+			qe := wantKind(t, err, KindValidation)
+			if !strings.Contains(qe.Message, "maximum of 100") {
+				t.Errorf("got %q, want the maximum named", qe.Message)
+			}
+		})
+	}
+}
+
+func TestRunSQLParams(t *testing.T) {
+	le, _ := sqliteEngine(t, nil)
+	res, err := le.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "lite",
+		SQL: "SELECT id, status FROM readings WHERE id = ? OR id = ? ORDER BY id", Params: []any{2.0, json.Number("4")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]any{{int64(2), "ok"}, {int64(4), "warn"}}
+	if !reflect.DeepEqual(res.Rows, want) {
+		t.Errorf("got %v, want %v", res.Rows, want)
+	}
+	wantCols := []ResultColumn{{"id", "integer"}, {"status", "text"}}
+	if !reflect.DeepEqual(res.Columns, wantCols) {
+		t.Errorf("got columns %v, want %v", res.Columns, wantCols)
+	}
+	pe := maybePG(t)
+	if pe == nil {
+		return
+	}
+	res, err = pe.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg",
+		SQL:    "SELECT id, status, $3::text AS echo FROM readings WHERE id = $1 OR id = $2 ORDER BY id",
+		Params: []any{2.0, json.Number("4"), "x'; DROP TABLE readings; --"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = [][]any{{int64(2), "ok", "x'; DROP TABLE readings; --"}, {int64(4), "warn", "x'; DROP TABLE readings; --"}}
+	if !reflect.DeepEqual(res.Rows, want) {
+		t.Errorf("got %v, want %v", res.Rows, want)
+	}
+	for _, tt := range []struct {
+		name   string
+		params []any
+	}{
+		{"missing parameter", nil},
+		{"wrong type", []any{"abc"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := pe.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT id FROM readings WHERE id = $1", Params: tt.params})
+			wantKind(t, err, KindValidation)
+		})
+	}
+	_, err = pe.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT $1::jsonb", Params: []any{map[string]any{"a": 1.0}}})
+	wantKind(t, err, KindValidation)
+}
+
+func TestRunSQLErrors(t *testing.T) {
+	le, _ := sqliteEngine(t, nil)
+	engines := map[string]*Engine{"lite": le}
+	if pe := maybePG(t); pe != nil {
+		engines["pg"] = pe
+	}
+	tests := []struct {
+		name    string
+		sql     string
+		want    Kind
+		wantMsg string
+	}{
+		{"empty", " ; ", KindValidation, "empty"},
+		{"refused by the validator", "SELEC 1", KindValidation, "refused: a statement must start with SELECT"},
+		{"syntax", "SELECT 1 FROM", KindValidation, "syntax error"},
+		{"unknown column", "SELECT nope FROM readings", KindValidation, "nope"},
+		{"unknown table", "SELECT * FROM nope", KindValidation, "nope"},
+	}
+	for db, e := range engines {
+		for _, tt := range tests {
+			t.Run(db+" "+tt.name, func(t *testing.T) {
+				_, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: tt.sql})
+				qe := wantKind(t, err, tt.want)
+				if !strings.Contains(qe.Message, tt.wantMsg) {
+					t.Errorf("got %q, want it to contain %q", qe.Message, tt.wantMsg)
+				}
+				if strings.Contains(qe.Error(), "postgres:postgres") {
+					t.Errorf("got %q, want no credentials", qe.Error())
+				}
+			})
+		}
+	}
+	_, err := le.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "nope", SQL: "SELECT 1"})
+	wantKind(t, err, KindNotFound)
+}
+
+// TestReadOnly: statements that write must fail and leave the data as it
+// was. Through RunSQL the validator stops them; run straight at the
+// source (as if the validator had let them through), the read-only
+// transaction or connection and the one-statement protocol must.
+func TestReadOnly(t *testing.T) {
+	le, _ := sqliteEngine(t, nil)
+	engines := map[string]*Engine{"lite": le}
+	if pe := maybePG(t); pe != nil {
+		engines["pg"] = pe
+	}
+	stmts := []string{
+		"WITH x AS (INSERT INTO devices (id, name, site, installed, active) VALUES (999, 'x', 'x', '2020-01-01', true) RETURNING id) SELECT * FROM x",
+		"SELECT 1; DROP TABLE devices",
+		"SELECT 1; DROP TABLE devices; --",
+		"SELECT 1) AS a; DROP TABLE devices; SELECT * FROM (SELECT 1",
+		"DELETE FROM devices",
+		"DROP TABLE devices",
+		"SELECT 1; COMMIT; DROP TABLE devices",
+		"SET TRANSACTION READ WRITE",
+		"UPDATE devices SET name = 'x' RETURNING id",
+	}
+	for db, e := range engines {
+		count := func(t *testing.T) any {
+			res, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT count(*) AS n, min(name) AS m FROM devices"})
+			if err != nil {
+				t.Fatalf("devices must still be there: %v", err)
+			}
+			return res.Rows[0]
+		}
+		before := count(t)
+		src := e.sources[db]
+		for _, s := range stmts {
+			t.Run(db+" "+s, func(t *testing.T) {
+				_, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: s})
+				wantKind(t, err, KindValidation)
+				for _, direct := range []string{wrapLimit(s, 11), s} {
+					_, err := e.run(t.Context(), db, src, direct, nil, 10)
+					if err == nil {
+						t.Fatalf("direct %q: got success, want an error", direct)
+					}
+					if k := KindOf(err); k != KindValidation && k != KindForbidden {
+						t.Errorf("direct %q: got %v, want validation_error or forbidden", direct, err)
+					}
+				}
+				if got := count(t); !reflect.DeepEqual(got, before) {
+					t.Errorf("got %v, want %v", got, before)
+				}
+			})
+		}
+	}
+}
+
+func TestReadOnlyMessage(t *testing.T) {
+	pe := maybePG(t)
+	if pe == nil {
+		t.Skip("PostgreSQL tests skipped: " + pgEnv + " not set")
+	}
+	_, err := pe.run(t.Context(), "pg", pe.sources["pg"], "WITH x AS (DELETE FROM devices RETURNING id) SELECT * FROM x", nil, 10)
+	qe := wantKind(t, err, KindValidation)
+	if !strings.Contains(qe.Message, "read-only transaction") {
+		t.Errorf("got %q, want PostgreSQL's read-only error", qe.Message)
+	}
+}
+
+func TestRunSQLTimeout(t *testing.T) {
+	tests := []struct {
+		db, sql string
+	}{
+		{"pg", "SELECT count(*) FROM generate_series(1, 100000000)"},
+		{"lite", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) FROM c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.db, func(t *testing.T) {
+			var e *Engine
+			opts := &Options{StatementTimeout: 200 * time.Millisecond}
+			if tt.db == "pg" {
+				e = pgEngine(t, opts)
+			} else {
+				e, _ = sqliteEngine(t, opts)
+			}
+			start := time.Now()
+			_, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
+			wantKind(t, err, KindTimeout)
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("got %v, want the query stopped near 200ms", d)
+			}
+			// The connection is usable afterwards.
+			if _, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: tt.db, SQL: "SELECT 1"}); err != nil {
+				t.Errorf("after timeout: got %v, want success", err)
+			}
+		})
+	}
+}
+
+func TestCancel(t *testing.T) {
+	tests := []struct {
+		db, sql string
+	}{
+		{"pg", "SELECT count(*) FROM generate_series(1, 1000000000)"},
+		{"lite", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) FROM c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.db, func(t *testing.T) {
+			var e *Engine
+			if tt.db == "pg" {
+				e = pgEngine(t, nil)
+			} else {
+				e, _ = sqliteEngine(t, nil)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(200*time.Millisecond, cancel)
+			start := time.Now()
+			_, err := e.RunSQL(ctx, Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
+			if err == nil {
+				t.Fatal("got success, want the query stopped")
+			}
+			qe := wantKind(t, err, KindTimeout)
+			if !strings.Contains(qe.Message, "canceled") {
+				t.Errorf("got %q, want canceled", qe.Message)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("got %v, want the query stopped near 200ms", d)
+			}
+		})
+	}
+}
+
+func TestWrapLimit(t *testing.T) {
+	got := wrapLimit("SELECT 1 -- c", 11)
+	want := "SELECT * FROM (\nSELECT 1 -- c\n) AS lakegate_q LIMIT 11"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for in, want := range map[string]string{" SELECT 1 ;; \n": "SELECT 1", "SELECT 1": "SELECT 1", ";": ""} {
+		if got := trimSQL(in); got != want {
+			t.Errorf("trimSQL(%q): got %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Insert writes rows into table of database db in one transaction and
+// returns how many were written after commit. Every row is checked first:
+// an unknown column or a value that does not fit its column's type is a
+// validation error naming the row (0-based) and column, and nothing is
+// written. Columns a row leaves out get their defaults.
+func (e *Engine) Insert(ctx context.Context, c Caller, db, table string, rows []map[string]any) (int64, error) {
+	cat, src, err := e.catalog(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	t, err := cat.table(db, table)
+	if err != nil {
+		return 0, err
+	}
+	if t.Kind != "table" {
+		return 0, &Error{Kind: KindValidation, Message: fmt.Sprintf("%q is a %s, not a table", t.Name, t.Kind),
+			Hint: "insert into a table"}
+	}
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	groups, err := convertRows(t, rows, src.dialect())
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout+stmtGrace)
+	defer cancel()
+	n, err := src.insert(ctx, t, groups)
+	if err != nil {
+		return 0, classify(ctx, db, err)
+	}
+	return n, nil
+}
+
+// insertGroup is rows that give the same columns, so that each column a
+// row leaves out keeps its default.
+type insertGroup struct {
+	cols []string
+	rows [][]any
+}
+
+// convertRows checks every row against t and converts its values for
+// dialect d. Rows are grouped by the columns they give (in table order),
+// groups in the order they first appear.
+func convertRows(t *tableInfo, rows []map[string]any, d Dialect) ([]insertGroup, error) {
+	var groups []insertGroup
+	groupOf := map[string]int{}
+	for i, row := range rows {
+		keys := make([]string, 0, len(row))
+		for k := range row {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		byCol := make(map[int]string, len(keys)) // column index -> row key
+		for _, k := range keys {
+			ci, err := t.column(k)
+			if err != nil {
+				return nil, &Error{Kind: KindValidation,
+					Message: fmt.Sprintf("row %d: unknown column %q in table %q", i, k, t.Name),
+					Hint:    namesHint("columns", k, t.columnNames())}
+			}
+			if _, dup := byCol[ci]; dup {
+				return nil, &Error{Kind: KindValidation,
+					Message: fmt.Sprintf("row %d: column %q is given twice", i, t.Columns[ci].Name)}
+			}
+			byCol[ci] = k
+		}
+		var cols []string
+		var vals []any
+		for ci := range t.Columns {
+			k, ok := byCol[ci]
+			if !ok {
+				continue
+			}
+			v, err := convertIn(row[k], t.types[ci], d)
+			if err != nil {
+				return nil, &Error{Kind: KindValidation,
+					Message: fmt.Sprintf("row %d, column %q: %v", i, t.Columns[ci].Name, err)}
+			}
+			cols = append(cols, t.Columns[ci].Name)
+			vals = append(vals, v)
+		}
+		if len(cols) == 0 {
+			return nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("row %d has no columns", i),
+				Hint: "known columns: " + strings.Join(t.columnNames(), ", ")}
+		}
+		key := strings.Join(cols, "\x00")
+		g, ok := groupOf[key]
+		if !ok {
+			g = len(groups)
+			groupOf[key] = g
+			groups = append(groups, insertGroup{cols: cols})
+		}
+		groups[g].rows = append(groups[g].rows, vals)
+	}
+	return groups, nil
+}

@@ -1,0 +1,331 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pgSource is a PostgreSQL database behind a pgx pool.
+type pgSource struct {
+	name    string
+	pool    *pgxpool.Pool
+	timeout time.Duration
+}
+
+var _ source = (*pgSource)(nil)
+
+// openPostgres creates the pool and pings it. Errors name the database and
+// never hold the URL or its password.
+func openPostgres(ctx context.Context, name, url string, timeout time.Duration) (*pgSource, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, &Error{Kind: KindValidation,
+			Message: fmt.Sprintf("database %q: invalid PostgreSQL URL", name),
+			Hint:    "use postgres://user:password@host:port/dbname?sslmode=..."}
+	}
+	password := cfg.ConnConfig.Password
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectErr(name, password, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, connectErr(name, password, err)
+	}
+	return &pgSource{name: name, pool: pool, timeout: timeout}, nil
+}
+
+// connectErr reports a failed connection with pgx's reason (which names
+// host, user and database but not the password; removed anyway if present).
+func connectErr(name, password string, err error) *Error {
+	reason := err.Error()
+	if password != "" {
+		reason = strings.ReplaceAll(reason, password, "xxxxx")
+	}
+	return &Error{Kind: KindUnavailable,
+		Message:    fmt.Sprintf("database %q: cannot connect: %s", name, reason),
+		RetryAfter: time.Second, Err: err}
+}
+
+func (s *pgSource) dialect() Dialect { return Postgres }
+
+func (s *pgSource) ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+func (s *pgSource) close() { s.pool.Close() }
+
+// setTimeout is lakegate's own first statement in every transaction, so
+// that nothing the caller sends can run before the timeout is in place.
+const setTimeout = "SELECT set_config('statement_timeout', $1, true)"
+
+// begin opens a transaction (read-only unless write) with the statement
+// timeout set locally. The caller must Rollback.
+func (s *pgSource) begin(ctx context.Context, write bool) (pgx.Tx, error) {
+	mode := pgx.ReadOnly
+	if write {
+		mode = pgx.ReadWrite
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: mode})
+	if err != nil {
+		return nil, err
+	}
+	// The query's context lives stmtGrace longer (see Engine.run), so
+	// PostgreSQL normally stops first, with a clean 57014.
+	ms := max(1, s.timeout.Milliseconds())
+	rows, err := tx.Query(ctx, setTimeout, fmt.Sprintf("%dms", ms))
+	if err == nil {
+		rows.Close()
+		err = rows.Err()
+	}
+	if err != nil {
+		rollback(tx)
+		return nil, err
+	}
+	return tx, nil
+}
+
+// rollback ends tx even when the query's context is done.
+func rollback(tx pgx.Tx) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = tx.Rollback(ctx)
+}
+
+// query runs sqlText in a read-only transaction through the extended
+// protocol (one statement only; descriptions not cached, so user SQL
+// does not fill the statement cache) and reads at most max rows.
+func (s *pgSource) query(ctx context.Context, sqlText string, args []any, max int) (*Result, error) {
+	tx, err := s.begin(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer rollback(tx)
+
+	qargs := append([]any{pgx.QueryExecModeDescribeExec}, args...)
+	rows, err := tx.Query(ctx, sqlText, qargs...)
+	if err != nil {
+		return nil, &queryErr{err}
+	}
+	defer rows.Close()
+
+	m := tx.Conn().TypeMap()
+	fields := rows.FieldDescriptions()
+	res := &Result{Columns: make([]ResultColumn, len(fields)), Rows: [][]any{}}
+	var unknown []uint32
+	for i, f := range fields {
+		res.Columns[i] = ResultColumn{Name: f.Name, Type: pgTypeName(f.DataTypeOID, m)}
+		if res.Columns[i].Type == "" {
+			unknown = append(unknown, f.DataTypeOID)
+		}
+	}
+	for rows.Next() {
+		if len(res.Rows) == max {
+			res.Truncated = true
+			break
+		}
+		vals, err := rows.Values()
+		if err != nil {
+			return nil, err
+		}
+		raw := rows.RawValues()
+		row := make([]any, len(vals))
+		for i, v := range vals {
+			oid := fields[i].DataTypeOID
+			if oid == oidJSON || oid == oidJSONB {
+				row[i] = rawJSON(raw[i], oid, fields[i].Format == pgx.BinaryFormatCode)
+				continue
+			}
+			row[i] = pgValue(v, oid, m)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, &queryErr{err}
+	}
+	if len(unknown) > 0 {
+		s.nameTypes(ctx, tx, res, fields)
+	}
+	return res, nil
+}
+
+// queryErr marks an error of the caller's statement itself (as opposed
+// to beginning the transaction), so that client-side failures such as
+// parameters that do not fit count as the caller's mistake.
+type queryErr struct{ err error }
+
+func (e *queryErr) Error() string { return e.err.Error() }
+func (e *queryErr) Unwrap() error { return e.err }
+
+// nameTypes fills the type names pgx does not know (enums, domains,
+// extension types) from pg_type; on failure they stay empty.
+func (s *pgSource) nameTypes(ctx context.Context, tx pgx.Tx, res *Result, fields []pgconn.FieldDescription) {
+	oids := make([]uint32, 0, len(fields))
+	for _, f := range fields {
+		oids = append(oids, f.DataTypeOID)
+	}
+	rows, err := tx.Query(ctx, "SELECT oid::int8, typname::text FROM pg_type WHERE oid = ANY($1::oid[])", oids)
+	if err != nil {
+		return
+	}
+	names := map[uint32]string{}
+	for rows.Next() {
+		var oid int64
+		var name string
+		if rows.Scan(&oid, &name) == nil {
+			names[uint32(oid)] = name
+		}
+	}
+	rows.Close()
+	for i, f := range fields {
+		if res.Columns[i].Type == "" {
+			res.Columns[i].Type = names[f.DataTypeOID]
+		}
+	}
+}
+
+// insert copies rows into t in one read-write transaction. The values
+// are typed by convertIn; COPY is our data path, never user SQL.
+func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGroup) (int64, error) {
+	tx, err := s.begin(ctx, true)
+	if err != nil {
+		return 0, err
+	}
+	defer rollback(tx)
+	var n int64
+	for _, g := range groups {
+		c, err := tx.CopyFrom(ctx, pgx.Identifier{t.schema, t.rel}, g.cols, pgx.CopyFromRows(g.rows))
+		if err != nil {
+			return 0, &queryErr{err}
+		}
+		n += c
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// Catalog queries: non-system schemas, tables, views, materialized views,
+// foreign and partitioned tables (partitions are left out).
+const (
+	pgTablesSQL = `
+SELECT c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, c.reltuples::int8
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+  AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
+ORDER BY n.nspname, c.relname`
+	pgColumnsSQL = `
+SELECT a.attrelid::int8, a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
+       b.typname::text, COALESCE(e.typname::text, '')
+FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_type t ON t.oid = a.atttypid
+JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
+LEFT JOIN pg_type e ON e.oid = b.typelem AND b.typcategory = 'A'
+WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
+ORDER BY a.attrelid, a.attnum`
+	pgKeysSQL = `
+SELECT con.conrelid::int8, con.contype::text,
+       ARRAY(SELECT a.attname::text FROM unnest(con.conkey) WITH ORDINALITY k(num, ord)
+             JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.num ORDER BY k.ord),
+       COALESCE(rn.nspname::text, ''), COALESCE(rc.relname::text, ''),
+       ARRAY(SELECT a.attname::text FROM unnest(con.confkey) WITH ORDINALITY k(num, ord)
+             JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.num ORDER BY k.ord)
+FROM pg_constraint con
+LEFT JOIN pg_class rc ON rc.oid = con.confrelid
+LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+WHERE con.contype IN ('p', 'f')
+ORDER BY con.conrelid, con.contype, con.conname`
+)
+
+// pgName is how requests name a table: unqualified in public.
+func pgName(schema, rel string) string {
+	if schema == "public" {
+		return rel
+	}
+	return schema + "." + rel
+}
+
+func (s *pgSource) loadCatalog(ctx context.Context) ([]*tableInfo, error) {
+	tx, err := s.begin(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer rollback(tx)
+
+	byOID := map[int64]*tableInfo{}
+	var tables []*tableInfo
+	rows, _ := tx.Query(ctx, pgTablesSQL)
+	var (
+		oid, est          int64
+		schema, rel, kind string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&oid, &schema, &rel, &kind, &est}, func() error {
+		t := &tableInfo{schema: schema, rel: rel, Table: Table{
+			Schema: schema, Name: pgName(schema, rel), Kind: "table", RowEstimate: max(est, -1)}}
+		if kind == "v" || kind == "m" {
+			t.Kind, t.RowEstimate = "view", -1
+		}
+		byOID[oid] = t
+		tables = append(tables, t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	var (
+		col, typ, base, elem string
+		nullable             bool
+	)
+	rows, _ = tx.Query(ctx, pgColumnsSQL)
+	_, err = pgx.ForEachRow(rows, []any{&oid, &col, &typ, &nullable, &base, &elem}, func() error {
+		if t := byOID[oid]; t != nil {
+			t.Columns = append(t.Columns, Column{Name: col, Type: typ, Nullable: nullable})
+			t.types = append(t.types, pgType(base, elem))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	var (
+		contype, refSchema, refRel string
+		keys, refKeys              []string
+	)
+	rows, _ = tx.Query(ctx, pgKeysSQL)
+	_, err = pgx.ForEachRow(rows, []any{&oid, &contype, &keys, &refSchema, &refRel, &refKeys}, func() error {
+		t := byOID[oid]
+		if t == nil {
+			return nil
+		}
+		if contype == "p" {
+			t.PrimaryKey = slices.Clone(keys)
+			for i := range t.Columns {
+				for _, k := range keys {
+					if t.Columns[i].Name == k {
+						t.Columns[i].PrimaryKey = true
+					}
+				}
+			}
+			return nil
+		}
+		t.ForeignKeys = append(t.ForeignKeys, ForeignKey{
+			Columns: slices.Clone(keys), RefTable: pgName(refSchema, refRel), RefColumns: slices.Clone(refKeys)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tables, nil
+}

@@ -1,0 +1,315 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// sqliteCountCap bounds the count(*) used as a row estimate when SQLite
+// has no statistics: bigger tables report -1 (unknown).
+const sqliteCountCap = 100000
+
+// sqliteSource is an SQLite file: a read-only handle for queries and,
+// opened on first use, a read-write handle for Insert.
+type sqliteSource struct {
+	name, path string
+	ro         *sql.DB
+
+	mu sync.Mutex // guards rw
+	rw *sql.DB
+}
+
+var _ source = (*sqliteSource)(nil)
+
+// sqliteDSN makes a file: URI for modernc's driver; SQLite reads the
+// query parameters (mode=ro), modernc runs the _pragma ones on connect.
+func sqliteDSN(path, params string) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + esc + "?" + params
+}
+
+// openSQLite opens path read-only (query_only as well, in case the file's
+// permissions would allow writing) and pings it.
+func openSQLite(ctx context.Context, name, path string) (*sqliteSource, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, &Error{Kind: KindUnavailable,
+			Message: fmt.Sprintf("database %q: cannot open SQLite file %q", name, path),
+			Hint:    "check the path of its sqlite: URL", Err: err}
+	}
+	ro, err := sql.Open("sqlite", sqliteDSN(path, "mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(5000)"))
+	if err == nil {
+		err = ro.PingContext(ctx)
+		if err != nil {
+			ro.Close()
+		}
+	}
+	if err != nil {
+		return nil, &Error{Kind: KindUnavailable,
+			Message: fmt.Sprintf("database %q: cannot open SQLite file %q: %v", name, path, err), Err: err}
+	}
+	return &sqliteSource{name: name, path: path, ro: ro}, nil
+}
+
+func (s *sqliteSource) dialect() Dialect { return SQLite }
+
+func (s *sqliteSource) ping(ctx context.Context) error { return s.ro.PingContext(ctx) }
+
+func (s *sqliteSource) close() {
+	s.ro.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rw != nil {
+		s.rw.Close()
+	}
+}
+
+// writer returns the read-write handle, one connection so that writers
+// queue in Go rather than on SQLite's lock.
+func (s *sqliteSource) writer() (*sql.DB, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rw == nil {
+		rw, err := sql.Open("sqlite", sqliteDSN(s.path, "_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"))
+		if err != nil {
+			return nil, err
+		}
+		rw.SetMaxOpenConns(1)
+		s.rw = rw
+	}
+	return s.rw, nil
+}
+
+// query runs sqlText on the read-only handle and reads at most max rows.
+// The driver interrupts SQLite when ctx ends.
+func (s *sqliteSource) query(ctx context.Context, sqlText string, args []any, max int) (*Result, error) {
+	rows, err := s.ro.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, &queryErr{err}
+	}
+	defer rows.Close()
+	cts, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: make([]ResultColumn, len(cts)), Rows: [][]any{}}
+	types := make([]colType, len(cts))
+	firsts := make([]any, len(cts))
+	for i, ct := range cts {
+		res.Columns[i].Name = ct.Name()
+		types[i] = sqliteType(ct.DatabaseTypeName())
+	}
+	vals := make([]any, len(cts))
+	ptrs := make([]any, len(cts))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if len(res.Rows) == max {
+			res.Truncated = true
+			break
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		row := make([]any, len(vals))
+		for i, v := range vals {
+			if firsts[i] == nil {
+				firsts[i] = v
+			}
+			row[i] = sqliteValue(v, types[i])
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, &queryErr{err}
+	}
+	for i, ct := range cts {
+		res.Columns[i].Type = sqliteTypeName(ct.DatabaseTypeName(), firsts[i])
+	}
+	return res, nil
+}
+
+// insert writes each group with one prepared INSERT, all in one
+// transaction.
+func (s *sqliteSource) insert(ctx context.Context, t *tableInfo, groups []insertGroup) (int64, error) {
+	rw, err := s.writer()
+	if err != nil {
+		return 0, err
+	}
+	tx, err := rw.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var n int64
+	for _, g := range groups {
+		if err := insertGroupSQLite(ctx, tx, t, g); err != nil {
+			return 0, err
+		}
+		n += int64(len(g.rows))
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func insertGroupSQLite(ctx context.Context, tx *sql.Tx, t *tableInfo, g insertGroup) error {
+	quoted := make([]string, len(g.cols))
+	marks := make([]string, len(g.cols))
+	for i, c := range g.cols {
+		quoted[i], marks[i] = quoteIdent(c), "?"
+	}
+	stmt, err := tx.PrepareContext(ctx, fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)",
+		quoteIdent(t.rel), strings.Join(quoted, ", "), strings.Join(marks, ", ")))
+	if err != nil {
+		return &queryErr{err}
+	}
+	defer stmt.Close()
+	for _, row := range g.rows {
+		if _, err := stmt.ExecContext(ctx, row...); err != nil {
+			return &queryErr{err}
+		}
+	}
+	return nil
+}
+
+func (s *sqliteSource) loadCatalog(ctx context.Context) ([]*tableInfo, error) {
+	conn, err := s.ro.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	rows, err := conn.QueryContext(ctx, `SELECT name, type FROM sqlite_master
+WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	var tables []*tableInfo
+	for rows.Next() {
+		var name, kind string
+		if err := rows.Scan(&name, &kind); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		tables = append(tables, &tableInfo{rel: name, Table: Table{Name: name, Kind: kind, RowEstimate: -1}})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var hasStats bool
+	err = conn.QueryRowContext(ctx, `SELECT count(*) > 0 FROM sqlite_master WHERE name = 'sqlite_stat1'`).Scan(&hasStats)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tables {
+		if err := sqliteColumns(ctx, conn, t); err != nil {
+			return nil, fmt.Errorf("table %s: %w", t.Name, err)
+		}
+		if t.Kind == "table" {
+			t.RowEstimate = sqliteEstimate(ctx, conn, t.rel, hasStats)
+		}
+	}
+	// A foreign key that names no columns points at the parent's key.
+	byName := map[string]*tableInfo{}
+	for _, t := range tables {
+		byName[t.Name] = t
+	}
+	for _, t := range tables {
+		for i, fk := range t.ForeignKeys {
+			if len(fk.RefColumns) == 0 && byName[fk.RefTable] != nil {
+				t.ForeignKeys[i].RefColumns = byName[fk.RefTable].PrimaryKey
+			}
+		}
+	}
+	return tables, nil
+}
+
+// sqliteColumns fills t's columns, primary key and foreign keys.
+func sqliteColumns(ctx context.Context, conn *sql.Conn, t *tableInfo) error {
+	rows, err := conn.QueryContext(ctx, `SELECT name, type, "notnull", pk FROM pragma_table_info(?) ORDER BY cid`, t.rel)
+	if err != nil {
+		return err
+	}
+	pk := map[int]string{}
+	for rows.Next() {
+		var c Column
+		var decl string
+		var notNull, pkPos int
+		if err := rows.Scan(&c.Name, &decl, &notNull, &pkPos); err != nil {
+			rows.Close()
+			return err
+		}
+		c.Type = strings.ToLower(decl)
+		c.Nullable = notNull == 0 && pkPos == 0
+		c.PrimaryKey = pkPos > 0
+		if pkPos > 0 {
+			pk[pkPos] = c.Name
+		}
+		t.Columns = append(t.Columns, c)
+		t.types = append(t.types, sqliteType(decl))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i := 1; i <= len(pk); i++ {
+		t.PrimaryKey = append(t.PrimaryKey, pk[i])
+	}
+
+	rows, err = conn.QueryContext(ctx, `SELECT "id", "table", "from", "to" FROM pragma_foreign_key_list(?) ORDER BY "id", "seq"`, t.rel)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	last := -1
+	for rows.Next() {
+		var id int
+		var ref, from string
+		var to sql.NullString
+		if err := rows.Scan(&id, &ref, &from, &to); err != nil {
+			return err
+		}
+		if id != last {
+			t.ForeignKeys = append(t.ForeignKeys, ForeignKey{RefTable: ref})
+			last = id
+		}
+		fk := &t.ForeignKeys[len(t.ForeignKeys)-1]
+		fk.Columns = append(fk.Columns, from)
+		if to.Valid {
+			fk.RefColumns = append(fk.RefColumns, to.String)
+		}
+	}
+	return rows.Err()
+}
+
+// sqliteEstimate returns ANALYZE's row count when there is one, else an
+// exact count for tables up to sqliteCountCap rows, else -1.
+func sqliteEstimate(ctx context.Context, conn *sql.Conn, rel string, hasStats bool) int64 {
+	if hasStats {
+		var stat string
+		err := conn.QueryRowContext(ctx, `SELECT stat FROM sqlite_stat1 WHERE tbl = ? LIMIT 1`, rel).Scan(&stat)
+		if err == nil {
+			var n int64
+			if _, err := fmt.Sscan(stat, &n); err == nil {
+				return n
+			}
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return -1
+		}
+	}
+	var n int64
+	q := fmt.Sprintf("SELECT count(*) FROM (SELECT 1 FROM %s LIMIT %d)", quoteIdent(rel), sqliteCountCap+1)
+	if err := conn.QueryRowContext(ctx, q).Scan(&n); err != nil || n > sqliteCountCap {
+		return -1
+	}
+	return n
+}

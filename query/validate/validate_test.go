@@ -1,0 +1,354 @@
+package validate
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// acceptedCases are statements Check must accept with default options.
+// tables is checked when parsed is true.
+var acceptedCases = []struct {
+	name   string
+	sql    string
+	parsed bool
+	tables []TableRef
+}{
+	{"plain select", "SELECT 1", true, nil},
+	{"columns from a table", "SELECT a, b FROM t", true, []TableRef{{Name: "t"}}},
+	{"upper case names fold", "SELECT A FROM Readings", true, []TableRef{{Name: "readings"}}},
+	{"schema-qualified", "SELECT * FROM iot.readings", true, []TableRef{{Schema: "iot", Name: "readings"}}},
+	{"join with filters", "SELECT r.id, d.name FROM readings r JOIN devices d ON d.id = r.device_id WHERE r.temperature > 20 AND d.name LIKE 'dev%'",
+		true, []TableRef{{Name: "readings"}, {Name: "devices"}}},
+	{"left join and order", "SELECT * FROM a LEFT JOIN b ON a.id = b.id ORDER BY a.id DESC LIMIT 10", true, []TableRef{{Name: "a"}, {Name: "b"}}},
+	{"subquery in where", "SELECT a FROM t WHERE x IN (SELECT y FROM u WHERE u.z = t.z)", true, []TableRef{{Name: "t"}, {Name: "u"}}},
+	{"subquery in from", "SELECT s.n FROM (SELECT count(*) AS n FROM t) s", true, []TableRef{{Name: "t"}}},
+	{"exists", "SELECT 1 FROM t WHERE EXISTS (SELECT 1 FROM u)", true, []TableRef{{Name: "t"}, {Name: "u"}}},
+	{"union deduplicates tables", "SELECT a FROM t UNION SELECT a FROM u UNION ALL SELECT a FROM t", true, []TableRef{{Name: "t"}, {Name: "u"}}},
+	{"aggregates", "SELECT device_id, count(*), avg(temperature), max(ts) FROM readings GROUP BY device_id HAVING count(*) > 1", true, []TableRef{{Name: "readings"}}},
+	{"quoted identifiers keep case", `SELECT "Id" FROM "Devices"`, true, []TableRef{{Name: "Devices"}}},
+	{"quoted keyword as a name", `SELECT "delete", "start" FROM t`, true, []TableRef{{Name: "t"}}},
+	{"keywords as qualified names", "SELECT t.start, t.comment, t.update FROM events t", true, []TableRef{{Name: "events"}}},
+	{"keyword as an alias", "SELECT count(*) AS start FROM t", true, []TableRef{{Name: "t"}}},
+	{"parameters", "SELECT * FROM readings WHERE device_id = $1 AND ts > $2", true, []TableRef{{Name: "readings"}}},
+	{"string holding SQL words", "SELECT 'DROP TABLE; DELETE' AS s FROM t", true, []TableRef{{Name: "t"}}},
+	{"string holding a semicolon", "SELECT ';' FROM t", true, []TableRef{{Name: "t"}}},
+	{"escape string", `SELECT E'it\'s; \\' FROM t`, true, []TableRef{{Name: "t"}}},
+	{"string with a harmless backslash", `SELECT 'C:\temp' FROM t`, true, []TableRef{{Name: "t"}}},
+	{"doubled quote", "SELECT 'it''s' FROM t", true, []TableRef{{Name: "t"}}},
+	{"trailing semicolon", "SELECT 1 FROM t;", true, []TableRef{{Name: "t"}}},
+	{"trailing semicolon and comment", "SELECT 1 FROM t; -- done", true, []TableRef{{Name: "t"}}},
+	{"comment holding a semicolon at the end", "SELECT 1 FROM t -- end; of query", true, []TableRef{{Name: "t"}}},
+	{"block comment holding a semicolon", "SELECT 1 /* ; DROP TABLE t */ FROM t", true, []TableRef{{Name: "t"}}},
+	{"nested comment hides a table from PostgreSQL", "SELECT * FROM t /* /* */ , secret */", true, []TableRef{{Name: "t"}}},
+	{"non-ASCII in strings, names and comments", `SELECT 'température ；' AS "Température" FROM t -- élevé`, true, []TableRef{{Name: "t"}}},
+	{"dual is kept when named", "SELECT 1 FROM dual", true, []TableRef{{Name: "dual"}}},
+	{"operators", "SELECT a || b, c # d, e @> f FROM t WHERE a <> b AND c != d OR e >= -1", true, []TableRef{{Name: "t"}}},
+	{"substring FOR is not a lock", "SELECT substring(note FROM 1 FOR 3) FROM readings", true, []TableRef{{Name: "readings"}}},
+	{"numbers", "SELECT 1.5e3, .5, 0x1F, 1_000, 1e-3", false, nil},
+	{"dollar-quoted string with a semicolon", "SELECT $$a;b$$", true, nil},
+	{"tagged dollar quote hiding SQL", "SELECT $x$ ; DROP TABLE t $x$", true, nil},
+	{"CTE", "WITH x AS (SELECT id FROM t) SELECT * FROM x", false, nil},
+	{"recursive CTE", "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5) SELECT i FROM n", false, nil},
+	{"window function", "SELECT id, row_number() OVER (PARTITION BY device_id ORDER BY ts) FROM readings", false, nil},
+	{"cast", "SELECT ts::date, count(*) FROM readings GROUP BY 1", false, nil},
+	{"ilike", "SELECT * FROM devices WHERE name ILIKE 'dev%'", false, nil},
+	{"distinct on", "SELECT DISTINCT ON (device_id) * FROM readings ORDER BY device_id, ts DESC", false, nil},
+	{"filter", "SELECT count(*) FILTER (WHERE status = 'ok') FROM readings", false, nil},
+	{"array and interval", "SELECT ARRAY[1, 2], now() - interval '1 day'", false, nil},
+	{"json operators", "SELECT data->>'k' FROM t WHERE data ? 'k'", true, []TableRef{{Name: "t"}}},
+	{"values", "VALUES (1, 'a'), (2, 'b')", false, nil},
+	{"table", "TABLE devices", false, nil},
+	{"parenthesized select", "(SELECT 1)", false, nil},
+	{"allowed system-ish functions", "SELECT current_setting('TimeZone'), currval('s'), pg_typeof(1), pg_size_pretty(1024)", true, nil},
+	{"unicode string escape", `SELECT U&'d\0061t\+000061'`, true, nil},
+	{"bit and hex strings", `SELECT B'0101', X'1F', N'abc'`, true, nil},
+	{"for read only", "SELECT 1 FOR READ ONLY", false, nil},
+	{"operators at the limit", "SELECT 1 " + strings.Repeat("- ", 63) + "1 FROM t", true, []TableRef{{Name: "t"}}},
+	{"CASE nested to the limit", "SELECT " + strings.Repeat("CASE WHEN a THEN ", 64) + "1" + strings.Repeat(" END", 64) + " FROM t", true, []TableRef{{Name: "t"}}},
+	{"bit string with doubled quote", "SELECT B'0''1'", true, nil},
+	{"operator trimmed like PostgreSQL", "SELECT 1 *- -+- 2 FROM t", true, []TableRef{{Name: "t"}}},
+	{"multi-line", "SELECT a,\n       b\n  FROM t\n WHERE a = 1\n", true, []TableRef{{Name: "t"}}},
+}
+
+func TestAccepted(t *testing.T) {
+	for _, tc := range acceptedCases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := Check(tc.sql, nil)
+			if err != nil {
+				t.Fatalf("Check(%q): got %v, want nil", tc.sql, err)
+			}
+			if st.Parsed != tc.parsed {
+				t.Errorf("got Parsed %v, want %v", st.Parsed, tc.parsed)
+			}
+			if tc.parsed && !reflect.DeepEqual(st.Tables, tc.tables) {
+				t.Errorf("got tables %v, want %v", st.Tables, tc.tables)
+			}
+			if !tc.parsed && st.Tables != nil {
+				t.Errorf("got tables %v, want nil", st.Tables)
+			}
+		})
+	}
+}
+
+func TestRefusedPosition(t *testing.T) {
+	cases := []struct {
+		name            string
+		sql             string
+		pos, line, col  int
+		reason, message string
+	}{
+		{"second statement", "SELECT 1; DROP TABLE t", 8, 1, 9,
+			"only one statement is accepted", `only one statement is accepted; found a second statement after ";" at line 1, column 9`},
+		{"second statement on line 3", "SELECT a\nFROM t\nWHERE b; DELETE FROM t", 23, 3, 8, "only one statement", ""},
+		{"column counts characters", "SELECT 'éé', \u037e", 15, 1, 14, "U+037E", ""},
+		{"denied word", "SELECT 1 FROM t WHERE x IN (DELETE FROM t RETURNING x)", 28, 1, 29, "DELETE is not accepted", ""},
+		{"unterminated string points at its start", "SELECT 'abc", 7, 1, 8, "unterminated string", ""},
+		{"too long has no position", strings.Repeat(" ", maxLen+1), -1, 0, 0, "too long",
+			"statement is too long: 100001 bytes, the limit is 100000"},
+		{"empty", "  ", -1, 0, 0, "empty", "the statement is empty"},
+		{"nesting points at the 65th parenthesis", "SELECT " + strings.Repeat("(", 70) + "1" + strings.Repeat(")", 70), 71, 1, 72, "nested too deeply", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Check(tc.sql, nil)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v, want *Error", err)
+			}
+			if e.Pos != tc.pos || e.Line != tc.line || e.Col != tc.col {
+				t.Errorf("got pos %d line %d col %d, want %d %d %d", e.Pos, e.Line, e.Col, tc.pos, tc.line, tc.col)
+			}
+			if !strings.Contains(e.Reason, tc.reason) {
+				t.Errorf("got reason %q, want it to contain %q", e.Reason, tc.reason)
+			}
+			if tc.message != "" && e.Error() != tc.message {
+				t.Errorf("got %q, want %q", e.Error(), tc.message)
+			}
+		})
+	}
+}
+
+func TestRefused(t *testing.T) {
+	cases := []struct{ name, sql, reason string }{
+		{"keyword not in a name position", "SELECT start FROM t", "START is not accepted"},
+		{"lock word", "SELECT 1 FROM t LOCK IN SHARE MODE", "LOCK is not accepted"},
+		{"into", "SELECT 1 INTO x", "INTO"},
+		{"update after for", "SELECT 1 FROM t FOR NO KEY UPDATE", "row-locking"},
+		{"dollar sign alone", "SELECT $ FROM t", `unexpected "$"`},
+		{"parameter glued to a word", "SELECT $1abc", "parameter"},
+		{"number glued to a word", "SELECT 1abc", "followed directly"},
+		{"unterminated quoted identifier", `SELECT "a`, "unterminated quoted identifier"},
+		{"unterminated tagged dollar quote", "SELECT $a$ x", "$a$ is never closed"},
+		{"starts with a string", "'x'", "found a string constant"},
+		{"starts with an operator", "+1", `found "+"`},
+		{"brace", "SELECT {fn now()}", "unexpected character"},
+		{"system name quoted", `SELECT * FROM "PG_CLASS"`, "PG_CLASS"},
+		{"denied function quoted upper case", `SELECT "PG_SLEEP"(1)`, "PG_SLEEP"},
+		{"denied prefix", "SELECT dblink_connect('x')", "dblink_connect"},
+		{"into as a name needs quotes", "SELECT x into FROM t", "INTO"},
+		{"long operator run (quadratic in the parser)", "SELECT 1 " + strings.Repeat("+", 90_000), "too many operators in a row"},
+		{"long NOT run", "SELECT 1 WHERE " + strings.Repeat("NOT ", 65) + "true", "too many operators in a row"},
+		{"CASE nested too deeply", "SELECT " + strings.Repeat("CASE WHEN a THEN ", 65) + "1" + strings.Repeat(" END", 65), "nested too deeply"},
+		{"CASE inside parentheses too deep", "SELECT " + strings.Repeat("(", 40) + strings.Repeat("CASE WHEN a THEN ", 25) + "1" + strings.Repeat(" END", 25) + strings.Repeat(")", 40), "nested too deeply"},
+		{"bit string with a backslash after ''", `SELECT X'1''\' FROM t`, "ambiguous"},
+		{"recursive CTE CYCLE ... SET is refused (SET)", "WITH RECURSIVE r(i) AS (SELECT 1 UNION SELECT i FROM r) CYCLE i SET c USING p SELECT * FROM r", "SET is not accepted"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := Check(tc.sql, nil)
+			if err == nil {
+				t.Fatalf("Check(%q) = %+v; want an error", tc.sql, st)
+			}
+			if !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("got %q, want it to contain %q", err.Error(), tc.reason)
+			}
+		})
+	}
+}
+
+func TestAllowList(t *testing.T) {
+	allowed := map[TableRef]bool{{Name: "t"}: true, {Name: "u"}: true, {Schema: "iot", Name: "readings"}: true}
+	opts := &Options{AllowTable: func(tr TableRef) bool { return allowed[tr] }}
+	cases := []struct {
+		name   string
+		sql    string
+		tables []TableRef // nil: refused
+		reason string
+	}{
+		{"allowed join", "SELECT * FROM t JOIN u ON t.id = u.id", []TableRef{{Name: "t"}, {Name: "u"}}, ""},
+		{"allowed qualified", "SELECT * FROM iot.readings", []TableRef{{Schema: "iot", Name: "readings"}}, ""},
+		{"allowed without tables", "SELECT 1", nil, ""},
+		{"table not listed", "SELECT * FROM t JOIN secret ON true", nil, "table secret is not on the table allow-list"},
+		{"schema not listed", "SELECT * FROM other.readings", nil, "other.readings"},
+		{"table in a subquery", "SELECT * FROM t WHERE x IN (SELECT y FROM secret)", nil, "secret"},
+		{"table in a union", "SELECT a FROM t UNION SELECT a FROM secret", nil, "secret"},
+		{"quoted name is a different table", `SELECT * FROM "T"`, nil, "table T is not"},
+		{"MySQL comment # is a PostgreSQL operator", "SELECT 1 # 2, s FROM secret", nil, "secret"},
+		{"MySQL string escape does not hide a table", `SELECT E'\'', s FROM secret`, nil, "secret"},
+		{"comment closed early for MySQL", "SELECT * FROM t /* */ , secret", nil, "secret"},
+		{"unparsed syntax", "SELECT a::int FROM t", nil, `cannot be checked against the table allow-list; rewrite without PostgreSQL-only syntax: the checker stopped at "::"`},
+		{"CTE", "WITH x AS (SELECT 1) SELECT * FROM x", nil, "the checker stopped at WITH"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := Check(tc.sql, opts)
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("got %v, want nil", err)
+				}
+				if !st.Parsed || !reflect.DeepEqual(st.Tables, tc.tables) {
+					t.Errorf("got %+v, want parsed tables %v", st, tc.tables)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("got %+v, nil; want an error", st)
+			}
+			if !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("got %q, want it to contain %q", err.Error(), tc.reason)
+			}
+		})
+	}
+}
+
+// TestParserLayer runs the parser layer alone, as if the lexical layer had
+// let the statement through, to check that it stands on its own.
+func TestParserLayer(t *testing.T) {
+	cases := []struct{ name, sql, reason string }{
+		{"delete", "DELETE FROM t", "only SELECT statements"},
+		{"explain analyze delete", "EXPLAIN ANALYZE DELETE FROM t", "*sqlparser.OtherRead"},
+		{"insert", "INSERT INTO t VALUES (1)", "only SELECT statements"},
+		{"for update", "SELECT * FROM t FOR UPDATE", "row-locking"},
+		{"union for update", "SELECT a FROM t UNION SELECT a FROM u FOR UPDATE", "row-locking"},
+		{"lock in subquery", "SELECT * FROM t WHERE a IN (SELECT a FROM u LOCK IN SHARE MODE)", "row-locking"},
+		{"denied function", "SELECT pg_sleep(1) FROM t", "function pg_sleep"},
+		{"denied qualified function", "SELECT pg_catalog.pg_sleep(1) FROM t", "function pg_catalog.pg_sleep"},
+		{"system schema", "SELECT * FROM pg_catalog.pg_class", "system table pg_catalog.pg_class"},
+		{"system table", "SELECT * FROM pg_shadow", "system table pg_shadow"},
+		{"information_schema", "SELECT * FROM information_schema.tables", "information_schema.tables"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			toks, lexErr := lex(tc.sql)
+			if lexErr != nil {
+				t.Fatal(lexErr)
+			}
+			st, err := parseLayer(tc.sql, toks, &Options{})
+			if err == nil {
+				t.Fatalf("got %+v, nil; want an error", st)
+			}
+			if !strings.Contains(err.Reason, tc.reason) {
+				t.Errorf("got %q, want it to contain %q", err.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+func TestParsePanicIsUnparsed(t *testing.T) {
+	_, err := parse("\x00\xff(((")
+	if err == nil {
+		t.Skip("parser did not fail on this input")
+	}
+	if got := errorToken(errors.New("parser panic: boom"), []int{0}); got != -1 {
+		t.Errorf("got %d, want -1", got)
+	}
+}
+
+func TestErrorString(t *testing.T) {
+	cases := []struct {
+		name string
+		err  *Error
+		want string
+	}{
+		{"with position", &Error{Reason: "bad", Pos: 3, Line: 2, Col: 4}, "bad at line 2, column 4"},
+		{"without position", &Error{Reason: "bad", Pos: -1}, "bad"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.err.Error(); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTableRefString(t *testing.T) {
+	cases := []struct {
+		ref  TableRef
+		want string
+	}{
+		{TableRef{Name: "t"}, "t"},
+		{TableRef{Schema: "s", Name: "t"}, "s.t"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := tc.ref.String(); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestListsSorted(t *testing.T) {
+	lists := map[string][]string{
+		"deniedWords":        deniedWords,
+		"deniedFuncNames":    deniedFuncNames,
+		"deniedFuncPrefixes": deniedFuncPrefixes,
+	}
+	for name, list := range lists {
+		t.Run(name, func(t *testing.T) {
+			if !slices.IsSorted(list) {
+				t.Errorf("got unsorted %v, want sorted", list)
+			}
+			for _, s := range list {
+				if s != strings.ToLower(s) {
+					t.Errorf("got %q, want lower case", s)
+				}
+			}
+		})
+	}
+}
+
+func TestDeniedFunc(t *testing.T) {
+	cases := []struct {
+		name string
+		want bool
+	}{
+		{"pg_sleep", true}, {"PG_SLEEP_UNTIL", true}, {"nextval", true}, {"lo_unlink", true},
+		{"pg_advisory_xact_lock", true}, {"query_to_xml_and_xmlschema", true},
+		{"current_setting", false}, {"currval", false}, {"pg_typeof", false}, {"lower", false},
+		{"lower_bound", false}, {"loc", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := isDeniedFunc(tc.name); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// benchSQL is a typical statement of about 200 characters.
+const benchSQL = "SELECT r.id, r.ts, r.temperature, d.name FROM readings r JOIN devices d ON d.id = r.device_id " +
+	"WHERE r.ts >= '2026-01-01' AND r.status = 'ok' AND d.name LIKE 'dev%' ORDER BY r.ts DESC LIMIT 100"
+
+func BenchmarkCheck(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Check(benchSQL, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLex(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := lex(benchSQL); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package query
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// TestTypesPG checks every PostgreSQL type of the fixture, as the JSON a
+// client receives and as Go values.
+func TestTypesPG(t *testing.T) {
+	e := pgEngine(t, nil)
+	res, err := e.Query(t.Context(), Caller{}, Request{Database: "pg", Table: "types", OrderBy: []Order{{Column: "id"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTypes := []string{"int4", "int2", "int4", "int8", "numeric", "numeric", "float8", "float4", "text", "bool",
+		"date", "timestamptz", "timestamp", "bytea", "uuid", "json", "jsonb", "int4[]", "text[]", "interval"}
+	for i, c := range res.Columns {
+		if c.Type != wantTypes[i] {
+			t.Errorf("column %s: got type %s, want %s", c.Name, c.Type, wantTypes[i])
+		}
+	}
+	want := []string{
+		`[1,32767,2147483647,"9007199254740993","12345678901234567890.123456789",12.50,1.5,0.25,"héllo",true,"2024-02-29","2024-01-02T03:04:05.123456Z","2024-01-02T03:04:05.5","AP8Q","a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",{"b": 1, "a": [1, 2.50]},{"k": "v"},[1,2,3],["a","b c",null],"1 year 2 mons 3 days 04:05:06.5"]`,
+		`[2,-32768,-42,-9007199254740992,0.1,-1.00,"NaN","Infinity","",false,"1999-12-31","1999-12-31T21:59:59Z","1999-12-31T23:59:59","","00000000-0000-0000-0000-000000000000",[],[1, "x", null],[],[],"-1 days +02:00:00"]`,
+		`[3,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null]`,
+		`[4,0,0,0,"NaN",0.00,"-Infinity",0,"x",null,null,null,null,null,null,null,null,null,null,"00:00:00"]`,
+	}
+	if len(res.Rows) != len(want) {
+		t.Fatalf("got %d rows, want %d", len(res.Rows), len(want))
+	}
+	for i, row := range res.Rows {
+		b, err := json.Marshal(row)
+		if err != nil {
+			t.Fatalf("row %d: %v", i, err)
+		}
+		var got, exp any
+		_ = json.Unmarshal(b, &got)
+		_ = json.Unmarshal([]byte(want[i]), &exp)
+		if !reflect.DeepEqual(got, exp) {
+			t.Errorf("row %d:\ngot  %s\nwant %s", i, b, want[i])
+		}
+	}
+	// Exactness: big integers and inexact numerics are strings, exact
+	// numerics keep their text (scale included).
+	if got := res.Rows[0][3]; got != "9007199254740993" {
+		t.Errorf("int8 beyond 2^53: got %#v, want string", got)
+	}
+	if got := res.Rows[1][3]; got != int64(-9007199254740992) {
+		t.Errorf("int8 at -2^53: got %#v, want int64", got)
+	}
+	if got := res.Rows[0][5]; got != json.Number("12.50") {
+		t.Errorf("numeric(10,2): got %#v, want json.Number 12.50", got)
+	}
+	if got, ok := res.Rows[0][15].(json.RawMessage); !ok || string(got) != `{"b": 1, "a": [1, 2.50]}` {
+		t.Errorf("json: got %#v, want the raw text", res.Rows[0][15])
+	}
+}
+
+func TestTypesSQLite(t *testing.T) {
+	e, _ := sqliteEngine(t, nil)
+	res, err := e.Query(t.Context(), Caller{}, Request{Database: "lite", Table: "kinds", OrderBy: []Order{{Column: "id"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]any{
+		{int64(1), 12.5, 1.5, "héllo", true, "2024-02-29", "2024-01-02T03:04:05.123456Z", "AP8Q", json.RawMessage(`{"a": [1, 2]}`), int64(7)},
+		{int64(2), "9007199254740993", -0.5, "", false, "1999-12-31", "1999-12-31T23:59:59Z", nil, "not json", "x"},
+		{int64(3), nil, nil, nil, nil, nil, nil, nil, nil, nil},
+	}
+	if !reflect.DeepEqual(res.Rows, want) {
+		t.Errorf("got  %#v\nwant %#v", res.Rows, want)
+	}
+	wantTypes := []string{"integer", "numeric", "real", "text", "boolean", "date", "datetime", "blob", "json", "integer"}
+	for i, c := range res.Columns {
+		if c.Type != wantTypes[i] {
+			t.Errorf("column %s: got %s, want %s", c.Name, c.Type, wantTypes[i])
+		}
+	}
+	r2, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "lite", SQL: "SELECT 1.5 AS r, x'01' AS b, NULL AS n, 'a' AS t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotTypes := []string{r2.Columns[0].Type, r2.Columns[1].Type, r2.Columns[2].Type, r2.Columns[3].Type}
+	if !reflect.DeepEqual(gotTypes, []string{"real", "blob", "text", "text"}) {
+		t.Errorf("got expression types %v, want [real blob text text]", gotTypes)
+	}
+}
+
+func TestDecimalValue(t *testing.T) {
+	tests := []struct {
+		in   string
+		want any
+	}{
+		{"12.50", json.Number("12.50")},
+		{"0.1", json.Number("0.1")},
+		{"-0.000", json.Number("-0.000")},
+		{"123456789012345", json.Number("123456789012345")},
+		{"1234567890123456", "1234567890123456"},
+		{"0.1234567890123456", "0.1234567890123456"},
+		{"1e400", "1e400"},
+		{"1" + strings.Repeat("0", 400), "1" + strings.Repeat("0", 400)},
+		{".5", ".5"},
+		{"1.2.3", "1.2.3"},
+		{"NaN", "NaN"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := decimalValue(tt.in); got != tt.want {
+				t.Errorf("got %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIntervalText(t *testing.T) {
+	tests := []struct {
+		iv   pgtype.Interval
+		want string
+	}{
+		{pgtype.Interval{Valid: true}, "00:00:00"},
+		{pgtype.Interval{Months: 14, Days: 3, Microseconds: 14706500000, Valid: true}, "1 year 2 mons 3 days 04:05:06.5"},
+		{pgtype.Interval{Months: -1, Valid: true}, "-1 mons"},
+		{pgtype.Interval{Days: -1, Microseconds: 7200e6, Valid: true}, "-1 days +02:00:00"},
+		{pgtype.Interval{Days: 1, Microseconds: -3600e6, Valid: true}, "1 day -01:00:00"},
+		{pgtype.Interval{Months: -12, Days: 2, Valid: true}, "-1 years +2 days"},
+		{pgtype.Interval{Microseconds: 100 * 3600e6, Valid: true}, "100:00:00"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := intervalText(tt.iv); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPGValue(t *testing.T) {
+	m := pgtype.NewMap()
+	ts := time.Date(2024, 1, 2, 3, 4, 5, 123456000, time.FixedZone("x", 3600))
+	tests := []struct {
+		name string
+		in   any
+		oid  uint32
+		want any
+	}{
+		{"float32", float32(0.1), pgtype.Float4OID, 0.1},
+		{"float32 nan", float32(math.NaN()), pgtype.Float4OID, "NaN"},
+		{"-inf", math.Inf(-1), pgtype.Float8OID, "-Infinity"},
+		{"timestamptz", ts, pgtype.TimestamptzOID, "2024-01-02T02:04:05.123456Z"},
+		{"infinity", pgtype.Infinity, pgtype.DateOID, "infinity"},
+		{"-infinity", pgtype.NegativeInfinity, pgtype.TimestamptzOID, "-infinity"},
+		{"time", pgtype.Time{Microseconds: 3723500000, Valid: true}, pgtype.TimeOID, "01:02:03.5"},
+		{"date array", []any{ts, nil}, pgtype.DateArrayOID, []any{"2024-01-02", nil}},
+		{"oid", uint32(7), pgtype.OIDOID, int64(7)},
+		{"numeric nan", pgtype.Numeric{NaN: true, Valid: true}, pgtype.NumericOID, "NaN"},
+		{"numeric inf", pgtype.Numeric{InfinityModifier: pgtype.Infinity, Valid: true}, pgtype.NumericOID, "Infinity"},
+		{"numeric null", pgtype.Numeric{}, pgtype.NumericOID, nil},
+		{"interval null", pgtype.Interval{}, pgtype.IntervalOID, nil},
+		{"unknown", struct{ A int }{1}, 0, "{1}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pgValue(tt.in, tt.oid, m); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+	if got := pgTypeName(999999, m); got != "" {
+		t.Errorf("unknown oid: got %q, want empty", got)
+	}
+}
+
+func TestConvertIn(t *testing.T) {
+	ts := time.Date(2024, 1, 2, 3, 4, 5, 500000000, time.UTC)
+	uuid := [16]byte{0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8, 0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11}
+	tests := []struct {
+		name string
+		typ  colType
+		d    Dialect
+		in   any
+		want any
+		ok   bool
+	}{
+		{"text", pgType("text", ""), Postgres, "a", "a", true},
+		{"text from number", pgType("text", ""), Postgres, 1.0, nil, false},
+		{"int from json.Number", pgType("int8", ""), Postgres, json.Number("9007199254740993"), int64(9007199254740993), true},
+		{"int from string", pgType("int4", ""), Postgres, "42", int64(42), true},
+		{"int4 overflow", pgType("int4", ""), Postgres, 3e9, nil, false},
+		{"int from bool", pgType("int4", ""), Postgres, true, nil, false},
+		{"float from string", pgType("float8", ""), Postgres, "NaN", math.NaN(), true},
+		{"float from int", pgType("float8", ""), Postgres, int64(2), 2.0, true},
+		{"float from text", pgType("float8", ""), Postgres, "x", nil, false},
+		{"float from bool", pgType("float8", ""), Postgres, false, nil, false},
+		{"numeric sqlite int", sqliteType("NUMERIC"), SQLite, json.Number("12"), int64(12), true},
+		{"numeric sqlite float", sqliteType("NUMERIC"), SQLite, "12.5", 12.5, true},
+		{"numeric bad", pgType("numeric", ""), Postgres, "1.2.3", nil, false},
+		{"numeric nan float", pgType("numeric", ""), Postgres, math.Inf(1), nil, false},
+		{"bool string", pgType("bool", ""), Postgres, "true", true, true},
+		{"bool sqlite", sqliteType("BOOLEAN"), SQLite, false, int64(0), true},
+		{"bool sqlite true", sqliteType("BOOLEAN"), SQLite, true, int64(1), true},
+		{"bool bad", pgType("bool", ""), Postgres, "maybe", nil, false},
+		{"date sqlite", sqliteType("DATE"), SQLite, "2024-02-29", "2024-02-29", true},
+		{"date bad", pgType("date", ""), Postgres, "2024-02-30", nil, false},
+		{"date number", pgType("date", ""), Postgres, 1.0, nil, false},
+		{"timestamp pg", pgType("timestamptz", ""), Postgres, "2024-01-02T04:04:05.5+01:00", ts, true},
+		{"timestamp sqlite", sqliteType("TIMESTAMP"), SQLite, "2024-01-02 03:04:05.5", "2024-01-02T03:04:05.500000Z", true},
+		{"timestamp number", pgType("timestamp", ""), Postgres, 1.0, nil, false},
+		{"bytes", pgType("bytea", ""), Postgres, "AP8Q", []byte{0, 255, 16}, true},
+		{"bytes bad", pgType("bytea", ""), Postgres, "!!", nil, false},
+		{"bytes number", pgType("bytea", ""), Postgres, 1.0, nil, false},
+		{"uuid", pgType("uuid", ""), Postgres, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", uuid, true},
+		{"uuid short", pgType("uuid", ""), Postgres, "a0eebc99", nil, false},
+		{"uuid not hex", pgType("uuid", ""), Postgres, "z0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", nil, false},
+		{"uuid number", pgType("uuid", ""), Postgres, 1.0, nil, false},
+		{"json object", pgType("jsonb", ""), Postgres, map[string]any{"a": 1.0}, `{"a":1}`, true},
+		{"json raw", pgType("json", ""), Postgres, json.RawMessage(`[1, 2]`), `[1, 2]`, true},
+		{"json raw bad", pgType("json", ""), Postgres, json.RawMessage(`[1,`), nil, false},
+		{"json unmarshalable", pgType("json", ""), Postgres, math.NaN(), nil, false},
+		{"interval", pgType("interval", ""), Postgres, "1 day", pgtype.Interval{Days: 1, Valid: true}, true},
+		{"interval bad", pgType("interval", ""), Postgres, "soon", nil, false},
+		{"interval number", pgType("interval", ""), Postgres, 1.0, nil, false},
+		{"array", pgType("_int4", "int4"), Postgres, []any{1.0, nil}, []any{int64(1), nil}, true},
+		{"array bad element", pgType("_int4", "int4"), Postgres, []any{"x"}, nil, false},
+		{"array scalar", pgType("_int4", "int4"), Postgres, 1.0, nil, false},
+		{"any number", sqliteType(""), SQLite, json.Number("1.5"), 1.5, true},
+		{"any object", sqliteType(""), SQLite, map[string]any{"a": "b"}, `{"a":"b"}`, true},
+		{"null", pgType("int4", ""), Postgres, nil, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := convertIn(tt.in, tt.typ, tt.d)
+			if (err == nil) != tt.ok {
+				t.Fatalf("got error %v, want ok=%v", err, tt.ok)
+			}
+			if !tt.ok {
+				return
+			}
+			if f, isF := tt.want.(float64); isF && math.IsNaN(f) {
+				if g, _ := got.(float64); !math.IsNaN(g) {
+					t.Errorf("got %#v, want NaN", got)
+				}
+				return
+			}
+			if n, isN := got.(pgtype.Numeric); isN {
+				got, _ = n.Value()
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+	for _, typ := range []colType{pgType("text", ""), pgType("int2", ""), pgType("float8", ""), pgType("numeric", ""),
+		pgType("bool", ""), pgType("date", ""), pgType("timestamptz", ""), pgType("bytea", ""), pgType("uuid", ""),
+		pgType("json", ""), pgType("interval", ""), pgType("_text", "text"), pgType("mood", "")} {
+		if typ.describe() == "" {
+			t.Errorf("type %s has no description", typ.name)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+// Package server is lakegate's host data server: one Gin engine on one port
+// with the middleware (request id, access log, error rendering, panic
+// recovery, body limit, JWT auth), the REST API, ingest, the admin API and
+// health, and the MCP plugin mounted on its authenticated routes.
+//
+// It may import mcp, query and config; none of them imports it.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/mcp"
+	"github.com/lakegate/lakegate/query"
+)
+
+// Options tune a Server. The zero value of each field is its default.
+type Options struct {
+	// DrainTimeout bounds the wait for in-flight requests at shutdown
+	// (default 10s); then they are cancelled.
+	DrainTimeout time.Duration
+	// Version is reported by /health.
+	Version string
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is the HTTP data server. Build it with New and run it with Serve.
+type Server struct {
+	cfg      config.Config
+	engine   *query.Engine
+	plugin   *mcp.Plugin
+	verifier *verifier
+	log      *slog.Logger
+	opts     Options
+	router   *gin.Engine
+}
+
+// New builds the server and its routes. The engine and plugin stay owned by
+// the caller, who closes them after Serve returns.
+func New(cfg config.Config, engine *query.Engine, plugin *mcp.Plugin, opts *Options) (*Server, error) {
+	if len(cfg.JWTSecret) < config.MinSecretBytes {
+		return nil, fmt.Errorf("server: jwt secret must be at least %d bytes", config.MinSecretBytes)
+	}
+	if engine == nil || plugin == nil {
+		return nil, errors.New("server: engine and plugin are required")
+	}
+	s := &Server{cfg: cfg, engine: engine, plugin: plugin, verifier: newVerifier([]byte(cfg.JWTSecret))}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.DrainTimeout == 0 {
+		s.opts.DrainTimeout = 10 * time.Second
+	}
+	s.log = s.opts.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.router = s.routes()
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler (for tests and embedding).
+func (s *Server) Handler() http.Handler { return s.router }
+
+func (s *Server) routes() *gin.Engine {
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.Use(requestID, s.accessLog, s.renderErrors, s.recoverPanic, limitBody(s.cfg.MaxBodyBytes))
+	r.NoRoute(func(c *gin.Context) {
+		fail(c, &query.Error{Kind: query.KindNotFound, Message: "no such route: " + c.Request.Method + " " + c.Request.URL.Path,
+			Hint: "see GET /rest/databases, POST /rest/sql, /mcp/sse"})
+	})
+	r.NoMethod(func(c *gin.Context) {
+		fail(c, &query.Error{Kind: query.KindValidation, Message: "method " + c.Request.Method + " is not allowed on " + c.Request.URL.Path})
+	})
+	r.GET("/health", s.health)
+
+	authed := r.Group("", s.authenticate)
+	rest := authed.Group("/rest", requireRole(RoleReader))
+	rest.GET("/databases", s.listDatabases)
+	rest.GET("/databases/:db/tables", s.listTables)
+	rest.GET("/databases/:db/tables/:table", s.describeTable)
+	rest.POST("/sql", s.runSQL)
+
+	authed.POST("/data/:db/:table", requireRole(RoleWriter), s.ingest)
+
+	admin := authed.Group("/admin", requireRole(RoleAdmin))
+	admin.POST("/mcp/enable", s.mcpEnable)
+	admin.POST("/mcp/disable", s.mcpDisable)
+	admin.GET("/mcp/status", s.mcpStatus)
+
+	s.plugin.Mount(authed.Group("", requireRole(RoleReader)))
+	return r
+}
+
+// Serve answers on ln until ctx is cancelled, then shuts down gracefully:
+// it stops accepting, ends the MCP event streams, lets in-flight requests
+// finish for up to DrainTimeout, then cancels what is left.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	hs := &http.Server{
+		Handler:           s.router,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", "drain_timeout", s.opts.DrainTimeout.String())
+	drain, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout)
+	defer cancel()
+	// Event streams never finish by themselves: close the sessions first.
+	if err := s.plugin.Close(drain); err != nil {
+		s.log.Warn("mcp sessions did not close in time", "error", err.Error())
+	}
+	err := hs.Shutdown(drain)
+	if err != nil {
+		cancelBase()
+		err = errors.Join(err, hs.Close())
+	}
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+func (s *Server) health(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok", "version": s.opts.Version})
+}
