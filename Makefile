@@ -22,7 +22,8 @@ vet:
 # coverage. Uses LAKEGATE_TEST_DATABASE_URL, or a throwaway PostgreSQL made
 # from the server binaries on this machine.
 test: vet
-	bash integration/with-postgres.sh $(GO) test -race -count=1 -cover -timeout 15m $(PKGS)
+	bash integration/with-postgres.sh $(GO) test -race -count=1 -timeout 15m -coverpkg=./... -coverprofile=coverage.out $(PKGS)
+	@awk -f integration/cover.awk coverage.out
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime 60s ./query/validate/

@@ -143,7 +143,7 @@ func TestClassify(t *testing.T) {
 		want Kind
 	}{
 		{"query error kept", live, Errorf(KindForbidden, "x"), KindForbidden},
-		{"canceled", canceled, errors.New("x"), KindTimeout},
+		{"canceled", canceled, errors.New("x"), KindUnavailable},
 		{"deadline", live, context.DeadlineExceeded, KindTimeout},
 		{"eof", live, errors.New("x"), KindInternal},
 		{"params", live, &queryErr{errors.New("expected 1 arguments, got 0")}, KindValidation},

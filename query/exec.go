@@ -156,7 +156,9 @@ func classify(ctx context.Context, db string, err error) error {
 		return qe
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return &Error{Kind: KindTimeout, Message: "the query was canceled", Err: err}
+		// The caller went away or cancelled the call: nobody waits for
+		// the answer, and the query was stopped in the database.
+		return &Error{Kind: KindUnavailable, Message: "the query was cancelled by the client", Err: err}
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

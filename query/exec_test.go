@@ -257,9 +257,9 @@ func TestCancel(t *testing.T) {
 			if err == nil {
 				t.Fatal("got success, want the query stopped")
 			}
-			qe := wantKind(t, err, KindTimeout)
-			if !strings.Contains(qe.Message, "canceled") {
-				t.Errorf("got %q, want canceled", qe.Message)
+			qe := wantKind(t, err, KindUnavailable)
+			if !strings.Contains(qe.Message, "cancelled") {
+				t.Errorf("got %q, want cancelled", qe.Message)
 			}
 			if d := time.Since(start); d > 3*time.Second {
 				t.Errorf("got %v, want the query stopped near 200ms", d)

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -127,6 +128,7 @@ SELECT g, 1 + g % 20,
 FROM generate_series(1::bigint, 1000) g;
 CREATE TABLE "We""ird Table" ("select" int, "We""ird" text, "Mixed" text);
 INSERT INTO "We""ird Table" VALUES (1, 'a', 'x'), (2, 'b', 'y');
+CREATE TYPE mood AS ENUM ('sad', 'ok');
 CREATE SCHEMA other;
 CREATE TABLE other.things (id int PRIMARY KEY, label text);
 INSERT INTO other.things VALUES (1, 'one');
@@ -225,4 +227,9 @@ func maybePG(t *testing.T) *Engine {
 		return nil
 	}
 	return pgEngine(t, nil)
+}
+
+// sqlOpenRW opens the SQLite file at path read-write, for fixtures.
+func sqlOpenRW(path string) (*sql.DB, error) {
+	return sql.Open("sqlite", sqliteDSN(path, "_pragma=busy_timeout(5000)"))
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -117,12 +116,14 @@ func (s *pgSource) query(ctx context.Context, sqlText string, args []any, max in
 	m := tx.Conn().TypeMap()
 	fields := rows.FieldDescriptions()
 	res := &Result{Columns: make([]ResultColumn, len(fields)), Rows: [][]any{}}
-	var unknown []uint32
+	// The field descriptions belong to the connection's reader: keep the
+	// OIDs, since the next query on the connection overwrites them.
+	oids := make([]uint32, len(fields))
+	unknown := false
 	for i, f := range fields {
+		oids[i] = f.DataTypeOID
 		res.Columns[i] = ResultColumn{Name: f.Name, Type: pgTypeName(f.DataTypeOID, m)}
-		if res.Columns[i].Type == "" {
-			unknown = append(unknown, f.DataTypeOID)
-		}
+		unknown = unknown || res.Columns[i].Type == ""
 	}
 	for rows.Next() {
 		if len(res.Rows) == max {
@@ -149,8 +150,8 @@ func (s *pgSource) query(ctx context.Context, sqlText string, args []any, max in
 	if err := rows.Err(); err != nil {
 		return nil, &queryErr{err}
 	}
-	if len(unknown) > 0 {
-		s.nameTypes(ctx, tx, res, fields)
+	if unknown {
+		nameTypes(ctx, tx, res, oids)
 	}
 	return res, nil
 }
@@ -165,27 +166,23 @@ func (e *queryErr) Unwrap() error { return e.err }
 
 // nameTypes fills the type names pgx does not know (enums, domains,
 // extension types) from pg_type; on failure they stay empty.
-func (s *pgSource) nameTypes(ctx context.Context, tx pgx.Tx, res *Result, fields []pgconn.FieldDescription) {
-	oids := make([]uint32, 0, len(fields))
-	for _, f := range fields {
-		oids = append(oids, f.DataTypeOID)
-	}
-	rows, err := tx.Query(ctx, "SELECT oid::int8, typname::text FROM pg_type WHERE oid = ANY($1::oid[])", oids)
+func nameTypes(ctx context.Context, tx pgx.Tx, res *Result, oids []uint32) {
+	rows, _ := tx.Query(ctx, "SELECT oid::int8, typname::text FROM pg_type WHERE oid = ANY($1::int8[]::oid[])", oids)
+	names := map[uint32]string{}
+	var (
+		oid  int64
+		name string
+	)
+	_, err := pgx.ForEachRow(rows, []any{&oid, &name}, func() error {
+		names[uint32(oid)] = name
+		return nil
+	})
 	if err != nil {
 		return
 	}
-	names := map[uint32]string{}
-	for rows.Next() {
-		var oid int64
-		var name string
-		if rows.Scan(&oid, &name) == nil {
-			names[uint32(oid)] = name
-		}
-	}
-	rows.Close()
-	for i, f := range fields {
+	for i, o := range oids {
 		if res.Columns[i].Type == "" {
-			res.Columns[i].Type = names[f.DataTypeOID]
+			res.Columns[i].Type = names[o]
 		}
 	}
 }

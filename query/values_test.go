@@ -58,6 +58,13 @@ func TestTypesPG(t *testing.T) {
 	if got := res.Rows[0][5]; got != json.Number("12.50") {
 		t.Errorf("numeric(10,2): got %#v, want json.Number 12.50", got)
 	}
+	enum, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 'ok'::mood AS m, 1::oid AS o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := enum.Columns; !reflect.DeepEqual(got, []ResultColumn{{"m", "mood"}, {"o", "oid"}}) || !reflect.DeepEqual(enum.Rows, [][]any{{"ok", int64(1)}}) {
+		t.Errorf("enum: got %v %v, want type mood and value ok", got, enum.Rows)
+	}
 	if got, ok := res.Rows[0][15].(json.RawMessage); !ok || string(got) != `{"b": 1, "a": [1, 2.50]}` {
 		t.Errorf("json: got %#v, want the raw text", res.Rows[0][15])
 	}

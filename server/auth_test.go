@@ -1,0 +1,192 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+func TestNewToken(t *testing.T) {
+	secret := []byte(testSecret)
+	tests := []struct {
+		name    string
+		secret  []byte
+		subject string
+		role    string
+		ttl     time.Duration
+		wantErr string
+	}{
+		{name: "reader", secret: secret, subject: "alice", role: RoleReader, ttl: time.Hour},
+		{name: "writer", secret: secret, subject: "bob", role: RoleWriter, ttl: time.Minute},
+		{name: "admin", secret: secret, subject: "root", role: RoleAdmin, ttl: 24 * time.Hour},
+		{name: "short secret", secret: secret[:31], subject: "a", role: RoleReader, ttl: time.Hour, wantErr: "32"},
+		{name: "empty subject", secret: secret, role: RoleReader, ttl: time.Hour, wantErr: "subject"},
+		{name: "unknown role", secret: secret, subject: "a", role: "root", ttl: time.Hour, wantErr: "reader, writer, admin"},
+		{name: "zero ttl", secret: secret, subject: "a", role: RoleReader, wantErr: "ttl"},
+		{name: "negative ttl", secret: secret, subject: "a", role: RoleReader, ttl: -time.Second, wantErr: "ttl"},
+	}
+	v := newVerifier(secret)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tok, err := NewToken(tt.secret, tt.subject, tt.role, tt.ttl)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %q, %v, want an error containing %q", tok, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("NewToken: %v", err)
+			}
+			c, err := v.verify(tok)
+			if err != nil {
+				t.Fatalf("verify: %v", err)
+			}
+			if c.Subject != tt.subject || len(c.Roles) != 1 || c.Roles[0] != tt.role {
+				t.Errorf("got %+v, want subject %s with role %s", c, tt.subject, tt.role)
+			}
+		})
+	}
+}
+
+// sign makes an HS256 token with claims, signed with key.
+func sign(t *testing.T, key string, claims jwt.MapClaims) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// forge makes a token with the given alg header, HMAC-signed with the
+// server's secret anyway (an algorithm-confusion attempt).
+func forge(alg, payload string) string {
+	enc := base64.RawURLEncoding
+	head := enc.EncodeToString([]byte(`{"alg":"` + alg + `","typ":"JWT"}`)) + "." + enc.EncodeToString([]byte(payload))
+	mac := hmac.New(sha256.New, []byte(testSecret))
+	mac.Write([]byte(head))
+	return head + "." + enc.EncodeToString(mac.Sum(nil))
+}
+
+func TestAuthenticate(t *testing.T) {
+	st := newStack(t, nil)
+	now := time.Now()
+	exp := now.Add(time.Hour).Unix()
+	none, err := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{"sub": "a", "role": "admin", "exp": exp}).
+		SignedString(jwt.UnsafeAllowNoneSignatureType)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name, header, wantMsg string
+	}{
+		{"missing header", "", "missing bearer token"},
+		{"wrong scheme", "Basic YTpi", "missing bearer token"},
+		{"empty bearer", "Bearer   ", "missing bearer token"},
+		{"no space", "Bearer", "missing bearer token"},
+		{"garbage", "Bearer not.a.jwt", "invalid bearer token"},
+		{"expired", "Bearer " + sign(t, testSecret, jwt.MapClaims{"sub": "a", "role": "reader", "exp": now.Add(-time.Hour).Unix()}), "expired"},
+		{"no exp", "Bearer " + sign(t, testSecret, jwt.MapClaims{"sub": "a", "role": "reader"}), "no exp"},
+		{"wrong key", "Bearer " + sign(t, strings.Repeat("k", 40), jwt.MapClaims{"sub": "a", "role": "reader", "exp": exp}), "signature"},
+		{"alg none", "Bearer " + none, "signature"},
+		{"rs256 header", "Bearer " + forge("RS256", fmt.Sprintf(`{"sub":"a","role":"admin","exp":%d}`, exp)), "signature"},
+		{"no sub", "Bearer " + sign(t, testSecret, jwt.MapClaims{"role": "admin", "exp": exp}), "no sub"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, path := range []string{"/rest/databases", "/admin/mcp/status", "/mcp/sse"} {
+				hdr := []string{}
+				if tt.header != "" {
+					hdr = []string{"Authorization", tt.header}
+				}
+				r := st.do(t, "GET", path, "", "", hdr...)
+				if r.code != http.StatusUnauthorized {
+					t.Fatalf("%s: got %d %s, want 401", path, r.code, r.body)
+				}
+				if got := r.header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
+					t.Errorf("%s: got WWW-Authenticate %q, want Bearer ...", path, got)
+				}
+				e := r.errBody(t)
+				if e.Error.Kind != query.KindAuth || !strings.Contains(e.Error.Message, tt.wantMsg) {
+					t.Errorf("%s: got %+v, want kind auth_error with %q", path, e.Error, tt.wantMsg)
+				}
+			}
+		})
+	}
+
+	t.Run("health needs no token", func(t *testing.T) {
+		if r := st.do(t, "GET", "/health", "", ""); r.code != http.StatusOK || !strings.Contains(string(r.body), `"ok"`) {
+			t.Errorf("got %d %s, want 200 ok", r.code, r.body)
+		}
+	})
+	t.Run("scheme is case-insensitive", func(t *testing.T) {
+		r := st.do(t, "GET", "/rest/databases", "", "", "Authorization", "bearer "+token(t, "a", RoleReader))
+		if r.code != http.StatusOK {
+			t.Errorf("got %d %s, want 200", r.code, r.body)
+		}
+	})
+	t.Run("expired within leeway", func(t *testing.T) {
+		tok := sign(t, testSecret, jwt.MapClaims{"sub": "a", "role": "reader", "exp": now.Add(-5 * time.Second).Unix()})
+		if r := st.do(t, "GET", "/rest/databases", tok, ""); r.code != http.StatusOK {
+			t.Errorf("got %d %s, want 200", r.code, r.body)
+		}
+	})
+}
+
+func TestRoles(t *testing.T) {
+	st := newStack(t, nil)
+	exp := time.Now().Add(time.Hour).Unix()
+	toks := map[string]string{
+		"reader":       token(t, "r", RoleReader),
+		"writer":       token(t, "w", RoleWriter),
+		"admin":        token(t, "a", RoleAdmin),
+		"no role":      sign(t, testSecret, jwt.MapClaims{"sub": "n", "exp": exp}),
+		"unknown role": sign(t, testSecret, jwt.MapClaims{"sub": "u", "role": "root", "exp": exp}),
+		"roles list":   sign(t, testSecret, jwt.MapClaims{"sub": "l", "roles": []string{"reader", "writer"}, "exp": exp}),
+	}
+	tests := []struct {
+		tok, method, path, body string
+		want                    int
+	}{
+		{"reader", "GET", "/rest/databases", "", 200},
+		{"reader", "POST", "/data/demo/devices", "[1]", 403},
+		{"reader", "GET", "/admin/mcp/status", "", 403},
+		{"reader", "POST", "/admin/mcp/disable", "", 403},
+		{"writer", "GET", "/rest/databases", "", 403},
+		{"writer", "POST", "/data/demo/devices", "[1]", 400}, // past the role check
+		{"writer", "GET", "/admin/mcp/status", "", 403},
+		{"writer", "GET", "/mcp/sse", "", 403},
+		{"admin", "GET", "/rest/databases", "", 200},
+		{"admin", "POST", "/data/demo/devices", "[1]", 400},
+		{"admin", "GET", "/admin/mcp/status", "", 200},
+		{"no role", "GET", "/rest/databases", "", 403},
+		{"unknown role", "GET", "/rest/databases", "", 403},
+		{"roles list", "GET", "/rest/databases", "", 200},
+		{"roles list", "POST", "/data/demo/devices", "[1]", 400},
+		{"roles list", "GET", "/admin/mcp/status", "", 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tok+" "+tt.method+" "+tt.path, func(t *testing.T) {
+			r := st.do(t, tt.method, tt.path, toks[tt.tok], tt.body)
+			if r.code != tt.want {
+				t.Fatalf("got %d %s, want %d", r.code, r.body, tt.want)
+			}
+			if tt.want == http.StatusForbidden {
+				if e := r.errBody(t); e.Error.Kind != query.KindForbidden {
+					t.Errorf("got kind %v, want %v", e.Error.Kind, query.KindForbidden)
+				}
+			}
+		})
+	}
+}
