@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 PKGS    := ./...
 
-.PHONY: all build run test vet fuzz bench clean
+.PHONY: all build run test vet js-deps fuzz bench clean
 
 all: build
 
@@ -21,15 +21,23 @@ vet:
 # Unit and integration tests with the race detector and per-package
 # coverage. Uses LAKEGATE_TEST_DATABASE_URL, or a throwaway PostgreSQL made
 # from the server binaries on this machine.
-test: vet
+test: vet js-deps
 	bash integration/with-postgres.sh $(GO) test -race -count=1 -timeout 15m -coverpkg=./... -coverprofile=coverage.out $(PKGS)
 	@awk -f integration/cover.awk coverage.out
+
+# The pinned Node MCP clients the integration tests drive (TypeScript SDK,
+# MCP Inspector, conformance suite, Node 22), installed fresh into
+# integration/js/node_modules. Without npm those tests skip.
+js-deps:
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix integration/js --no-audit --no-fund --loglevel=error; \
+	else echo "make: npm not found: the Node MCP client tests will be skipped" >&2; fi
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime 60s ./query/validate/
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	bash integration/with-postgres.sh bash integration/bench.sh $(GO)
 
 clean:
 	rm -rf bin

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -67,14 +68,15 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err == nil {
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("duration %q: want a value like \"30s\" or \"5m\"", s)
+			// A type error lets encoding/json name the setting and offset.
+			return &json.UnmarshalTypeError{Value: "string " + strconv.Quote(s), Type: reflect.TypeFor[Duration]()}
 		}
 		*d = Duration(v)
 		return nil
 	}
 	var n float64
 	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("duration: want a string like \"30s\" or a number of seconds")
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[Duration]()}
 	}
 	*d = Duration(time.Duration(n * float64(time.Second)))
 	return nil
@@ -107,6 +109,10 @@ type Config struct {
 	// MCPWriteTimeout bounds one write to an SSE client before the session
 	// is closed.
 	MCPWriteTimeout Duration `json:"mcp_write_timeout"`
+	// MCPAllowedOrigins lists the browser origins (scheme://host[:port], or
+	// "*") allowed on the MCP routes; requests with another Origin header
+	// get 403. Requests without one (non-browser clients) are allowed.
+	MCPAllowedOrigins []string `json:"mcp_allowed_origins"`
 
 	StatementTimeout Duration `json:"statement_timeout"`
 	DefaultRowLimit  int      `json:"default_row_limit"`
@@ -162,7 +168,8 @@ func (c *Config) readFile(file string) error {
 		return fmt.Errorf("config: %w", err)
 	}
 	ext := strings.ToLower(filepath.Ext(file))
-	if ext == ".yaml" || ext == ".yml" {
+	isYAML := ext == ".yaml" || ext == ".yml"
+	if isYAML {
 		var doc any
 		if err := yaml.Unmarshal(data, &doc); err != nil {
 			return fmt.Errorf("config %s: %w", file, err)
@@ -177,6 +184,10 @@ func (c *Config) readFile(file string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
+		if isYAML {
+			// Line numbers would point into the re-encoded JSON, not the file.
+			data = nil
+		}
 		return fmt.Errorf("config %s: %s", file, describeJSONError(data, err))
 	}
 	return nil
@@ -192,9 +203,13 @@ func describeJSONError(data []byte, err error) string {
 		off = se.Offset
 	case errors.As(err, &te):
 		off = te.Offset
-		err = fmt.Errorf("setting %q: got a JSON %s, want %s", te.Field, te.Value, te.Type)
+		want := te.Type.String()
+		if te.Type == reflect.TypeFor[Duration]() {
+			want = `a duration like "30s" or a number of seconds`
+		}
+		err = fmt.Errorf("setting %q: got a JSON %s, want %s", te.Field, te.Value, want)
 	}
-	if off < 0 {
+	if off < 0 || data == nil {
 		return err.Error()
 	}
 	line := 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n"))
@@ -250,6 +265,14 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			*dst = n
 		}
 	}
+	if v := getenv("LAKEGATE_MCP_ALLOWED_ORIGINS"); v != "" {
+		c.MCPAllowedOrigins = nil
+		for o := range strings.SplitSeq(v, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				c.MCPAllowedOrigins = append(c.MCPAllowedOrigins, o)
+			}
+		}
+	}
 	if v := getenv("LAKEGATE_MCP_BLOCK_THRESHOLD"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -276,14 +299,17 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 // ParseDatabases reads "name=url,name=url".
 func ParseDatabases(s string) ([]Database, error) {
 	var dbs []Database
+	i := -1
 	for item := range strings.SplitSeq(s, ",") {
+		i++
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
 		}
 		name, u, ok := strings.Cut(item, "=")
 		if !ok || name == "" || u == "" {
-			return nil, fmt.Errorf("entry %q: want name=url", redactURL(item))
+			// The entry is not echoed: it may hold a password.
+			return nil, fmt.Errorf("entry %d: want name=url (e.g. iot=postgres://user@host/iot)", i+1)
 		}
 		dbs = append(dbs, Database{Name: strings.TrimSpace(name), URL: strings.TrimSpace(u)})
 	}
@@ -371,6 +397,16 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		bad("max_body_bytes %d: want at least 1024", c.MaxBodyBytes)
+	}
+	for i, o := range c.MCPAllowedOrigins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			bad("mcp_allowed_origins[%d] %q: want scheme://host[:port], e.g. https://app.example.com, or *", i, o)
+		}
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("log_format %q: want text or json", c.LogFormat)

@@ -132,7 +132,8 @@ func TestLoadErrors(t *testing.T) {
 		{"yaml syntax error", "c.yaml", "listen: [\n", nil, []string{"c.yaml"}},
 		{"wrong type", "c.json", "{\n\"mcp_max_workers\": \"ten\"\n}", nil, []string{"mcp_max_workers", "line 2"}},
 		{"wrong nested type", "c.json", `{"databases": [{"name": 1, "url": "sqlite:x"}]}`, nil, []string{"databases.name"}},
-		{"bad duration in file", "c.json", `{"mcp_keepalive": "abc"}`, nil, []string{`"abc"`}},
+		{"bad duration in file", "c.json", `{"mcp_keepalive": "abc"}`, nil, []string{`"abc"`, `"mcp_keepalive"`, "line 1", "a duration"}},
+		{"bad duration in yaml names no line", "c.yaml", "listen: 127.0.0.1:1\nmcp_keepalive: soon\n", nil, []string{`"mcp_keepalive"`, `"soon"`}},
 		{"invalid after load", "c.json", `{"log_level": "loud"}`, nil, []string{"log_level"}},
 		{"bad bool", "", "", map[string]string{"LAKEGATE_MCP_ENABLED": "yep"}, []string{"LAKEGATE_MCP_ENABLED", "yep"}},
 		{"bad trace bool", "", "", map[string]string{"LAKEGATE_MCP_TRACE": "2"}, []string{"LAKEGATE_MCP_TRACE"}},
@@ -140,7 +141,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad block threshold", "", "", map[string]string{"LAKEGATE_MCP_BLOCK_THRESHOLD": "10MB"}, []string{"LAKEGATE_MCP_BLOCK_THRESHOLD"}},
 		{"bad duration", "", "", map[string]string{"LAKEGATE_STATEMENT_TIMEOUT": "30"}, []string{"LAKEGATE_STATEMENT_TIMEOUT"}},
 		{"bad keepalive", "", "", map[string]string{"LAKEGATE_MCP_KEEPALIVE": "soon"}, []string{"LAKEGATE_MCP_KEEPALIVE"}},
-		{"bad databases", "", "", map[string]string{"LAKEGATE_DATABASES": "nourl"}, []string{"LAKEGATE_DATABASES", "nourl"}},
+		{"bad databases", "", "", map[string]string{"LAKEGATE_DATABASES": "nourl"}, []string{"LAKEGATE_DATABASES", "entry 1"}},
 		{"bad database url", "", "", map[string]string{"LAKEGATE_DATABASE_URL": "postgres://h/"}, []string{"LAKEGATE_DATABASE_URL"}},
 		{"short secret", "", "", map[string]string{"LAKEGATE_JWT_SECRET": "short"}, []string{"32"}},
 	}
@@ -229,8 +230,6 @@ func TestParseDatabases(t *testing.T) {
 		in      string
 		want    []Database
 		wantErr string
-		// knownBug, when set, skips the case: it documents a bug not yet fixed.
-		knownBug string
 	}{
 		{name: "two", in: "a=postgres://u:p@h/db1,b=sqlite:./x.db",
 			want: []Database{{"a", "postgres://u:p@h/db1"}, {"b", "sqlite:./x.db"}}},
@@ -241,16 +240,11 @@ func TestParseDatabases(t *testing.T) {
 		{name: "no =", in: "a=sqlite:a.db,postgres://u:secret@h/db2", wantErr: "want name=url"},
 		{name: "empty name", in: "=sqlite:a.db", wantErr: "want name=url"},
 		{name: "empty url", in: "a=", wantErr: "want name=url"},
-		{name: "colon typo", in: "a:postgres://u:secret@h/db", wantErr: "want name=url",
-			knownBug: "redactURL leaves URLs without authority unredacted"},
-		{name: "empty name with password", in: "=postgres://u:secret@h/db", wantErr: "want name=url",
-			knownBug: "redactURL returns unparseable entries unredacted"},
+		{name: "colon typo", in: "a:postgres://u:secret@h/db", wantErr: "want name=url"},
+		{name: "empty name with password", in: "=postgres://u:secret@h/db", wantErr: "want name=url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.knownBug != "" {
-				t.Skip("known bug: " + tt.knownBug)
-			}
 			got, err := ParseDatabases(tt.in)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -97,6 +97,8 @@ type envOptions struct {
 	keepalive    time.Duration
 	writeTimeout time.Duration
 	queue        int
+	// plugin, when set, adjusts the plugin's options.
+	plugin func(*mcp.Options)
 }
 
 // start runs the real server (config, engine, plugin, server) on
@@ -121,14 +123,18 @@ func start(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(engine.Close)
-	plugin, err := mcp.New(engine, &mcp.Options{
+	popts := &mcp.Options{
 		Tools:        lakegate.DefaultTools,
 		Enabled:      true,
 		Keepalive:    time.Duration(cfg.MCPKeepalive),
 		WriteTimeout: o.writeTimeout,
 		SessionQueue: o.queue,
 		Logger:       log,
-	})
+	}
+	if o.plugin != nil {
+		o.plugin(popts)
+	}
+	plugin, err := mcp.New(engine, popts)
 	if err != nil {
 		t.Fatal(err)
 	}

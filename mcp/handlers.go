@@ -23,11 +23,16 @@ type handlerFunc func(ctx context.Context, p *Plugin, c query.Caller, args json.
 // handlers maps the handler names usable in tools.json to their code.
 func handlers() map[string]handlerFunc {
 	return map[string]handlerFunc{
-		"list_databases": listDatabases,
-		"list_tables":    listTables,
-		"describe_table": describeTable,
-		"query":          runQuery,
-		"run_sql":        runSQL,
+		"list_databases":    listDatabases,
+		"list_tables":       listTables,
+		"describe_table":    describeTable,
+		"query":             runQuery,
+		"run_sql":           runSQL,
+		"query_time_series": runTimeSeries,
+		"explain":           runExplain,
+		// sql runs an operator-declared statement; its code is made per
+		// tool by sqlHandler.
+		"sql": nil,
 	}
 }
 
@@ -44,6 +49,9 @@ func handlerNames() []string {
 // the handler and renders the result or the error as a tool result.
 func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 	fn := handlers()[t.Handler]
+	if t.sqlTool != nil {
+		fn = sqlHandler(t.sqlTool)
+	}
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := time.Now()
 		caller, _ := query.CallerFrom(ctx)
@@ -239,4 +247,117 @@ func firstError(err error) error {
 		return j.Unwrap()[0]
 	}
 	return err
+}
+
+// analysisEngine is what query_time_series and explain need of the
+// engine beyond Engine; *query.Engine has it.
+type analysisEngine interface {
+	TimeSeries(ctx context.Context, c query.Caller, r query.TimeSeriesRequest) (*query.Result, error)
+	Explain(ctx context.Context, c query.Caller, db, sql string, analyze bool, format string) (*query.Plan, error)
+}
+
+var _ analysisEngine = (*query.Engine)(nil)
+
+func (p *Plugin) analysis() (analysisEngine, error) {
+	if ae, ok := p.engine.(analysisEngine); ok {
+		return ae, nil
+	}
+	return nil, query.Errorf(query.KindUnavailable, "this server's engine has no time series or explain")
+}
+
+func runTimeSeries(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+	var in query.TimeSeriesRequest
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(required("database", in.Database), required("table", in.Table),
+		required("time_column", in.TimeColumn), required("start", in.Start), required("end", in.End)); err != nil {
+		return nil, firstError(err)
+	}
+	ae, err := p.analysis()
+	if err != nil {
+		return nil, err
+	}
+	return ae.TimeSeries(ctx, c, in)
+}
+
+func runExplain(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+	var in struct {
+		Database string `json:"database"`
+		SQL      string `json:"sql"`
+		Analyze  bool   `json:"analyze"`
+		Format   string `json:"format"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(required("database", in.Database), required("sql", in.SQL)); err != nil {
+		return nil, firstError(err)
+	}
+	ae, err := p.analysis()
+	if err != nil {
+		return nil, err
+	}
+	return ae.Explain(ctx, c, in.Database, in.SQL, in.Analyze, in.Format)
+}
+
+// sqlHandler runs an operator-declared statement: the arguments are
+// checked against its typed parameters and bound in declared order, and
+// the statement runs like run_sql (validated, read-only, timeout, row cap).
+func sqlHandler(tool *query.SQLTool) handlerFunc {
+	return func(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+		var in map[string]any
+		if err := decodeArgs(args, &in); err != nil {
+			return nil, err
+		}
+		var dialect query.Dialect
+		for _, db := range p.engine.Databases() {
+			if db.Name == tool.Database() {
+				dialect = db.Dialect
+			}
+		}
+		if dialect == "" {
+			return nil, query.Errorf(query.KindUnavailable, "the tool's database %q is not configured", tool.Database())
+		}
+		r, err := tool.Request(dialect, in)
+		if err != nil {
+			return nil, err
+		}
+		return p.engine.RunSQL(ctx, c, r)
+	}
+}
+
+// resultSchema is the output schema of tools that return a query.Result.
+const resultSchema = `{"type":"object","properties":{"columns":{"type":"array","items":{"type":"object"}},` +
+	`"rows":{"type":"array","items":{"type":"array"}},"row_count":{"type":"integer"},"truncated":{"type":"boolean"}},` +
+	`"required":["columns","rows","row_count","truncated"]}`
+
+// prepareTool completes a declaration at load time. For handler "sql" it
+// checks the statement once (validator, placeholders against parameters)
+// and generates the input and output schemas, so a refused statement
+// stops start-up with the tool's name and the reason.
+func prepareTool(t *toolSpec) error {
+	if t.Handler != "sql" {
+		if t.Database != "" || t.Statement != "" || t.Parameters != nil {
+			return errors.New(`database, statement and parameters are only for handler "sql"`)
+		}
+		return nil
+	}
+	if len(t.InputSchema) > 0 {
+		return errors.New(`input_schema is generated from parameters for handler "sql"; remove it`)
+	}
+	tool, err := query.NewSQLTool(t.Name, t.Database, t.Statement, t.Parameters)
+	if err != nil {
+		return err
+	}
+	t.sqlTool = tool
+	t.InputSchema = tool.InputSchema()
+	if len(t.OutputSchema) == 0 {
+		t.OutputSchema = json.RawMessage(resultSchema)
+	}
+	if t.Annotations == nil {
+		f := false
+		t.Annotations = &mcpsdk.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &f, IdempotentHint: true, OpenWorldHint: &f}
+	}
+	return nil
 }

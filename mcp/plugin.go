@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,25 @@ type Options struct {
 	MaxSessionsPerSubject int
 	// Trace logs every MCP message at debug level.
 	Trace bool
+	// AllowedOrigins lists the browser origins ("https://app.example.com")
+	// allowed on the HTTP MCP routes; a request carrying any other Origin
+	// header is refused with 403. Requests without Origin are allowed.
+	AllowedOrigins []string
+	// PageSize bounds the items of one tools, prompts, resources or
+	// templates list page (default 100).
+	PageSize int
+	// CatalogInterval is how often the table lists are checked for the
+	// resources list (default 30s); a change sends resources/list_changed.
+	CatalogInterval time.Duration
+	// SessionTimeout closes Streamable HTTP sessions idle this long
+	// (default 30m).
+	SessionTimeout time.Duration
+	// StatelessDisabled turns off the stateless 2026-07-28 revision on /mcp:
+	// clients that probe it fall back to the 2025 handshake.
+	StatelessDisabled bool
+	// Conformance adds the fixture tools, resources and prompts the MCP
+	// conformance suite expects. Tests only; never on by default.
+	Conformance bool
 	// Version is reported to clients at initialize.
 	Version string
 	// Logger; nil discards.
@@ -69,10 +89,20 @@ type Plugin struct {
 	enabled      atomic.Bool
 	enabledSince atomic.Pointer[time.Time]
 
+	stateful  http.Handler // Streamable HTTP, 2025 revisions, sessions
+	stateless http.Handler // Streamable HTTP, 2026-07-28 revision
+
 	mu       sync.Mutex
 	sessions map[string]*conn
+	stdio    int // open stdio sessions
 	closed   bool
 	wg       sync.WaitGroup
+
+	watchOnce sync.Once
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
+	catalogMu sync.Mutex
+	catalog   map[string]bool // URIs of the table schema resources listed
 
 	statsMu sync.Mutex
 	calls   map[string]*ToolStats
@@ -115,6 +145,12 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	o.MaxSessions = orDefault(o.MaxSessions, 2000)
 	o.MaxSessionsPerSubject = orDefault(o.MaxSessionsPerSubject, 64)
 	o.Version = orDefault(o.Version, "dev")
+	o.PageSize = orDefault(o.PageSize, 100)
+	o.CatalogInterval = orDefault(o.CatalogInterval, 30*time.Second)
+	o.SessionTimeout = orDefault(o.SessionTimeout, 30*time.Minute)
+	if err := checkOrigins(o.AllowedOrigins); err != nil {
+		return nil, err
+	}
 	p.log = o.Logger
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -125,13 +161,25 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	}
 	p.tools = tools
 	p.workers = make(chan struct{}, o.MaxWorkers)
-	p.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, &mcpsdk.ServerOptions{
-		Instructions: instructions,
-		Logger:       p.log,
-	})
-	for _, t := range tools {
-		p.server.AddTool(t.tool(), p.handle(t))
+	sopts := &mcpsdk.ServerOptions{
+		Instructions:      instructions,
+		Logger:            p.log,
+		PageSize:          o.PageSize,
+		CompletionHandler: p.complete,
 	}
+	if o.Conformance {
+		conformanceOptions(sopts)
+	}
+	p.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, sopts)
+	for _, t := range tools {
+		p.server.AddTool(t.tool(), p.observe(t.Name, p.handle(t)))
+	}
+	p.addPrompts()
+	p.addResources()
+	if o.Conformance {
+		p.addConformanceFixtures()
+	}
+	p.stateful, p.stateless = p.streamableHandlers()
 	if o.Enabled {
 		p.Enable()
 	}
@@ -153,10 +201,14 @@ func orDefault[T comparable](v, def T) T {
 // Mount registers the MCP routes on r, which must already authenticate
 // callers (query.WithCaller on the request context).
 func (p *Plugin) Mount(r gin.IRouter) {
-	g := r.Group("/mcp", p.requireEnabled)
+	g := r.Group("/mcp", p.checkOrigin, p.requireEnabled)
+	g.POST("", p.serveStreamable)
+	g.GET("", p.serveStreamable)
+	g.DELETE("", p.serveStreamable)
 	g.GET("/sse", p.serveSSE)
 	g.POST("/messages/", p.serveMessage)
 	g.POST("/messages", p.serveMessage)
+	p.startWatcher()
 }
 
 // Enable turns the plugin on; MCP routes answer again.
@@ -186,12 +238,18 @@ func (p *Plugin) Status() Status {
 	st := Status{
 		Enabled:   p.Enabled(),
 		Since:     p.enabledSince.Load(),
-		Sessions:  map[string]int{"sse": 0},
+		Sessions:  map[string]int{"sse": 0, "streamable": 0, "stdio": 0},
 		ToolCalls: map[string]ToolStats{},
 		Workers:   WorkerStatus{Max: cap(p.workers), InUse: len(p.workers)},
 	}
 	p.mu.Lock()
 	st.Sessions["sse"] = len(p.sessions)
+	st.Sessions["stdio"] = p.stdio
+	for ss := range p.server.Sessions() {
+		if id := ss.ID(); id != "" && p.sessions[id] == nil {
+			st.Sessions["streamable"]++
+		}
+	}
 	p.mu.Unlock()
 	p.statsMu.Lock()
 	for name, s := range p.calls {
@@ -211,12 +269,14 @@ func (p *Plugin) ToolNames() []string {
 	return names
 }
 
-// Close closes every session and waits for their streams to end. New
-// sessions are refused afterwards. Safe to call more than once.
+// Close stops the catalog watcher, closes every session (SSE and
+// Streamable HTTP) and waits for their streams to end. New sessions are
+// refused afterwards. Safe to call more than once.
 func (p *Plugin) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
+	p.stopWatcher()
 	p.closeSessions()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
@@ -228,11 +288,16 @@ func (p *Plugin) Close(ctx context.Context) error {
 	}
 }
 
+// closeSessions ends every open SSE and Streamable HTTP session.
 func (p *Plugin) closeSessions() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, c := range p.sessions {
 		c.Close()
+	}
+	p.mu.Unlock()
+	// Closing a protocol session ends its streams; the SDK forgets it.
+	for ss := range p.server.Sessions() {
+		_ = ss.Close()
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"slices"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/query"
 )
 
 // ToolsFile is the name of the tool declarations in a config directory.
@@ -30,6 +32,12 @@ type toolSpec struct {
 	InputSchema  json.RawMessage         `json:"input_schema"`
 	OutputSchema json.RawMessage         `json:"output_schema,omitempty"`
 	Annotations  *mcpsdk.ToolAnnotations `json:"annotations,omitempty"`
+	// Database, Statement and Parameters declare a tool of handler "sql"
+	// (an operator's parameterized statement; see prepareTool).
+	Database   string            `json:"database,omitempty"`
+	Statement  string            `json:"statement,omitempty"`
+	Parameters []query.ToolParam `json:"parameters,omitempty"`
+	sqlTool    *query.SQLTool
 }
 
 func (t toolSpec) tool() *mcpsdk.Tool {
@@ -101,6 +109,10 @@ func parseTools(data []byte) ([]toolSpec, error) {
 			return nil, atLine(data, off, fmt.Errorf("%s: unknown handler %q; known handlers: %v", where, t.Handler, known))
 		}
 		seen[t.Name] = true
+		if err := prepareTool(&doc.Tools[i]); err != nil {
+			return nil, atLine(data, off, fmt.Errorf("%s: %w", where, err))
+		}
+		t = doc.Tools[i]
 		if err := checkSchema(t.InputSchema, true); err != nil {
 			return nil, atLine(data, off, fmt.Errorf("%s: input_schema: %w", where, err))
 		}

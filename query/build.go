@@ -9,23 +9,37 @@ import (
 	"github.com/lakegate/lakegate/query/validate"
 )
 
-// maxInValues bounds the list of an in or not_in filter.
-const maxInValues = 1000
-
-// opsHint lists the filter operators for error hints.
-const opsHint = "ops: = != < <= > >= in not_in like ilike between is_null is_not_null"
+// maxOffset bounds offset (and cursor) paging.
+const maxOffset = 1_000_000_000
 
 // built is a structured request made into SQL.
 type built struct {
-	src   source
-	base  string // the statement without LIMIT
-	args  []any
-	limit int
+	src    source
+	base   string // the statement without LIMIT
+	args   []any
+	limit  int
+	offset int
+	hash   string // of the request, for its cursors
 }
 
-func (b *built) withLimit(n int) string { return b.base + " LIMIT " + strconv.Itoa(n) }
+// withLimit is the statement capped at n rows from the request's offset.
+func (b *built) withLimit(n int) string {
+	s := b.base + " LIMIT " + strconv.Itoa(n)
+	if b.offset > 0 {
+		s += " OFFSET " + strconv.Itoa(b.offset)
+	}
+	return s
+}
 
-// Build makes r into SQL for its database without running it: the table
+// nextCursor is the cursor of the page after a truncated one, else "".
+func (b *built) nextCursor(truncated bool) string {
+	if !truncated {
+		return ""
+	}
+	return encodeCursor(b.offset+b.limit, b.hash)
+}
+
+// Build makes r into SQL for its database without running it: the tables
 // and columns are checked against the catalog, identifiers are quoted,
 // every value is a bind parameter ($1.. for PostgreSQL, ? for SQLite) and
 // the same request always gives the same text. args are the parameter
@@ -51,16 +65,40 @@ func (e *Engine) build(ctx context.Context, r Request) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, args, err := buildSQL(src.dialect(), t, r)
+	offset, hash, err := pageStart(r)
 	if err != nil {
 		return nil, err
 	}
-	b := &built{src: src, base: base, args: args, limit: limit}
+	base, args, err := buildSQL(src.dialect(), t, r, func(name string) (*tableInfo, error) {
+		return cat.table(r.Database, name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	b := &built{src: src, base: base, args: args, limit: limit, offset: offset, hash: hash}
 	// The builder's output should always pass; this is a second opinion.
 	if _, err := validate.Check(b.withLimit(limit), nil); err != nil {
 		return nil, refusal(err)
 	}
 	return b, nil
+}
+
+// pageStart resolves the request's offset or cursor (offset paging; a
+// keyset cursor is not needed at these sizes: give order_by for stable
+// pages).
+func pageStart(r Request) (offset int, hash string, err error) {
+	hash = requestHash(r)
+	if r.Offset < 0 || r.Offset > maxOffset {
+		return 0, "", &Error{Kind: KindValidation, Message: fmt.Sprintf("offset must be 0 to %d", maxOffset)}
+	}
+	if r.Cursor == "" {
+		return r.Offset, hash, nil
+	}
+	if r.Offset != 0 {
+		return 0, "", &Error{Kind: KindValidation, Message: "give cursor or offset, not both"}
+	}
+	offset, err = decodeCursor(r.Cursor, hash)
+	return offset, hash, err
 }
 
 // quoteIdent quotes an identifier for both dialects.
@@ -94,159 +132,277 @@ func (w *sqlWriter) param(v any) {
 	}
 }
 
-// buildSQL makes the statement for r on table t, without LIMIT.
-func buildSQL(d Dialect, t *tableInfo, r Request) (string, []any, error) {
-	w := &sqlWriter{d: d}
-	w.b.WriteString("SELECT ")
-	if len(r.Columns) == 0 {
-		for i, c := range t.Columns {
-			if i > 0 {
-				w.b.WriteString(", ")
-			}
-			w.b.WriteString(quoteIdent(c.Name))
+// item is one output column of a select list.
+type item struct {
+	expr, alias string
+	agg         *aggregate
+	ref         colRef // when agg is nil
+}
+
+// buildSQL makes the statement for r on table t, without LIMIT; lookup
+// finds joined tables (nil: joins are refused).
+func buildSQL(d Dialect, t *tableInfo, r Request, lookup func(string) (*tableInfo, error)) (string, []any, error) {
+	s := &scope{d: d, tables: []*tableInfo{t}}
+	for _, j := range r.Joins {
+		if lookup == nil {
+			return "", nil, Errorf(KindValidation, "joins are not available here")
 		}
-	}
-	for i, name := range r.Columns {
-		ci, err := t.column(name)
+		jt, err := lookup(j.Table)
 		if err != nil {
 			return "", nil, err
 		}
+		for _, prev := range s.tables {
+			if prev == jt {
+				return "", nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("table %q is joined twice", jt.Name),
+					Hint: "each table may appear once; self-joins are not supported, use run_sql"}
+			}
+		}
+		s.tables = append(s.tables, jt)
+	}
+	items, err := s.items(r)
+	if err != nil {
+		return "", nil, err
+	}
+	w := &sqlWriter{d: d}
+	w.b.WriteString("SELECT ")
+	for i, it := range items {
 		if i > 0 {
 			w.b.WriteString(", ")
 		}
-		w.b.WriteString(quoteIdent(t.Columns[ci].Name))
-	}
-	w.b.WriteString(" FROM " + tableRef(d, t))
-	for i, f := range r.Filters {
-		if i == 0 {
-			w.b.WriteString(" WHERE ")
-		} else {
-			w.b.WriteString(" AND ")
+		w.b.WriteString(it.expr)
+		if it.alias != "" {
+			w.b.WriteString(" AS " + quoteIdent(it.alias))
 		}
-		if err := w.filter(t, f); err != nil {
+	}
+	w.b.WriteString(" FROM " + s.from(0))
+	for i, j := range r.Joins {
+		if err := w.join(s, i+1, j); err != nil {
 			return "", nil, err
 		}
 	}
-	for i, o := range r.OrderBy {
-		ci, err := t.column(o.Column)
+	if err := w.conds(" WHERE ", r.Filters, func(f Filter) error { return w.cond(s, f, 1, nil) }); err != nil {
+		return "", nil, err
+	}
+	for i, g := range r.GroupBy {
+		ref, err := s.resolve(g)
 		if err != nil {
 			return "", nil, err
+		}
+		if i == 0 {
+			w.b.WriteString(" GROUP BY ")
+		} else {
+			w.b.WriteString(", ")
+		}
+		w.b.WriteString(s.expr(ref))
+	}
+	if err := w.conds(" HAVING ", r.Having, func(f Filter) error { return w.cond(s, f, 1, items) }); err != nil {
+		return "", nil, err
+	}
+	if err := w.orderBy(s, r.OrderBy, items); err != nil {
+		return "", nil, err
+	}
+	return w.b.String(), w.args, nil
+}
+
+// items checks the select list: plain columns, aggregates and their
+// aliases; with aggregates or group_by every plain column must be grouped.
+func (s *scope) items(r Request) ([]item, error) {
+	var items []item
+	switch {
+	case len(r.Columns) > 0:
+	case len(r.GroupBy) > 0:
+		for _, g := range r.GroupBy {
+			r.Columns = append(r.Columns, Select{Column: g})
+		}
+	default:
+		for ti, t := range s.tables {
+			for ci := range t.Columns {
+				ref := colRef{ti, ci}
+				items = append(items, item{expr: s.expr(ref), ref: ref})
+			}
+		}
+		return items, nil
+	}
+	seen := map[string]bool{}
+	grouped := map[colRef]bool{}
+	for _, g := range r.GroupBy {
+		ref, err := s.resolve(g)
+		if err != nil {
+			return nil, err
+		}
+		grouped[ref] = true
+	}
+	hasAgg := len(r.GroupBy) > 0
+	for _, sel := range r.Columns {
+		var it item
+		if sel.Agg != "" {
+			a, err := s.aggregate(sel.Agg, sel.Column)
+			if err != nil {
+				return nil, err
+			}
+			it = item{expr: a.expr, alias: a.alias, agg: &a}
+			hasAgg = true
+		} else {
+			if sel.Column == "" {
+				return nil, &Error{Kind: KindValidation, Message: "a column item has neither column nor agg", Hint: aggHint}
+			}
+			ref, err := s.resolve(sel.Column)
+			if err != nil {
+				return nil, err
+			}
+			it = item{expr: s.expr(ref), ref: ref}
+		}
+		if sel.As != "" {
+			it.alias = sel.As
+		}
+		if it.alias != "" {
+			if seen[it.alias] {
+				return nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("output name %q is used twice", it.alias),
+					Hint: `give one of them another name with "as"`}
+			}
+			seen[it.alias] = true
+		}
+		items = append(items, it)
+	}
+	if hasAgg {
+		for i, it := range items {
+			if it.agg == nil && !grouped[it.ref] {
+				return nil, &Error{Kind: KindValidation,
+					Message: fmt.Sprintf("column %q is selected but neither grouped nor aggregated", r.Columns[i].Column),
+					Hint:    "add it to group_by, or select an aggregate of it"}
+			}
+		}
+	}
+	return items, nil
+}
+
+// join writes JOIN for scope table i.
+func (w *sqlWriter) join(s *scope, i int, j Join) error {
+	switch strings.ToLower(strings.TrimSpace(j.Type)) {
+	case "", "inner":
+		w.b.WriteString(" INNER JOIN ")
+	case "left":
+		w.b.WriteString(" LEFT JOIN ")
+	default:
+		return &Error{Kind: KindValidation, Message: fmt.Sprintf("join %q: unknown type %q", j.Table, j.Type), Hint: `type is "inner" or "left"`}
+	}
+	w.b.WriteString(s.from(i) + " ON ")
+	pairs, err := s.joinPairs(i, j)
+	if err != nil {
+		return err
+	}
+	for k, p := range pairs {
+		if k > 0 {
+			w.b.WriteString(" AND ")
+		}
+		w.b.WriteString(s.expr(p[0]) + " = " + s.expr(p[1]))
+	}
+	return nil
+}
+
+// joinPairs resolves a join's column pairs, declared or from the one
+// foreign key between table i and the tables before it.
+func (s *scope) joinPairs(i int, j Join) ([][2]colRef, error) {
+	before := make([]int, i)
+	for k := range before {
+		before[k] = k
+	}
+	var pairs [][2]colRef
+	for _, on := range j.On {
+		l, err := s.resolveIn(on.Left, before)
+		if err != nil {
+			return nil, err
+		}
+		r, err := s.resolveIn(on.Right, []int{i})
+		if err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, [2]colRef{l, r})
+	}
+	if len(pairs) > 0 {
+		return pairs, nil
+	}
+	jt := s.tables[i]
+	var found [][][2]colRef
+	var names []string
+	add := func(a int, acols []string, b int, bcols []string) {
+		var ps [][2]colRef
+		for k := range acols {
+			if k >= len(bcols) {
+				return
+			}
+			ac, ok1 := s.tables[a].colIndex[acols[k]]
+			bc, ok2 := s.tables[b].colIndex[bcols[k]]
+			if !ok1 || !ok2 {
+				return
+			}
+			ps = append(ps, [2]colRef{{a, ac}, {b, bc}})
+		}
+		if len(ps) > 0 {
+			found = append(found, ps)
+			names = append(names, fmt.Sprintf("%s(%s) = %s(%s)", s.tables[a].Name, strings.Join(acols, ", "), jt.Name, strings.Join(bcols, ", ")))
+		}
+	}
+	for _, k := range before {
+		et := s.tables[k]
+		for _, fk := range et.ForeignKeys {
+			if fk.RefTable == jt.Name {
+				add(k, fk.Columns, i, fk.RefColumns)
+			}
+		}
+		for _, fk := range jt.ForeignKeys {
+			if fk.RefTable == et.Name {
+				add(k, fk.RefColumns, i, fk.Columns)
+			}
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return nil, &Error{Kind: KindValidation,
+			Message: fmt.Sprintf("join %q: no foreign key links it to the tables before it", jt.Name),
+			Hint:    `give the columns: "on": [{"left": "column", "right": "column"}]`}
+	}
+	return nil, &Error{Kind: KindValidation,
+		Message: fmt.Sprintf("join %q: several foreign keys link it: %s", jt.Name, strings.Join(names, "; ")),
+		Hint:    `choose one with "on": [{"left": "column", "right": "column"}]`}
+}
+
+// orderBy writes ORDER BY: select aliases first, then columns.
+func (w *sqlWriter) orderBy(s *scope, os []Order, items []item) error {
+	for i, o := range os {
+		expr := ""
+		for _, it := range items {
+			if it.alias != "" && it.alias == o.Column {
+				expr = quoteIdent(it.alias)
+			}
+		}
+		if expr == "" {
+			ref, err := s.resolve(o.Column)
+			if err != nil {
+				return err
+			}
+			expr = s.expr(ref)
 		}
 		if i == 0 {
 			w.b.WriteString(" ORDER BY ")
 		} else {
 			w.b.WriteString(", ")
 		}
-		w.b.WriteString(quoteIdent(t.Columns[ci].Name))
+		w.b.WriteString(expr)
 		if o.Desc {
 			w.b.WriteString(" DESC")
 		}
-	}
-	return w.b.String(), w.args, nil
-}
-
-// filter writes one condition.
-func (w *sqlWriter) filter(t *tableInfo, f Filter) error {
-	ci, err := t.column(f.Column)
-	if err != nil {
-		return err
-	}
-	col, typ := t.Columns[ci].Name, t.types[ci]
-	op := strings.ToLower(strings.TrimSpace(f.Op))
-	bad := func(format string, args ...any) error {
-		return &Error{Kind: KindValidation,
-			Message: fmt.Sprintf("filter on column %q: ", col) + fmt.Sprintf(format, args...), Hint: opsHint}
-	}
-	value := func(v any) (any, error) {
-		if v == nil {
-			return nil, bad("op %s needs a value; use is_null to match NULL", op)
+		switch strings.ToLower(o.Nulls) {
+		case "":
+		case "first":
+			w.b.WriteString(" NULLS FIRST")
+		case "last":
+			w.b.WriteString(" NULLS LAST")
+		default:
+			return &Error{Kind: KindValidation, Message: fmt.Sprintf("order by %q: nulls must be first or last", o.Column)}
 		}
-		_, isList := v.([]any)
-		_, isObj := v.(map[string]any)
-		if isObj || (isList && typ.kind != kindArray) {
-			return nil, bad("op %s takes a single value", op)
-		}
-		c, err := convertIn(v, typ, w.d)
-		if err != nil {
-			return nil, &Error{Kind: KindValidation,
-				Message: fmt.Sprintf("filter on column %q: %v", col, err)}
-		}
-		return c, nil
-	}
-	w.b.WriteString(quoteIdent(col))
-	switch op {
-	case "=", "!=", "<>", "<", "<=", ">", ">=":
-		v, err := value(f.Value)
-		if err != nil {
-			return err
-		}
-		if op == "!=" {
-			op = "<>"
-		}
-		w.b.WriteString(" " + op + " ")
-		w.param(v)
-	case "like", "ilike":
-		s, ok := f.Value.(string)
-		if !ok {
-			return bad("op %s takes a string pattern", op)
-		}
-		if op == "ilike" && w.d == Postgres {
-			w.b.WriteString(" ILIKE ")
-		} else {
-			// SQLite's LIKE already ignores ASCII case.
-			w.b.WriteString(" LIKE ")
-		}
-		w.param(s)
-	case "in", "not_in":
-		list, ok := f.Value.([]any)
-		if !ok || len(list) == 0 || len(list) > maxInValues {
-			return bad("op %s takes an array of 1 to %d values", op, maxInValues)
-		}
-		if op == "in" {
-			w.b.WriteString(" IN (")
-		} else {
-			w.b.WriteString(" NOT IN (")
-		}
-		for i, e := range list {
-			v, err := value(e)
-			if err != nil {
-				return err
-			}
-			if i > 0 {
-				w.b.WriteString(", ")
-			}
-			w.param(v)
-		}
-		w.b.WriteString(")")
-	case "between":
-		pair, ok := f.Value.([]any)
-		if !ok || len(pair) != 2 {
-			return bad("op between takes an array of two values [low, high]")
-		}
-		lo, err := value(pair[0])
-		if err != nil {
-			return err
-		}
-		hi, err := value(pair[1])
-		if err != nil {
-			return err
-		}
-		w.b.WriteString(" BETWEEN ")
-		w.param(lo)
-		w.b.WriteString(" AND ")
-		w.param(hi)
-	case "is_null", "is_not_null":
-		if f.Value != nil {
-			return bad("op %s takes no value", op)
-		}
-		if op == "is_null" {
-			w.b.WriteString(" IS NULL")
-		} else {
-			w.b.WriteString(" IS NOT NULL")
-		}
-	default:
-		return &Error{Kind: KindValidation,
-			Message: fmt.Sprintf("filter on column %q: unknown op %q", col, f.Op), Hint: opsHint}
 	}
 	return nil
 }

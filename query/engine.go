@@ -44,6 +44,12 @@ type source interface {
 	loadCatalog(ctx context.Context) ([]*tableInfo, error)
 	// query runs sqlText read-only and reads at most max rows.
 	query(ctx context.Context, sqlText string, args []any, max int) (*Result, error)
+	// stream runs sqlText read-only and encodes at most max rows to enc;
+	// the Result has no Rows.
+	stream(ctx context.Context, sqlText string, args []any, max int, enc Encoder) (*Result, error)
+	// estimate returns the planner's row count and row width (bytes) for
+	// sqlText, or errNoEstimate.
+	estimate(ctx context.Context, sqlText string, args []any) (rows, width float64, err error)
 	// insert writes the groups of rows (already converted for the
 	// dialect) in one transaction and returns the count after commit.
 	insert(ctx context.Context, t *tableInfo, groups []insertGroup) (int64, error)
@@ -60,7 +66,10 @@ type Engine struct {
 	sources map[string]source
 	// catalogs caches each database's catalog; the map itself is fixed
 	// after Open, each entry has its own lock.
-	catalogs  map[string]*catalogCache
+	catalogs map[string]*catalogCache
+	// breakers holds each database's circuit breaker; fixed after Open.
+	breakers  map[string]*breaker
+	plans     planCache
 	closeOnce sync.Once
 }
 
@@ -72,6 +81,7 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 	e := &Engine{
 		sources:  make(map[string]source, len(dbs)),
 		catalogs: make(map[string]*catalogCache, len(dbs)),
+		breakers: make(map[string]*breaker, len(dbs)),
 	}
 	if opts != nil {
 		e.opts = *opts
@@ -87,6 +97,21 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 	}
 	if e.opts.DefaultLimit > e.opts.MaxLimit {
 		e.opts.DefaultLimit = e.opts.MaxLimit
+	}
+	if e.opts.MaxStreamRows <= 0 {
+		e.opts.MaxStreamRows = DefaultMaxStreamRows
+	}
+	if e.opts.BatchBytes <= 0 {
+		e.opts.BatchBytes = DefaultBatchBytes
+	}
+	if e.opts.RetryAttempts <= 0 {
+		e.opts.RetryAttempts = DefaultRetryAttempts
+	}
+	if e.opts.BreakerFailures <= 0 {
+		e.opts.BreakerFailures = DefaultBreakerFailures
+	}
+	if e.opts.BreakerCooldown <= 0 {
+		e.opts.BreakerCooldown = DefaultBreakerCooldown
 	}
 	e.log = e.opts.Logger
 	if e.log == nil {
@@ -129,6 +154,7 @@ func (e *Engine) openOne(ctx context.Context, db config.Database) error {
 	}
 	e.sources[db.Name] = src
 	e.catalogs[db.Name] = &catalogCache{}
+	e.breakers[db.Name] = newBreaker(e.opts.BreakerFailures, e.opts.BreakerCooldown)
 	e.names = append(e.names, db.Name)
 	e.log.Info("database opened", logKeyDatabase, db.Name, logKeyDriver, db.Driver())
 	return nil

@@ -78,23 +78,26 @@ func (e *Engine) Query(ctx context.Context, c Caller, r Request) (*Result, error
 		return nil, err
 	}
 	res.SQL = b.withLimit(b.limit)
+	res.NextCursor = b.nextCursor(res.Truncated)
 	res.ElapsedMS = time.Since(start).Milliseconds()
 	return res, nil
 }
 
-// run executes sqlText under the statement timeout and classifies errors.
+// run executes sqlText under the statement timeout, through the
+// database's breaker and with retries of transient failures (see
+// Engine.retry), and classifies errors.
 func (e *Engine) run(ctx context.Context, db string, src source, sqlText string, args []any, limit int) (*Result, error) {
-	timeout := e.opts.StatementTimeout
-	if src.dialect() == Postgres {
-		timeout += stmtGrace
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	res, err := src.query(ctx, sqlText, args, limit)
+	var res *Result
+	err := e.retry(ctx, db, src, func(ctx context.Context) (bool, error) {
+		var err error
+		res, err = src.query(ctx, sqlText, args, limit)
+		return false, err
+	})
 	if err != nil {
-		return nil, classify(ctx, db, err)
+		return nil, err
 	}
 	res.RowCount = len(res.Rows)
+	res.Mode = ModeBatch
 	return res, nil
 }
 
@@ -154,6 +157,10 @@ func classify(ctx context.Context, db string, err error) error {
 	var qe *Error
 	if errors.As(err, &qe) {
 		return qe
+	}
+	var we *writeErr
+	if errors.As(err, &we) {
+		return &Error{Kind: KindUnavailable, Message: "writing the result failed", Hint: "the reader of the result went away", Err: err}
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		// The caller went away or cancelled the call: nobody waits for

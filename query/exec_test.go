@@ -71,7 +71,7 @@ func TestRunSQLParams(t *testing.T) {
 	if !reflect.DeepEqual(res.Rows, want) {
 		t.Errorf("got %v, want %v", res.Rows, want)
 	}
-	wantCols := []ResultColumn{{"id", "integer"}, {"status", "text"}}
+	wantCols := []ResultColumn{{Name: "id", Type: "integer", JSON: JSONNumberOrString}, {Name: "status", Type: "text"}}
 	if !reflect.DeepEqual(res.Columns, wantCols) {
 		t.Errorf("got columns %v, want %v", res.Columns, wantCols)
 	}

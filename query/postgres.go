@@ -2,14 +2,22 @@ package query
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// cancelDeadline is how long after a context ends a connection waits for
+// PostgreSQL to acknowledge the CancelRequest before it is cut.
+const cancelDeadline = 2 * time.Second
 
 // pgSource is a PostgreSQL database behind a pgx pool.
 type pgSource struct {
@@ -30,6 +38,12 @@ func openPostgres(ctx context.Context, name, url string, timeout time.Duration) 
 			Hint:    "use postgres://user:password@host:port/dbname?sslmode=..."}
 	}
 	password := cfg.ConnConfig.Password
+	// On a cancelled context pgx's default only cuts the socket, and the
+	// server keeps running the query until it next writes; a CancelRequest
+	// stops it at once.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &cancelHandler{conn: c}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectErr(name, password, err)
@@ -122,7 +136,7 @@ func (s *pgSource) query(ctx context.Context, sqlText string, args []any, max in
 	unknown := false
 	for i, f := range fields {
 		oids[i] = f.DataTypeOID
-		res.Columns[i] = ResultColumn{Name: f.Name, Type: pgTypeName(f.DataTypeOID, m)}
+		res.Columns[i] = pgResultColumn(f, m)
 		unknown = unknown || res.Columns[i].Type == ""
 	}
 	for rows.Next() {
@@ -142,6 +156,14 @@ func (s *pgSource) query(ctx context.Context, sqlText string, args []any, max in
 				row[i] = rawJSON(raw[i], oid, fields[i].Format == pgx.BinaryFormatCode)
 				continue
 			}
+			if oid == oidNumeric && fields[i].Format == pgx.BinaryFormatCode && raw[i] != nil {
+				// PostgreSQL's own spelling, scale included ("0.00"), which
+				// pgtype.Numeric loses for zero.
+				if b, err := appendNumeric(nil, raw[i]); err == nil {
+					row[i] = decimalValue(string(b))
+					continue
+				}
+			}
 			row[i] = pgValue(v, oid, m)
 		}
 		res.Rows = append(res.Rows, row)
@@ -154,6 +176,167 @@ func (s *pgSource) query(ctx context.Context, sqlText string, args []any, max in
 		nameTypes(ctx, tx, res, oids)
 	}
 	return res, nil
+}
+
+// pgResultColumn describes field f.
+func pgResultColumn(f pgconn.FieldDescription, m *pgtype.Map) ResultColumn {
+	c := ResultColumn{Name: f.Name, Type: pgTypeName(f.DataTypeOID, m)}
+	switch f.DataTypeOID {
+	case oidInt2, oidInt4, oidOID:
+		c.JSON = JSONNumber
+	case oidInt8, oidNumeric, oidFloat4, oidFloat8:
+		c.JSON = JSONNumberOrString
+	}
+	return c
+}
+
+// stream runs sqlText like query and encodes the rows to enc as they
+// come, decoding wire values straight into cells (decode.go).
+func (s *pgSource) stream(ctx context.Context, sqlText string, args []any, max int, enc Encoder) (*Result, error) {
+	tx, err := s.begin(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer rollback(tx)
+
+	qargs := append([]any{pgx.QueryExecModeDescribeExec}, args...)
+	rows, err := tx.Query(ctx, sqlText, qargs...)
+	if err != nil {
+		return nil, &queryErr{err}
+	}
+	defer rows.Close()
+
+	m := tx.Conn().TypeMap()
+	fields := rows.FieldDescriptions()
+	res := &Result{Columns: make([]ResultColumn, len(fields))}
+	oids := make([]uint32, len(fields))
+	unknown := false
+	for i, f := range fields {
+		oids[i] = f.DataTypeOID
+		res.Columns[i] = pgResultColumn(f, m)
+		unknown = unknown || res.Columns[i].Type == ""
+	}
+	cols := newPGColumns(fields, m)
+	cells := make([]Cell, len(cols))
+	// The first row comes before any output, so that a failure to run
+	// at all can still be retried.
+	more := rows.Next()
+	if !more {
+		if err := rows.Err(); err != nil {
+			return nil, &queryErr{err}
+		}
+	}
+	if err := enc.Begin(res.Columns); err != nil {
+		return nil, err
+	}
+	for ; more; more = rows.Next() {
+		if res.RowCount == max {
+			res.Truncated = true
+			break
+		}
+		raw := rows.RawValues()
+		for i := range cols {
+			if err := cols[i].decodeInto(raw[i], &cells[i]); err != nil {
+				return nil, err
+			}
+		}
+		if err := enc.Row(cells); err != nil {
+			return nil, err
+		}
+		res.RowCount++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, &queryErr{err}
+	}
+	if err := enc.End(); err != nil {
+		return nil, err
+	}
+	if unknown {
+		nameTypes(ctx, tx, res, oids)
+	}
+	res.Bytes = enc.Written()
+	return res, nil
+}
+
+// estimate asks the planner (EXPLAIN without ANALYZE: nothing runs) for
+// sqlText's rows and width, in a read-only transaction through the
+// extended protocol like every query.
+func (s *pgSource) estimate(ctx context.Context, sqlText string, args []any) (float64, float64, error) {
+	tx, err := s.begin(ctx, false)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rollback(tx)
+	qargs := append([]any{pgx.QueryExecModeDescribeExec}, args...)
+	var plan []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sqlText, qargs...).Scan(&plan); err != nil {
+		return 0, 0, err
+	}
+	var out []struct {
+		Plan struct {
+			Rows  float64 `json:"Plan Rows"`
+			Width float64 `json:"Plan Width"`
+		} `json:"Plan"`
+	}
+	if err := json.Unmarshal(plan, &out); err != nil || len(out) == 0 {
+		return 0, 0, errNoEstimate
+	}
+	return out[0].Plan.Rows, out[0].Plan.Width, nil
+}
+
+// cancelHandler stops a connection's statement when its context ends: it
+// sends PostgreSQL a CancelRequest, again every 10 ms for 200 ms and then
+// with doubling pauses while the statement runs (the server drops a cancel that arrives between two
+// messages of the extended protocol, so one request can be lost), and cuts
+// the socket after cancelDeadline.
+type cancelHandler struct {
+	conn *pgconn.PgConn
+	stop chan struct{}
+	done chan struct{}
+}
+
+var _ ctxwatch.Handler = (*cancelHandler)(nil)
+
+// cancelQuiet is how long after its last CancelRequest a connection waits
+// before its next statement, so that a late cancel does not stop it.
+const cancelQuiet = 100 * time.Millisecond
+
+func (h *cancelHandler) HandleCancel(context.Context) {
+	h.stop, h.done = make(chan struct{}), make(chan struct{})
+	deadline := time.Now().Add(cancelDeadline)
+	_ = h.conn.Conn().SetDeadline(deadline)
+	go func() {
+		defer close(h.done)
+		pause, start := 10*time.Millisecond, time.Now()
+		for {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			_ = h.conn.CancelRequest(ctx)
+			cancel()
+			sent := time.Now()
+			t := time.NewTimer(pause)
+			select {
+			case <-h.stop:
+				t.Stop()
+				time.Sleep(time.Until(sent.Add(cancelQuiet)))
+				return
+			case <-t.C:
+			}
+			if time.Now().After(deadline) {
+				<-h.stop
+				return
+			}
+			if time.Since(start) > 200*time.Millisecond {
+				pause *= 2
+			}
+		}
+	}()
+}
+
+func (h *cancelHandler) HandleUnwatchAfterCancel() {
+	close(h.stop)
+	<-h.done
+	_ = h.conn.Conn().SetDeadline(time.Time{})
 }
 
 // queryErr marks an error of the caller's statement itself (as opposed

@@ -102,7 +102,6 @@ func (s *sqliteSource) query(ctx context.Context, sqlText string, args []any, ma
 	types := make([]colType, len(cts))
 	firsts := make([]any, len(cts))
 	for i, ct := range cts {
-		res.Columns[i].Name = ct.Name()
 		types[i] = sqliteType(ct.DatabaseTypeName())
 	}
 	vals := make([]any, len(cts))
@@ -131,9 +130,99 @@ func (s *sqliteSource) query(ctx context.Context, sqlText string, args []any, ma
 		return nil, &queryErr{err}
 	}
 	for i, ct := range cts {
-		res.Columns[i].Type = sqliteTypeName(ct.DatabaseTypeName(), firsts[i])
+		res.Columns[i] = sqliteResultColumn(ct.Name(), ct.DatabaseTypeName(), firsts[i])
 	}
 	return res, nil
+}
+
+// sqliteResultColumn describes a result column from its declared type and
+// its first value that is not NULL.
+func sqliteResultColumn(name, decl string, first any) ResultColumn {
+	c := ResultColumn{Name: name, Type: sqliteTypeName(decl, first)}
+	switch sqliteType(decl).kind {
+	case kindInt, kindFloat, kindNumeric:
+		c.JSON = JSONNumberOrString
+	case kindAny:
+		switch first.(type) {
+		case int64, float64:
+			c.JSON = JSONNumberOrString
+		}
+	}
+	return c
+}
+
+// stream runs sqlText like query and encodes the rows to enc as they come.
+func (s *sqliteSource) stream(ctx context.Context, sqlText string, args []any, max int, enc Encoder) (*Result, error) {
+	rows, err := s.ro.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, &queryErr{err}
+	}
+	defer rows.Close()
+	cts, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: make([]ResultColumn, len(cts))}
+	types := make([]colType, len(cts))
+	firsts := make([]any, len(cts))
+	for i, ct := range cts {
+		res.Columns[i] = sqliteResultColumn(ct.Name(), ct.DatabaseTypeName(), nil)
+		types[i] = sqliteType(ct.DatabaseTypeName())
+	}
+	vals := make([]any, len(cts))
+	ptrs := make([]any, len(cts))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	cells := make([]Cell, len(cts))
+	scratch := make([][]byte, len(cts))
+	more := rows.Next()
+	if !more {
+		if err := rows.Err(); err != nil {
+			return nil, &queryErr{err}
+		}
+	}
+	if err := enc.Begin(res.Columns); err != nil {
+		return nil, err
+	}
+	for ; more; more = rows.Next() {
+		if res.RowCount == max {
+			res.Truncated = true
+			break
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			if firsts[i] == nil {
+				firsts[i] = v
+			}
+			cells[i] = Cell{}
+			if err := valueCell(&scratch[i], sqliteValue(v, types[i]), &cells[i]); err != nil {
+				return nil, err
+			}
+		}
+		if err := enc.Row(cells); err != nil {
+			return nil, err
+		}
+		res.RowCount++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, &queryErr{err}
+	}
+	if err := enc.End(); err != nil {
+		return nil, err
+	}
+	for i, ct := range cts {
+		res.Columns[i] = sqliteResultColumn(ct.Name(), ct.DatabaseTypeName(), firsts[i])
+	}
+	res.Bytes = enc.Written()
+	return res, nil
+}
+
+// estimate: SQLite's planner gives no row estimate.
+func (s *sqliteSource) estimate(context.Context, string, []any) (float64, float64, error) {
+	return 0, 0, errNoEstimate
 }
 
 // insert writes each group with one prepared INSERT, all in one

@@ -59,31 +59,52 @@ type ForeignKey struct {
 	RefColumns []string `json:"ref_columns"`
 }
 
-// Filter is one condition of a structured query: column op value.
+// Filter is one condition of a structured query: column op value, or a
+// group of conditions (And or Or, nested at most 8 deep).
 // Ops: = != < <= > >= in not_in like ilike between is_null is_not_null.
+// In Request.Having, Agg names an aggregate of Column (count without a
+// column is count(*)), or Column names the alias of an aggregate.
 type Filter struct {
-	Column string `json:"column"`
-	Op     string `json:"op"`
+	Column string `json:"column,omitempty"`
+	Op     string `json:"op,omitempty"`
 	Value  any    `json:"value,omitempty"`
+	Agg    string `json:"agg,omitempty"`
+	// And and Or make the filter a group; it then has no column or op.
+	And []Filter `json:"and,omitempty"`
+	Or  []Filter `json:"or,omitempty"`
 }
 
-// Order is one ORDER BY term.
+// Order is one ORDER BY term: a column ("table.column" with joins) or a
+// select alias.
 type Order struct {
 	Column string `json:"column"`
 	// Desc sorts descending.
 	Desc bool `json:"desc,omitempty"`
+	// Nulls is "first", "last" or empty (the database's default).
+	Nulls string `json:"nulls,omitempty"`
 }
 
 // Request is a structured query built by the builder: values are always
 // bind parameters and identifiers are checked against the catalog.
 type Request struct {
-	Database string   `json:"database"`
-	Table    string   `json:"table"`
-	Columns  []string `json:"columns,omitempty"`
-	Filters  []Filter `json:"filters,omitempty"`
-	OrderBy  []Order  `json:"order_by,omitempty"`
+	Database string `json:"database"`
+	Table    string `json:"table"`
+	// Columns are plain columns or aggregates; in JSON each is a name or
+	// {"agg", "column", "as"}. Empty means every column.
+	Columns []Select `json:"columns,omitempty"`
+	// Filters are ANDed conditions (WHERE).
+	Filters []Filter `json:"filters,omitempty"`
+	Joins   []Join   `json:"joins,omitempty"`
+	GroupBy []string `json:"group_by,omitempty"`
+	// Having are ANDed conditions on aggregates.
+	Having  []Filter `json:"having,omitempty"`
+	OrderBy []Order  `json:"order_by,omitempty"`
 	// Limit caps the rows returned; 0 means the engine's default.
-	Limit int `json:"limit,omitempty"`
+	Limit  int `json:"limit,omitempty"`
+	Offset int `json:"offset,omitempty"`
+	// Cursor continues a truncated answer: Result.NextCursor of the same
+	// request.
+	Cursor string `json:"cursor,omitempty"`
 }
 
 // SQLRequest is a caller-written SQL statement: it must be one read-only
@@ -100,16 +121,34 @@ type SQLRequest struct {
 type ResultColumn struct {
 	Name string `json:"name"`
 	Type string `json:"type"`
+	// JSON says how the column's numbers are written, for numeric types
+	// only: JSONNumber (always a JSON number or null) or JSONNumberOrString
+	// (a number when a float64 reader gets it back exactly, else a string
+	// holding the exact value, or NaN/Infinity/-Infinity).
+	JSON string `json:"json,omitempty"`
 }
 
-// Result is a query's answer, collected in memory (the batch form).
+// The values of ResultColumn.JSON.
+const (
+	JSONNumber         = "number"
+	JSONNumberOrString = "number_or_string"
+)
+
+// Result is a query's answer. In batch mode (Mode "batch") the rows are
+// in Rows; in stream mode they went to the caller's writer and Rows is nil.
 type Result struct {
 	Columns   []ResultColumn `json:"columns"`
 	Rows      [][]any        `json:"rows"`
 	RowCount  int            `json:"row_count"`
 	Truncated bool           `json:"truncated"`
-	SQL       string         `json:"sql"`
-	ElapsedMS int64          `json:"elapsed_ms"`
+	// NextCursor continues a truncated structured query (Request.Cursor).
+	NextCursor string `json:"next_cursor,omitempty"`
+	SQL        string `json:"sql"`
+	// Mode is ModeBatch or ModeStream.
+	Mode string `json:"mode"`
+	// Bytes is what a streamed result wrote to its writer; 0 for a batch.
+	Bytes     int64 `json:"bytes,omitempty"`
+	ElapsedMS int64 `json:"elapsed_ms"`
 }
 
 // Options tunes an Engine. The zero value of each field is its default.
@@ -120,6 +159,22 @@ type Options struct {
 	DefaultLimit int
 	// MaxLimit is the largest row cap a request may ask for (default 10000).
 	MaxLimit int
+	// MaxStreamRows is the largest row cap of a streamed result
+	// (default 10,000,000).
+	MaxStreamRows int
+	// BatchBytes is the estimated result size up to which Auto collects
+	// rows; bigger results stream (default 1 MiB).
+	BatchBytes int64
+	// RetryAttempts is how many times a query is tried when it fails
+	// transiently (lost connection, serialization failure, too many
+	// connections); default 3, 1 means no retry.
+	RetryAttempts int
+	// BreakerFailures is how many transient failures in a row open a
+	// database's circuit (default 5).
+	BreakerFailures int
+	// BreakerCooldown is how long an open circuit answers unavailable
+	// before one probe may try (default 5s).
+	BreakerCooldown time.Duration
 	// Logger receives the engine's few lifecycle messages; nil discards them.
 	Logger *slog.Logger
 }

@@ -62,7 +62,7 @@ func TestTypesPG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := enum.Columns; !reflect.DeepEqual(got, []ResultColumn{{"m", "mood"}, {"o", "oid"}}) || !reflect.DeepEqual(enum.Rows, [][]any{{"ok", int64(1)}}) {
+	if got := enum.Columns; !reflect.DeepEqual(got, []ResultColumn{{Name: "m", Type: "mood"}, {Name: "o", Type: "oid", JSON: JSONNumber}}) || !reflect.DeepEqual(enum.Rows, [][]any{{"ok", int64(1)}}) {
 		t.Errorf("enum: got %v %v, want type mood and value ok", got, enum.Rows)
 	}
 	if got, ok := res.Rows[0][15].(json.RawMessage); !ok || string(got) != `{"b": 1, "a": [1, 2.50]}` {

@@ -103,11 +103,9 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	}{
 		{"unknown route", "GET", "/nope", http.StatusNotFound, query.KindNotFound, ""},
 		{"unknown rest route", "GET", "/rest/nope", http.StatusNotFound, query.KindNotFound, ""},
-		// The NoMethod handler records a validation error, so the answer is
-		// 400 (with gin's Allow header), not 405.
-		{"wrong method on health", "POST", "/health", http.StatusBadRequest, query.KindValidation, "GET"},
-		{"wrong method on sql", "GET", "/rest/sql", http.StatusBadRequest, query.KindValidation, "POST"},
-		{"wrong method on admin", "DELETE", "/admin/mcp/status", http.StatusBadRequest, query.KindValidation, "GET"},
+		{"wrong method on health", "POST", "/health", http.StatusMethodNotAllowed, query.KindValidation, "GET"},
+		{"wrong method on sql", "GET", "/rest/sql", http.StatusMethodNotAllowed, query.KindValidation, "POST"},
+		{"wrong method on admin", "DELETE", "/admin/mcp/status", http.StatusMethodNotAllowed, query.KindValidation, "GET"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -75,6 +75,10 @@ func decodeJSON(r io.Reader, v any) error {
 		return &query.Error{Kind: query.KindValidation, Message: "request body: " + strings.TrimPrefix(err.Error(), "json: "),
 			Hint: "send one JSON object"}
 	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &query.Error{Kind: query.KindValidation, Message: "request body: unexpected data after the JSON object",
+			Hint: "send one JSON object"}
+	}
 	return nil
 }
 
@@ -129,6 +133,10 @@ func readRows(body io.Reader) ([]map[string]any, error) {
 		}
 		if _, err := dec.Token(); err != nil {
 			return nil, bad(len(rows), err)
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return nil, &query.Error{Kind: query.KindValidation, Message: "unexpected data after the closing ] of the row array",
+				Hint: "send one JSON array of row objects, or NDJSON"}
 		}
 	} else {
 		for i := 0; ; i++ {

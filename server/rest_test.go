@@ -106,6 +106,7 @@ func TestSQL(t *testing.T) {
 		{name: "broken json", body: `{"database":`, want: 400, kind: query.KindValidation},
 		{name: "empty body", body: ``, want: 400, kind: query.KindValidation},
 		{name: "array body", body: `[]`, want: 400, kind: query.KindValidation},
+		{name: "second object after the first", body: `{"database":"demo","sql":"SELECT 1"} {"x":1}`, want: 400, kind: query.KindValidation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,7 +192,8 @@ func TestIngest(t *testing.T) {
 		{"scalar", "/data/demo/devices", `"row"`, 400, "row 0", ""},
 		{"unknown table", "/data/demo/nope", "[" + device("2010") + "]", 404, `"nope"`, ""},
 		{"unknown database", "/data/nope/devices", "[" + device("2011") + "]", 404, `"nope"`, ""},
-		{"trailing data after array", "/data/demo/devices", "[" + device("2012") + "] [1]", 400, "", "readRows ignores data after the closing ]"},
+		{"trailing data after array", "/data/demo/devices", "[" + device("2012") + "] [1]", 400, "after the closing ]", ""},
+		{"trailing garbage after array", "/data/demo/devices", "[" + device("2013") + "] x", 400, "after the closing ]", ""},
 	}
 	before := st.count(t, "devices")
 	for _, tt := range bad {

@@ -42,18 +42,22 @@ type Server struct {
 	log      *slog.Logger
 	opts     Options
 	router   *gin.Engine
+	started  time.Time
 }
 
 // New builds the server and its routes. The engine and plugin stay owned by
 // the caller, who closes them after Serve returns.
 func New(cfg config.Config, engine *query.Engine, plugin *mcp.Plugin, opts *Options) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if len(cfg.JWTSecret) < config.MinSecretBytes {
 		return nil, fmt.Errorf("server: jwt secret must be at least %d bytes", config.MinSecretBytes)
 	}
 	if engine == nil || plugin == nil {
 		return nil, errors.New("server: engine and plugin are required")
 	}
-	s := &Server{cfg: cfg, engine: engine, plugin: plugin, verifier: newVerifier([]byte(cfg.JWTSecret))}
+	s := &Server{cfg: cfg, engine: engine, plugin: plugin, verifier: newVerifier([]byte(cfg.JWTSecret)), started: time.Now()}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -80,11 +84,17 @@ func (s *Server) routes() *gin.Engine {
 			Hint: "see GET /rest/databases, POST /rest/sql, /mcp/sse"})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		fail(c, &query.Error{Kind: query.KindValidation, Message: "method " + c.Request.Method + " is not allowed on " + c.Request.URL.Path})
+		// 405 has no kind of its own: it is the caller's mistake, with Allow set.
+		body := mcp.NewErrorBody(&query.Error{Kind: query.KindValidation,
+			Message: "method " + c.Request.Method + " is not allowed on " + c.Request.URL.Path,
+			Hint:    "allowed: " + c.Writer.Header().Get("Allow")})
+		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, gin.H{"error": body})
 	})
 	r.GET("/health", s.health)
 
 	authed := r.Group("", s.authenticate)
+	authed.GET("/", s.runCommand)
+	authed.POST("/", s.runCommand)
 	rest := authed.Group("/rest", requireRole(RoleReader))
 	rest.GET("/databases", s.listDatabases)
 	rest.GET("/databases/:db/tables", s.listTables)

@@ -1,5 +1,6 @@
-// Command lakegate is the lakegate binary: the data server (serve), a token
-// maker (token) and its version (version).
+// Command lakegate is the lakegate binary: the data server (serve), the MCP
+// tools over standard input/output (stdio), a token maker (token) and its
+// version (version).
 package main
 
 import (
@@ -50,7 +51,8 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	var configFile string
 	root.PersistentFlags().StringVar(&configFile, "config", "", "config file (JSON or YAML); LAKEGATE_* environment variables override it")
 
-	root.AddCommand(&cobra.Command{
+	var conformance bool
+	serveCmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the data server",
 		Args:  cobra.NoArgs,
@@ -61,9 +63,13 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return serve(ctx, cfg, stdout, stderr)
+			return serveWith(ctx, cfg, serveOptions{conformance: conformance}, stdout, stderr)
 		},
-	})
+	}
+	serveCmd.Flags().BoolVar(&conformance, "conformance", false, "add the MCP conformance suite's fixture tools, resources and prompts (tests only)")
+	_ = serveCmd.Flags().MarkHidden("conformance")
+	root.AddCommand(serveCmd)
+	root.AddCommand(newStdioCommand(&configFile, stderr, getenv))
 
 	var sub, role string
 	var ttl time.Duration
@@ -112,20 +118,22 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// serveOptions are serve's flags beyond the configuration.
+type serveOptions struct {
+	conformance bool
+}
+
 // serve runs the server until ctx ends. Logs go to stderr; the connection
 // help (tokens made for this run) goes to stdout.
 func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) error {
+	return serveWith(ctx, cfg, serveOptions{}, stdout, stderr)
+}
+
+// serveWith is serve with the command's flags.
+func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
-	if len(cfg.Databases) == 0 {
-		path := filepath.Join(cfg.DataDir, "demo.db")
-		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-			return fmt.Errorf("data dir: %w", err)
-		}
-		if err := query.CreateDemo(ctx, path); err != nil {
-			return fmt.Errorf("demo database: %w", err)
-		}
-		cfg.Databases = []config.Database{{Name: "demo", URL: "sqlite:" + path}}
-		log.Info("serving the embedded demo database", "path", path)
+	if err := useDemo(ctx, &cfg, log); err != nil {
+		return err
 	}
 	generated := cfg.JWTSecret == ""
 	if generated {
@@ -133,31 +141,13 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		_, _ = rand.Read(b[:])
 		cfg.JWTSecret = hex.EncodeToString(b[:])
 	}
-
-	engine, err := query.Open(ctx, cfg.Databases, &query.Options{
-		StatementTimeout: time.Duration(cfg.StatementTimeout),
-		DefaultLimit:     cfg.DefaultRowLimit,
-		MaxLimit:         cfg.MaxRowLimit,
-		Logger:           log,
-	})
+	engine, plugin, err := openPlugin(ctx, cfg, log, so.conformance)
 	if err != nil {
 		return err
 	}
 	defer engine.Close()
-	plugin, err := mcp.New(engine, &mcp.Options{
-		Tools:        lakegate.DefaultTools,
-		ConfigDir:    cfg.MCPConfigDir,
-		Enabled:      cfg.MCPEnabled,
-		Keepalive:    time.Duration(cfg.MCPKeepalive),
-		WriteTimeout: time.Duration(cfg.MCPWriteTimeout),
-		SessionQueue: cfg.MCPSessionQueue,
-		MaxWorkers:   cfg.MCPMaxWorkers,
-		Trace:        cfg.MCPTrace,
-		Version:      version,
-		Logger:       log,
-	})
-	if err != nil {
-		return err
+	if so.conformance {
+		log.Warn("serving the MCP conformance fixtures (--conformance): for tests only")
 	}
 	srv, err := server.New(cfg, engine, plugin, &server.Options{Version: version, Logger: log})
 	if err != nil {
@@ -178,6 +168,57 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	return srv.Serve(ctx, ln)
 }
 
+// useDemo points an empty database list at the embedded demo database,
+// creating it on first use.
+func useDemo(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	if len(cfg.Databases) > 0 {
+		return nil
+	}
+	path := filepath.Join(cfg.DataDir, "demo.db")
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if err := query.CreateDemo(ctx, path); err != nil {
+		return fmt.Errorf("demo database: %w", err)
+	}
+	cfg.Databases = []config.Database{{Name: "demo", URL: "sqlite:" + path}}
+	log.Info("serving the embedded demo database", "path", path)
+	return nil
+}
+
+// openPlugin opens the query engine and builds the MCP plugin on it. The
+// caller closes the engine (and the plugin, through the server or itself).
+func openPlugin(ctx context.Context, cfg config.Config, log *slog.Logger, conformance bool) (*query.Engine, *mcp.Plugin, error) {
+	engine, err := query.Open(ctx, cfg.Databases, &query.Options{
+		StatementTimeout: time.Duration(cfg.StatementTimeout),
+		DefaultLimit:     cfg.DefaultRowLimit,
+		MaxLimit:         cfg.MaxRowLimit,
+		Logger:           log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	plugin, err := mcp.New(engine, &mcp.Options{
+		Tools:          lakegate.DefaultTools,
+		ConfigDir:      cfg.MCPConfigDir,
+		Enabled:        cfg.MCPEnabled,
+		Keepalive:      time.Duration(cfg.MCPKeepalive),
+		WriteTimeout:   time.Duration(cfg.MCPWriteTimeout),
+		SessionQueue:   cfg.MCPSessionQueue,
+		MaxWorkers:     cfg.MCPMaxWorkers,
+		Trace:          cfg.MCPTrace,
+		AllowedOrigins: cfg.MCPAllowedOrigins,
+		Conformance:    conformance,
+		Version:        version,
+		Logger:         log,
+	})
+	if err != nil {
+		engine.Close()
+		return nil, nil, err
+	}
+	return engine, plugin, nil
+}
+
 func printConnectHelp(w io.Writer, cfg config.Config, base string) error {
 	secret := []byte(cfg.JWTSecret)
 	admin, err := server.NewToken(secret, "admin", server.RoleAdmin, 24*time.Hour)
@@ -195,7 +236,8 @@ No LAKEGATE_JWT_SECRET was set: this run signs tokens with a secret made for it 
   admin token:  %[2]s
   reader token: %[3]s
 
-Connect Claude Code:
+Connect Claude Code (Streamable HTTP, or legacy SSE):
+  claude mcp add --transport http lakegate %[1]s/mcp --header "Authorization: Bearer %[3]s"
   claude mcp add --transport sse lakegate %[1]s/mcp/sse --header "Authorization: Bearer %[3]s"
 
 Try the REST API:

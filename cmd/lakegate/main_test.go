@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/golang-jwt/jwt/v5"
+	"go.uber.org/goleak"
+
+	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/server"
+)
+
+func TestMain(m *testing.M) {
+	gin.SetMode(gin.ReleaseMode)
+	goleak.VerifyTestMain(m)
+}
+
+const secret = "cmd-test-secret-0123456789abcdef0123"
+
+// run executes the CLI with args and env; it returns stdout, stderr and
+// the error Execute returned.
+func run(t *testing.T, env map[string]string, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	root := newRoot(&stdout, &stderr, func(k string) string { return env[k] })
+	root.SetArgs(args)
+	err := root.ExecuteContext(t.Context())
+	return stdout.String(), stderr.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	out, _, err := run(t, nil, "version")
+	if err != nil || out != "lakegate dev\n" {
+		t.Errorf("got %q, %v, want \"lakegate dev\\n\", nil", out, err)
+	}
+}
+
+func TestToken(t *testing.T) {
+	withSecret := map[string]string{"LAKEGATE_JWT_SECRET": secret}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		sub     string
+		role    string
+		ttl     time.Duration
+		wantErr []string
+	}{
+		{name: "reader", env: withSecret, args: []string{"token", "--sub", "a", "--role", "reader"}, sub: "a", role: "reader", ttl: time.Hour},
+		{name: "default role", env: withSecret, args: []string{"token", "--sub", "b"}, sub: "b", role: "reader", ttl: time.Hour},
+		{name: "admin with ttl", env: withSecret, args: []string{"token", "--sub", "ops", "--role", "admin", "--ttl", "8h"}, sub: "ops", role: "admin", ttl: 8 * time.Hour},
+		{name: "no secret", args: []string{"token", "--sub", "a"}, wantErr: []string{"LAKEGATE_JWT_SECRET"}},
+		{name: "short secret", env: map[string]string{"LAKEGATE_JWT_SECRET": "short"}, args: []string{"token", "--sub", "a"}, wantErr: []string{"32"}},
+		{name: "unknown role", env: withSecret, args: []string{"token", "--sub", "a", "--role", "nope"}, wantErr: []string{`"nope"`, "reader", "writer", "admin"}},
+		{name: "no sub", env: withSecret, args: []string{"token"}, wantErr: []string{"sub"}},
+		{name: "negative ttl", env: withSecret, args: []string{"token", "--sub", "a", "--ttl", "-1h"}, wantErr: []string{"ttl"}},
+		{name: "bad env", env: map[string]string{"LAKEGATE_JWT_SECRET": secret, "LAKEGATE_MCP_ENABLED": "perhaps"}, args: []string{"token", "--sub", "a"}, wantErr: []string{"LAKEGATE_MCP_ENABLED"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := run(t, tt.env, tt.args...)
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("got %q, want an error", out)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("got %v, want it to contain %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got %v, want nil", err)
+			}
+			var claims server.Claims
+			_, err = jwt.ParseWithClaims(strings.TrimSpace(out), &claims, func(*jwt.Token) (any, error) { return []byte(secret), nil },
+				jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired())
+			if err != nil {
+				t.Fatalf("parse %q: %v", out, err)
+			}
+			if claims.Subject != tt.sub || claims.Role != tt.role {
+				t.Errorf("got sub %q role %q, want %q %q", claims.Subject, claims.Role, tt.sub, tt.role)
+			}
+			if left := time.Until(claims.ExpiresAt.Time); left > tt.ttl || left < tt.ttl-time.Minute {
+				t.Errorf("got exp in %v, want about %v", left, tt.ttl)
+			}
+		})
+	}
+}
+
+func TestServeConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"listen": "127.0.0.1:0", "databse": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"unknown key", nil, []string{"serve", "--config", bad}, `"databse"`},
+		{"missing file", nil, []string{"serve", "--config", filepath.Join(dir, "missing.json")}, "no such file"},
+		{"bad env", map[string]string{"LAKEGATE_LOG_LEVEL": "loud"}, []string{"serve"}, "log_level"},
+		{"extra argument", nil, []string{"serve", "now"}, "now"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := run(t, tt.env, tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to write from serve's goroutine while
+// the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var (
+	connectLine = regexp.MustCompile(`(?m)^\s*claude mcp add --transport sse lakegate (http://127\.0\.0\.1:\d+)/mcp/sse --header "Authorization: Bearer ([^"]+)"`)
+	adminLine   = regexp.MustCompile(`(?m)^\s*admin token:\s+(\S+)$`)
+	readerLine  = regexp.MustCompile(`(?m)^\s*reader token:\s+(\S+)$`)
+)
+
+func TestServeDemo(t *testing.T) {
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.LogFormat = "json"
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, &stdout, &stderr) }()
+
+	var m []string
+	deadline := time.Now().Add(20 * time.Second)
+	for m == nil {
+		if m = connectLine.FindStringSubmatch(stdout.String()); m != nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve returned early: %v; stderr: %s", err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connect line; stdout: %s", stdout.String())
+		}
+	}
+	base, tok := m[1], m[2]
+	out := stdout.String()
+	if r := readerLine.FindStringSubmatch(out); r == nil || r[1] != tok {
+		t.Errorf("got reader line %v, want the token of the connect line", r)
+	}
+	a := adminLine.FindStringSubmatch(out)
+	if a == nil {
+		t.Errorf("got no admin token in %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "demo.db")); err != nil {
+		t.Errorf("demo database: %v", err)
+	}
+	if !strings.Contains(stderr.String(), `"msg":"lakegate listening"`) {
+		t.Errorf("got stderr %s, want a JSON listening line", stderr.String())
+	}
+
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	get := func(path, tok string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.Bytes()
+	}
+	tests := []struct {
+		name, path, tok string
+		want            int
+		contains        string
+	}{
+		{"reader lists databases", "/rest/databases", tok, 200, `"name":"demo"`},
+		{"reader is not admin", "/admin/mcp/status", tok, 403, "forbidden"},
+		{"admin status", "/admin/mcp/status", a[1], 200, `"enabled":false`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := get(tt.path, tt.tok)
+			if code != tt.want || !bytes.Contains(body, []byte(tt.contains)) {
+				t.Errorf("got %d %s, want %d containing %s", code, body, tt.want, tt.contains)
+			}
+		})
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve: got %v, want nil", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not return after cancel")
+	}
+}
+
+func TestServeErrors(t *testing.T) {
+	ln := config.Default()
+	ln.Listen = "127.0.0.1:0"
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		change func(*config.Config)
+		want   string
+	}{
+		{"data dir is a file", func(c *config.Config) { c.DataDir = file }, "data dir"},
+		{"missing sqlite file", func(c *config.Config) {
+			c.Databases = []config.Database{{Name: "x", URL: "sqlite:" + filepath.Join(t.TempDir(), "none.db")}}
+		}, `"x"`},
+		{"bad listen", func(c *config.Config) { c.Listen = "256.0.0.1:0"; c.DataDir = t.TempDir() }, "listen on"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := ln
+			tt.change(&cfg)
+			var stdout, stderr bytes.Buffer
+			err := serve(t.Context(), cfg, &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "lakegate")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"version", []string{"version"}, 0, "lakegate dev\n", ""},
+		{"missing config", []string{"serve", "--config", "missing.json"}, 1, "", "missing.json: no such file"},
+		{"unknown command", []string{"frobnicate"}, 1, "", "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), bin, tt.args...)
+			cmd.Dir = t.TempDir()
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.wantCode || stdout.String() != tt.wantStdout {
+				t.Errorf("got exit %d stdout %q, want %d %q", code, stdout.String(), tt.wantCode, tt.wantStdout)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) || (tt.wantStderr != "" && !strings.HasPrefix(stderr.String(), "lakegate: ")) {
+				t.Errorf("got stderr %q, want lakegate: ...%s", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}

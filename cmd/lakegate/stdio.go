@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/query"
+	"github.com/lakegate/lakegate/server"
+)
+
+// newStdioCommand is `lakegate stdio`: the MCP tools over standard input
+// and output for local clients (Claude Desktop style). There is no HTTP
+// and no token: every call runs as the identity given by --sub and --role.
+// Logs go to stderr only; stdout carries nothing but MCP messages.
+func newStdioCommand(configFile *string, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	var sub string
+	var roles []string
+	cmd := &cobra.Command{
+		Use:   "stdio",
+		Short: "Serve the MCP tools over standard input/output (for local MCP clients)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(*configFile, getenv)
+			if err != nil {
+				return err
+			}
+			for _, r := range roles {
+				if !validRole(r) {
+					return errors.New("--role " + r + ": want reader, writer or admin")
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runStdio(ctx, cfg, query.Caller{Subject: sub, Roles: roles}, &mcpsdk.StdioTransport{}, stderr)
+		},
+	}
+	cmd.Flags().StringVar(&sub, "sub", "stdio", "subject the calls run as (logs, database role mapping)")
+	cmd.Flags().StringSliceVar(&roles, "role", []string{server.RoleReader}, "roles the calls hold")
+	return cmd
+}
+
+func validRole(r string) bool {
+	for _, known := range server.Roles {
+		if r == known {
+			return true
+		}
+	}
+	return false
+}
+
+// runStdio serves one MCP session over t until the client closes its input
+// or ctx ends.
+func runStdio(ctx context.Context, cfg config.Config, caller query.Caller, t mcpsdk.Transport, stderr io.Writer) error {
+	log := newLogger(cfg, stderr)
+	if err := useDemo(ctx, &cfg, log); err != nil {
+		return err
+	}
+	engine, plugin, err := openPlugin(ctx, cfg, log, false)
+	if err != nil {
+		return err
+	}
+	defer engine.Close()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = plugin.Close(cctx)
+	}()
+	err = plugin.ServeStdio(ctx, t, caller)
+	if errors.Is(err, context.Canceled) {
+		return nil // interrupted by a signal: a normal end
+	}
+	return err
+}

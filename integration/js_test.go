@@ -1,0 +1,180 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// jsDir holds the Node clients (package.json pins their versions);
+// `npm ci --prefix integration/js` (make test, .ci/run) installs them.
+const jsDir = "js"
+
+// nodeEnv returns PATH with integration/js/node_modules/.bin first (Node 22
+// from the "node" package, the Inspector, the conformance suite), or skips
+// the test when the packages are not installed.
+func nodeEnv(t *testing.T) []string {
+	t.Helper()
+	bin, err := filepath.Abs(filepath.Join(jsDir, "node_modules", ".bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(bin, "node")); err != nil {
+		t.Skip("Node clients not installed: run `npm ci --prefix integration/js` (make test and .ci/run do)")
+	}
+	return []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "NO_COLOR=1"}
+}
+
+// runNode runs a command from node_modules/.bin (or node) in jsDir.
+func runNode(t *testing.T, env []string, timeout time.Duration, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	path := filepath.Join(jsDir, "node_modules", ".bin", name)
+	abs, _ := filepath.Abs(path)
+	cmd := exec.CommandContext(ctx, abs, args...)
+	cmd.Dir = jsDir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// toolArgs are arguments that make each built-in tool succeed on the seed data.
+var toolArgs = map[string]any{
+	"list_tables":    map[string]any{"database": "iot"},
+	"describe_table": map[string]any{"database": "iot", "table": "readings"},
+	"query":          map[string]any{"database": "iot", "table": "devices", "limit": 3},
+	"run_sql":        map[string]any{"database": "iot", "sql": "SELECT count(*) FROM readings"},
+}
+
+func TestTypeScriptSDKClient(t *testing.T) {
+	env := nodeEnv(t)
+	e := start(t, envOptions{})
+	args, _ := json.Marshal(toolArgs)
+	for _, tc := range []struct{ name, path string }{{"sse", "/mcp/sse"}, {"http", "/mcp"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runNode(t, env, 2*time.Minute, "node", "client.mjs", e.base+tc.path, tc.name, token(t, "ts-"+tc.name, "reader"), string(args))
+			if err != nil {
+				t.Fatalf("node client.mjs: %v\n%s", err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			var sum struct {
+				Server     string                            `json:"server"`
+				Tools      map[string]struct{ IsError bool } `json:"tools"`
+				Resources  []struct{ URI string }            `json:"resources"`
+				Templates  []string                          `json:"templates"`
+				Prompts    map[string]int                    `json:"prompts"`
+				Completion []string                          `json:"completion"`
+			}
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+				t.Fatalf("summary: %v\n%s", err, out)
+			}
+			t.Logf("TypeScript SDK over %s: %s", tc.path, lines[len(lines)-1])
+			for _, name := range []string{"list_databases", "list_tables", "describe_table", "query", "run_sql"} {
+				if r, ok := sum.Tools[name]; !ok || r.IsError {
+					t.Errorf("tool %s: got %+v (present %v), want a successful call", name, r, ok)
+				}
+			}
+			if sum.Server != "lakegate" || len(sum.Resources) < 2 || len(sum.Templates) != 1 || len(sum.Prompts) != 3 {
+				t.Errorf("got server %q, %d resources, templates %v, prompts %v; want lakegate, >=2, 1, 3",
+					sum.Server, len(sum.Resources), sum.Templates, sum.Prompts)
+			}
+			if strings.Join(sum.Completion, ",") != "devices" {
+				t.Errorf("completion: got %v, want [devices]", sum.Completion)
+			}
+		})
+	}
+}
+
+func TestInspectorCLI(t *testing.T) {
+	env := nodeEnv(t)
+	e := start(t, envOptions{})
+	header := "Authorization: Bearer " + token(t, "inspector", "reader")
+	for _, tc := range []struct{ transport, path string }{{"sse", "/mcp/sse"}, {"http", "/mcp"}} {
+		t.Run(tc.transport, func(t *testing.T) {
+			base := []string{"--cli", e.base + tc.path, "--transport", tc.transport, "--header", header}
+			out, err := runNode(t, env, 2*time.Minute, "mcp-inspector", append(base, "--method", "tools/list")...)
+			if err != nil || !strings.Contains(out, `"run_sql"`) {
+				t.Fatalf("inspector tools/list: %v\n%s", err, out)
+			}
+			out, err = runNode(t, env, 2*time.Minute, "mcp-inspector", append(base, "--method", "tools/call",
+				"--tool-name", "list_tables", "--tool-arg", "database=iot")...)
+			if err != nil || !strings.Contains(out, "readings") || strings.Contains(out, `"isError": true`) {
+				t.Fatalf("inspector tools/call list_tables: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestConformanceSuite runs @modelcontextprotocol/conformance against
+// `lakegate serve --conformance` on /mcp. The suite sends no credentials,
+// so a loopback proxy in this test adds the bearer token; the Host header
+// passes through unchanged for the DNS-rebinding scenario.
+func TestConformanceSuite(t *testing.T) {
+	env := nodeEnv(t)
+	bin := buildBinary(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "serve", "--conformance")
+	cmd.Env = binaryEnv("LAKEGATE_LISTEN=127.0.0.1:0", "LAKEGATE_JWT_SECRET="+testSecret, "LAKEGATE_MCP_ENABLED=true")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	urls := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`url=(http://\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urls <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	var base string
+	select {
+	case base = <-urls:
+	case <-time.After(30 * time.Second):
+		t.Fatal("lakegate serve --conformance did not report its URL")
+	}
+	target, _ := url.Parse(base)
+	tok := token(t, "conformance", "reader")
+	proxy := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host
+			r.Out.Header.Set("Authorization", "Bearer "+tok)
+		},
+		FlushInterval: -1,
+	})
+	t.Cleanup(proxy.Close)
+
+	expected, _ := filepath.Abs("conformance-expected-failures.yml")
+	out, err := runNode(t, env, 10*time.Minute, "conformance", "server", "--url", proxy.URL+"/mcp", "--expected-failures", expected)
+	summary := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(strings.ToLower(line), "passed") || strings.Contains(line, "Total") {
+			summary += strings.TrimSpace(line) + "\n"
+		}
+	}
+	t.Logf("conformance suite summary:\n%s", summary)
+	if err != nil {
+		t.Fatalf("conformance suite: %v\n%s", err, out)
+	}
+}

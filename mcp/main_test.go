@@ -1,0 +1,199 @@
+package mcp
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/query"
+)
+
+func TestMain(m *testing.M) {
+	gin.SetMode(gin.ReleaseMode)
+	goleak.VerifyTestMain(m)
+}
+
+// fakeEngine serves a fixed catalog and records who called. Slow SQL
+// (sql == "slow") blocks until its context ends.
+type fakeEngine struct {
+	mu      sync.Mutex
+	tables  map[string][]string
+	callers []string
+}
+
+var _ Engine = (*fakeEngine)(nil)
+
+func newFakeEngine() *fakeEngine {
+	return &fakeEngine{tables: map[string][]string{"iot": {"devices", "readings"}, "shop": {"orders"}}}
+}
+
+func (f *fakeEngine) record(c query.Caller) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.callers = append(f.callers, c.Subject)
+}
+
+// lastCaller is the subject of the latest engine call.
+func (f *fakeEngine) lastCaller() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.callers) == 0 {
+		return ""
+	}
+	return f.callers[len(f.callers)-1]
+}
+
+func (f *fakeEngine) setTables(db string, tables ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tables[db] = tables
+}
+
+func (f *fakeEngine) Databases() []query.Database {
+	return []query.Database{{Name: "iot", Dialect: "postgres"}, {Name: "shop", Dialect: "sqlite"}}
+}
+
+func (f *fakeEngine) Tables(_ context.Context, c query.Caller, db string) ([]query.Table, error) {
+	if c.Subject != catalogCaller.Subject {
+		f.record(c)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	names, ok := f.tables[db]
+	if !ok {
+		return nil, query.Errorf(query.KindNotFound, "unknown database %q", db)
+	}
+	var out []query.Table
+	for _, n := range names {
+		out = append(out, query.Table{Name: n, Kind: "table", RowEstimate: 10})
+	}
+	return out, nil
+}
+
+func (f *fakeEngine) Describe(ctx context.Context, c query.Caller, db, table string) (*query.Table, error) {
+	f.record(c)
+	tables, err := f.Tables(ctx, catalogCaller, db)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tables {
+		if t.Name == table {
+			t.Columns = []query.Column{{Name: "id", Type: "bigint"}}
+			return &t, nil
+		}
+	}
+	return nil, query.Errorf(query.KindNotFound, "unknown table %q", table)
+}
+
+func (f *fakeEngine) Query(_ context.Context, c query.Caller, _ query.Request) (*query.Result, error) {
+	f.record(c)
+	return &query.Result{}, nil
+}
+
+func (f *fakeEngine) RunSQL(ctx context.Context, c query.Caller, r query.SQLRequest) (*query.Result, error) {
+	f.record(c)
+	if r.SQL == "slow" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &query.Result{}, nil
+}
+
+// newTestPlugin builds a plugin on a fake engine; Close runs at cleanup.
+func newTestPlugin(t *testing.T, opts Options) (*Plugin, *fakeEngine) {
+	t.Helper()
+	eng := newFakeEngine()
+	opts.Tools = lakegate.DefaultTools
+	opts.Enabled = true
+	p, err := New(eng, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return p, eng
+}
+
+// serveHTTP mounts p behind a stand-in for the host's auth: the X-Sub
+// header names the caller.
+func serveHTTP(t *testing.T, p *Plugin) *httptest.Server {
+	t.Helper()
+	r := gin.New()
+	r.Use(func(c *gin.Context) {
+		c.Next()
+		if len(c.Errors) > 0 && !c.Writer.Written() {
+			status := http.StatusInternalServerError
+			switch query.KindOf(c.Errors.Last().Err) {
+			case query.KindForbidden:
+				status = http.StatusForbidden
+			case query.KindUnavailable:
+				status = http.StatusServiceUnavailable
+			case query.KindNotFound:
+				status = http.StatusNotFound
+			}
+			c.JSON(status, gin.H{"error": NewErrorBody(c.Errors.Last().Err)})
+		}
+	})
+	authed := r.Group("", func(c *gin.Context) {
+		sub := c.GetHeader("X-Sub")
+		if sub == "" {
+			c.AbortWithStatus(http.StatusUnauthorized)
+			return
+		}
+		c.Request = c.Request.WithContext(query.WithCaller(c.Request.Context(), query.Caller{Subject: sub, Roles: []string{"reader"}}))
+	})
+	p.Mount(authed)
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// asSubject adds the stand-in auth header (and a bearer, which the SDK's
+// token middleware wants to see) to every request.
+type asSubject struct {
+	sub    string
+	origin string
+}
+
+func (a asSubject) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Sub", a.sub)
+	r.Header.Set("Authorization", "Bearer test")
+	if a.origin != "" {
+		r.Header.Set("Origin", a.origin)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func clientFor(sub string) *http.Client { return &http.Client{Transport: asSubject{sub: sub}} }
+
+// connectStreamable opens a go-sdk client session on /mcp as sub.
+func connectStreamable(t *testing.T, base, sub, version string, copts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
+	t.Helper()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test", Version: "1"}, copts)
+	cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{
+		Endpoint: base + "/mcp", HTTPClient: clientFor(sub), MaxRetries: -1,
+	}, &mcpsdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect %s: %v", version, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(t.Context(), d)
+}

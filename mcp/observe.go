@@ -1,0 +1,81 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// progressEvery is how often a running tool call reports progress when
+// the client asked for it.
+const progressEvery = time.Second
+
+// observe wraps a tool handler with the protocol's side channels:
+// progress notifications (start, one a second while running, finish) when
+// the request carries a progress token, and one notifications/message log
+// line per call at the level the client set with logging/setLevel.
+// Cancellation needs nothing here: the SDK cancels ctx on
+// notifications/cancelled and the engine stops the database query.
+func (p *Plugin) observe(name string, h mcpsdk.ToolHandler) mcpsdk.ToolHandler {
+	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+		start := time.Now()
+		stop := p.reportProgress(ctx, req, name)
+		res, err := h(ctx, req)
+		stop()
+		if req.Session != nil {
+			level, outcome := mcpsdk.LoggingLevel("info"), "ok"
+			switch {
+			case err != nil:
+				level, outcome = "error", "protocol error"
+			case res != nil && res.IsError:
+				level, outcome = "warning", "tool error"
+			}
+			_ = req.Session.Log(ctx, &mcpsdk.LoggingMessageParams{
+				Level:  level,
+				Logger: "lakegate",
+				Data: map[string]any{"tool": name, "outcome": outcome,
+					"duration_ms": time.Since(start).Milliseconds()},
+			})
+		}
+		return res, err
+	}
+}
+
+// reportProgress sends the start notification and a tick a second until
+// the returned stop is called, which sends the last one and waits for the
+// ticker goroutine. Without a progress token it does nothing.
+func (p *Plugin) reportProgress(ctx context.Context, req *mcpsdk.CallToolRequest, name string) (stop func()) {
+	if req.Session == nil || req.Params == nil || req.Params.GetProgressToken() == nil {
+		return func() {}
+	}
+	token := req.Params.GetProgressToken()
+	notify := func(n float64, msg string) {
+		_ = req.Session.NotifyProgress(ctx, &mcpsdk.ProgressNotificationParams{
+			ProgressToken: token, Progress: n, Message: msg})
+	}
+	start := time.Now()
+	notify(0, name+": started")
+	done, finished := make(chan struct{}), make(chan float64)
+	go func() {
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		n := 0.0
+		for {
+			select {
+			case <-t.C:
+				n++
+				notify(n, fmt.Sprintf("%s: running for %s", name, time.Since(start).Round(time.Second)))
+			case <-done:
+				finished <- n
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		n := <-finished
+		notify(n+1, fmt.Sprintf("%s: finished in %s", name, time.Since(start).Round(time.Millisecond)))
+	}
+}

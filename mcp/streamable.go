@@ -1,0 +1,70 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+// modernRevision is the first protocol revision without sessions
+// (SEP-2575); it is served by a stateless handler.
+const modernRevision = "2026-07-28"
+
+// streamableHandlers builds the two go-sdk handlers behind /mcp: a stateful
+// one for the 2025 revisions (sessions, GET streams, DELETE) and a
+// stateless one for 2026-07-28. Both see the caller's subject as the
+// SDK's auth.TokenInfo.UserID, so the SDK refuses a session to anyone but
+// the subject that opened it.
+func (p *Plugin) streamableHandlers() (stateful, stateless http.Handler) {
+	getServer := func(*http.Request) *mcpsdk.Server { return p.server }
+	owner := auth.RequireBearerToken(callerTokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	stateful = owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
+		Logger:         p.log,
+		SessionTimeout: p.opts.SessionTimeout,
+	}))
+	stateless = owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
+		Stateless:                    true,
+		Logger:                       p.log,
+		PropagateRequestCancellation: true,
+	}))
+	return stateful, stateless
+}
+
+// callerTokenInfo is the SDK's token verifier: the host already checked
+// the bearer token and put the caller on the request context; this only
+// hands the caller's subject to the SDK.
+func callerTokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+	caller, ok := query.CallerFrom(ctx)
+	if !ok || caller.Subject == "" {
+		return nil, fmt.Errorf("%w: no authenticated caller", auth.ErrInvalidToken)
+	}
+	return &auth.TokenInfo{UserID: caller.Subject, Scopes: caller.Roles}, nil
+}
+
+// serveStreamable serves POST, GET and DELETE /mcp. Requests that name
+// the 2026-07-28 revision (or later) in MCP-Protocol-Version go to the
+// stateless handler; the rest, including the first initialize of a 2025
+// client, to the stateful one. With StatelessDisabled everything goes to
+// the stateful handler, which answers a probe of the new revision with
+// "unsupported protocol version" so that the client falls back.
+func (p *Plugin) serveStreamable(c *gin.Context) {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		fail(c, query.Errorf(query.KindUnavailable, "server is shutting down"))
+		return
+	}
+	h := p.stateful
+	if v := strings.TrimSpace(c.GetHeader("MCP-Protocol-Version")); !p.opts.StatelessDisabled && v >= modernRevision {
+		h = p.stateless
+	}
+	h.ServeHTTP(c.Writer, c.Request)
+}

@@ -1,0 +1,162 @@
+package query
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/query/validate"
+)
+
+// benchEnv names the database of the full-path benchmarks: the iot data
+// set (integration/testdata/iot.sql) loaded with 1M readings; `make bench`
+// (integration/bench.sh) sets it up.
+const benchEnv = "LAKEGATE_BENCH_DATABASE_URL"
+
+func BenchmarkBuildAndValidate(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "demo.db")
+	if err := CreateDemo(b.Context(), path); err != nil {
+		b.Fatal(err)
+	}
+	e, err := Open(b.Context(), []config.Database{{Name: "lite", URL: "sqlite:" + path}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	r := Request{Database: "lite", Table: "readings",
+		Filters: []Filter{{Column: "device_id", Op: "=", Value: 3.0}, {Column: "status", Op: "in", Value: []any{"ok", "warn"}}},
+		OrderBy: []Order{{Column: "ts", Desc: true}}, Limit: 50}
+	ctx := b.Context()
+	if _, _, err := e.Build(ctx, Caller{}, r); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := e.Build(ctx, Caller{}, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidate(b *testing.B) {
+	sql := "SELECT device_id, count(*) AS n, avg(temperature) FROM readings WHERE ts >= $1 AND status IN ('ok', 'warn') GROUP BY device_id ORDER BY n DESC LIMIT 20"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := validate.Check(sql, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncode measures the encoders alone on a readings-shaped row.
+func BenchmarkEncode(b *testing.B) {
+	row := []Cell{
+		{Kind: CellInt, I: 123456}, {Kind: CellInt, I: 457},
+		{Kind: CellText, B: []byte("2025-01-01T10:17:48Z")},
+		{Kind: CellFloat, F: 21.37, Bits: 64}, {Kind: CellFloat, F: 54.12, Bits: 64},
+		{Kind: CellNumber, B: []byte("737.36")}, {Kind: CellText, B: []byte("ok")}, {Kind: CellNull},
+	}
+	for _, f := range []Format{FormatCSV, FormatJSON} {
+		b.Run(string(f), func(b *testing.B) {
+			enc, _ := NewEncoder(f, io.Discard)
+			_ = enc.Begin(nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = enc.Row(row)
+			}
+			_ = enc.End()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// benchEngine opens the benchmark database, or skips.
+func benchEngine(tb testing.TB) *Engine {
+	tb.Helper()
+	url := os.Getenv(benchEnv)
+	if url == "" {
+		tb.Skipf("set %s to a database holding the iot data set (make bench does)", benchEnv)
+	}
+	e, err := Open(tb.Context(), []config.Database{{Name: "iot", URL: url}}, &Options{StatementTimeout: 5 * time.Minute})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(e.Close)
+	return e
+}
+
+// countWriter counts bytes and drops them.
+type countWriter struct{ n int64 }
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	return len(p), nil
+}
+
+// BenchmarkStreamReadings is the full path, database to encoded bytes:
+// SELECT * FROM readings through Stream, per format.
+func BenchmarkStreamReadings(b *testing.B) {
+	e := benchEngine(b)
+	for _, f := range []Format{FormatCSV, FormatJSON, FormatNDJSON} {
+		b.Run(string(f), func(b *testing.B) {
+			var rows, bytes int64
+			b.ReportAllocs()
+			for b.Loop() {
+				w := &countWriter{}
+				res, err := e.Stream(b.Context(), Caller{}, SQLRequest{Database: "iot", SQL: "SELECT * FROM readings"}, f, w)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows += int64(res.RowCount)
+				bytes += w.n
+			}
+			s := b.Elapsed().Seconds()
+			b.ReportMetric(float64(rows)/s, "rows/s")
+			b.ReportMetric(float64(bytes)/s/1e6, "MB/s")
+		})
+	}
+}
+
+// TestStreamRSS streams every reading as CSV and checks the peak resident
+// memory of this process (VmHWM). Run alone in its own process (make
+// bench does) so that nothing else counts.
+func TestStreamRSS(t *testing.T) {
+	if os.Getenv("LAKEGATE_BENCH_RSS") == "" {
+		t.Skip("set LAKEGATE_BENCH_RSS=1 and " + benchEnv + " (make bench does)")
+	}
+	e := benchEngine(t)
+	w := &countWriter{}
+	res, err := e.Stream(t.Context(), Caller{}, SQLRequest{Database: "iot", SQL: "SELECT * FROM readings"}, FormatJSON, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hwm := vmHWM(t)
+	t.Logf("streamed %d rows, %d bytes; peak RSS %.1f MiB", res.RowCount, w.n, float64(hwm)/(1<<20))
+	if hwm >= 64<<20 {
+		t.Errorf("got peak RSS %d bytes, want under 64 MiB", hwm)
+	}
+}
+
+// vmHWM reads the peak resident set size of this process.
+func vmHWM(t *testing.T) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Skip("no VmHWM")
+	return 0
+}

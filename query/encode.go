@@ -1,0 +1,440 @@
+package query
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Format is the encoding of a streamed result.
+type Format string
+
+// The stream formats. Every one is row-aligned: each Write an [Encoder]
+// makes to its writer holds whole rows (plus, for FormatJSON, the opening or
+// closing bracket), so a consumer can cut the stream at Write boundaries.
+const (
+	// FormatJSON is one JSON array of row arrays: [[1,"a"],[2,"b"]].
+	FormatJSON Format = "json"
+	// FormatNDJSON is one JSON array per row, each ending in "\n".
+	FormatNDJSON Format = "ndjson"
+	// FormatCSV is RFC 4180 CSV with a header line of column names; NULL
+	// is an empty field, the empty string is "".
+	FormatCSV Format = "csv"
+)
+
+// ContentType is the media type of f.
+func (f Format) ContentType() string {
+	switch f {
+	case FormatNDJSON:
+		return "application/x-ndjson"
+	case FormatCSV:
+		return "text/csv; charset=utf-8"
+	}
+	return "application/json"
+}
+
+// CellKind says how a [Cell]'s value is held and written.
+type CellKind uint8
+
+// The kinds of cells.
+const (
+	// CellNull is SQL NULL.
+	CellNull CellKind = iota
+	// CellInt is an integer in I; JSON writes it as a string beyond ±2^53.
+	CellInt
+	// CellFloat is a float in F (bits in Bits); NaN and the infinities are
+	// JSON strings.
+	CellFloat
+	// CellBool is a boolean in I (0 or 1).
+	CellBool
+	// CellText is UTF-8 text in B, a JSON string.
+	CellText
+	// CellNumber is exact decimal text in B that a float64 reader gets
+	// back unchanged: a bare JSON number.
+	CellNumber
+	// CellJSON is a JSON document in B, written as it is (as text in CSV).
+	CellJSON
+)
+
+// Cell is one value of a row on its way to an [Encoder]. B may point into
+// the driver's buffer or a decoder's scratch space: it is valid only until
+// the encoder's Row method returns.
+type Cell struct {
+	Kind CellKind
+	// Bits is 32 for float4 values (shortest float32 spelling), else 64.
+	Bits uint8
+	I    int64
+	F    float64
+	B    []byte
+}
+
+// Encoder writes rows to an io.Writer in one [Format]. Begin is called
+// once, then Row per row, then End, which flushes; an Encoder is not safe
+// for concurrent use and is not reusable.
+type Encoder interface {
+	// Begin starts the output for the result's columns.
+	Begin(cols []ResultColumn) error
+	// Row encodes one row; it may buffer.
+	Row(cells []Cell) error
+	// End finishes the output and flushes everything buffered.
+	End() error
+	// Written is the number of bytes handed to the writer so far.
+	Written() int64
+}
+
+// encFlushAt is the buffered size after which an encoder flushes, at a row
+// boundary.
+const encFlushAt = 32 << 10
+
+// NewEncoder returns an Encoder writing format f to w.
+func NewEncoder(f Format, w io.Writer) (Encoder, error) {
+	b := encBase{w: w, buf: make([]byte, 0, 2*encFlushAt)}
+	switch f {
+	case FormatJSON, "":
+		return &jsonEncoder{encBase: b, array: true}, nil
+	case FormatNDJSON:
+		return &jsonEncoder{encBase: b}, nil
+	case FormatCSV:
+		return &csvEncoder{encBase: b}, nil
+	}
+	return nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("unknown format %q", f), Hint: "use json, ndjson or csv"}
+}
+
+var (
+	_ Encoder = (*jsonEncoder)(nil)
+	_ Encoder = (*csvEncoder)(nil)
+)
+
+// encBase buffers output and flushes it at row boundaries.
+type encBase struct {
+	w       io.Writer
+	buf     []byte
+	written int64
+	err     error
+}
+
+func (b *encBase) Written() int64 { return b.written }
+
+// flush writes the buffer; after a failed write every later call fails.
+func (b *encBase) flush() error {
+	if b.err != nil {
+		return b.err
+	}
+	if len(b.buf) == 0 {
+		return nil
+	}
+	n, err := b.w.Write(b.buf)
+	b.written += int64(n)
+	b.buf = b.buf[:0]
+	if err != nil {
+		b.err = fmt.Errorf("write result: %w", err)
+	}
+	return b.err
+}
+
+func (b *encBase) maybeFlush() error {
+	if len(b.buf) >= encFlushAt {
+		return b.flush()
+	}
+	return b.err
+}
+
+// jsonEncoder writes FormatJSON (array true) or FormatNDJSON.
+type jsonEncoder struct {
+	encBase
+	array bool
+	rows  int64
+}
+
+func (e *jsonEncoder) Begin([]ResultColumn) error {
+	if e.array {
+		e.buf = append(e.buf, '[')
+	}
+	return nil
+}
+
+func (e *jsonEncoder) Row(cells []Cell) error {
+	if e.array && e.rows > 0 {
+		e.buf = append(e.buf, ',')
+	}
+	if e.array {
+		e.buf = append(e.buf, '\n')
+	}
+	e.rows++
+	e.buf = append(e.buf, '[')
+	for i := range cells {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = appendJSONCell(e.buf, &cells[i])
+	}
+	e.buf = append(e.buf, ']')
+	if !e.array {
+		e.buf = append(e.buf, '\n')
+	}
+	return e.maybeFlush()
+}
+
+func (e *jsonEncoder) End() error {
+	if e.array {
+		if e.rows > 0 {
+			e.buf = append(e.buf, '\n')
+		}
+		e.buf = append(e.buf, "]\n"...)
+	}
+	return e.flush()
+}
+
+// csvEncoder writes FormatCSV.
+type csvEncoder struct{ encBase }
+
+func (e *csvEncoder) Begin(cols []ResultColumn) error {
+	for i, c := range cols {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = appendCSVField(e.buf, []byte(c.Name), true)
+	}
+	e.buf = append(e.buf, '\n')
+	return nil
+}
+
+func (e *csvEncoder) Row(cells []Cell) error {
+	for i := range cells {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = appendCSVCell(e.buf, &cells[i])
+	}
+	e.buf = append(e.buf, '\n')
+	return e.maybeFlush()
+}
+
+func (e *csvEncoder) End() error { return e.flush() }
+
+// appendJSONCell appends c as a JSON value, by the rules of values.go.
+func appendJSONCell(dst []byte, c *Cell) []byte {
+	switch c.Kind {
+	case CellNull:
+		return append(dst, "null"...)
+	case CellInt:
+		if c.I > maxExactInt || c.I < -maxExactInt {
+			dst = append(dst, '"')
+			dst = strconv.AppendInt(dst, c.I, 10)
+			return append(dst, '"')
+		}
+		return strconv.AppendInt(dst, c.I, 10)
+	case CellFloat:
+		if math.IsNaN(c.F) || math.IsInf(c.F, 0) {
+			dst = append(dst, '"')
+			dst = appendNonFinite(dst, c.F)
+			return append(dst, '"')
+		}
+		return appendFloat(dst, c.F, c.Bits)
+	case CellBool:
+		if c.I != 0 {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case CellNumber, CellJSON:
+		return append(dst, c.B...)
+	}
+	return appendJSONString(dst, c.B)
+}
+
+// appendCSVCell appends c as one CSV field.
+func appendCSVCell(dst []byte, c *Cell) []byte {
+	switch c.Kind {
+	case CellNull:
+		return dst
+	case CellInt:
+		return strconv.AppendInt(dst, c.I, 10)
+	case CellFloat:
+		if math.IsNaN(c.F) || math.IsInf(c.F, 0) {
+			return appendNonFinite(dst, c.F)
+		}
+		return appendFloat(dst, c.F, c.Bits)
+	case CellBool:
+		if c.I != 0 {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case CellNumber:
+		return append(dst, c.B...)
+	}
+	return appendCSVField(dst, c.B, true)
+}
+
+// appendNonFinite spells NaN and the infinities as PostgreSQL does.
+func appendNonFinite(dst []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, "NaN"...)
+	case f > 0:
+		return append(dst, "Infinity"...)
+	}
+	return append(dst, "-Infinity"...)
+}
+
+// appendFloat formats a finite f as encoding/json does (shortest spelling,
+// exponent only for very small or large magnitudes), so that streamed and
+// collected results read the same.
+func appendFloat(dst []byte, f float64, bits uint8) []byte {
+	if bits != 32 {
+		bits = 64
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) ||
+		bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, int(bits))
+	if format == 'e' {
+		// clean up e-09 to e-9
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
+}
+
+// jsonSafe marks the ASCII bytes that need no escaping in a JSON string.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for i := 0x20; i < utf8.RuneSelf; i++ {
+		t[i] = i != '"' && i != '\\'
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a quoted JSON string; invalid UTF-8
+// becomes U+FFFD, and U+2028/U+2029 are escaped as encoding/json does.
+func appendJSONString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if jsonSafe[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendCSVField appends s as a CSV field, quoted when it holds a comma,
+// quote or line break, or is empty (so that "" differs from NULL) when
+// quoteEmpty.
+func appendCSVField(dst, s []byte, quoteEmpty bool) []byte {
+	need := len(s) == 0 && quoteEmpty
+	for _, c := range s {
+		if c == ',' || c == '"' || c == '\n' || c == '\r' {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return append(dst, s...)
+	}
+	dst = append(dst, '"')
+	start := 0
+	for i, c := range s {
+		if c == '"' {
+			dst = append(dst, s[start:i+1]...)
+			dst = append(dst, '"')
+			start = i + 1
+		}
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendBase64 appends the standard base64 encoding of b.
+func appendBase64(dst, b []byte) []byte {
+	return base64.StdEncoding.AppendEncode(dst, b)
+}
+
+// Text renders the result compactly for an agent: a CSV header of column
+// names, the rows as CSV (NULL is an empty field, the empty string ""),
+// then one footer line starting with "#" giving the row count, whether
+// rows were left out, the next cursor and, for a streamed result, the mode.
+// It is several times smaller than the JSON form.
+func (r *Result) Text() string {
+	var b []byte
+	for i, c := range r.Columns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendCSVField(b, []byte(c.Name), true)
+	}
+	b = append(b, '\n')
+	var scratch []byte
+	var cell Cell
+	for _, row := range r.Rows {
+		for i, v := range row {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			cell = Cell{}
+			if err := valueCell(&scratch, v, &cell); err != nil {
+				cell = Cell{Kind: CellText, B: fmt.Append(scratch[:0], v)}
+			}
+			b = appendCSVCell(b, &cell)
+		}
+		b = append(b, '\n')
+	}
+	b = fmt.Appendf(b, "# rows: %d", r.RowCount)
+	if r.Truncated {
+		b = append(b, ", truncated: more rows exist"...)
+	}
+	if r.NextCursor != "" {
+		b = append(b, ", next_cursor: "...)
+		b = append(b, r.NextCursor...)
+	}
+	if r.Mode == ModeStream {
+		b = fmt.Appendf(b, ", mode: stream (%d bytes sent separately)", r.Bytes)
+	}
+	b = append(b, '\n')
+	return string(b)
+}

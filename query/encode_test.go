@@ -1,0 +1,212 @@
+package query
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func testCells() []Cell {
+	return []Cell{
+		{Kind: CellInt, I: 42},
+		{Kind: CellInt, I: 1<<53 + 1},
+		{Kind: CellFloat, F: 1.5, Bits: 64},
+		{Kind: CellFloat, F: math.NaN(), Bits: 64},
+		{Kind: CellBool, I: 1},
+		{Kind: CellText, B: []byte("a,\"b\"\n")},
+		{Kind: CellText, B: []byte{}},
+		{Kind: CellNull},
+		{Kind: CellNumber, B: []byte("12.50")},
+		{Kind: CellJSON, B: []byte(`{"k":[1]}`)},
+	}
+}
+
+func TestEncoders(t *testing.T) {
+	cols := []ResultColumn{{Name: "i"}, {Name: "big"}, {Name: "f"}, {Name: "nan"}, {Name: "b"}, {Name: "t,x"},
+		{Name: "e"}, {Name: "n"}, {Name: "num"}, {Name: "j"}}
+	row := `[42,"9007199254740993",1.5,"NaN",true,"a,\"b\"\n","",null,12.50,{"k":[1]}]`
+	tests := []struct {
+		format Format
+		rows   int
+		want   string
+	}{
+		{FormatJSON, 0, "[]\n"},
+		{FormatJSON, 2, "[\n" + row + ",\n" + row + "\n]\n"},
+		{FormatNDJSON, 0, ""},
+		{FormatNDJSON, 2, row + "\n" + row + "\n"},
+		{FormatCSV, 0, "i,big,f,nan,b,\"t,x\",e,n,num,j\n"},
+		{FormatCSV, 1, "i,big,f,nan,b,\"t,x\",e,n,num,j\n" +
+			"42,9007199254740993,1.5,NaN,true,\"a,\"\"b\"\"\n\",\"\",,12.50,\"{\"\"k\"\":[1]}\"\n"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.format)+" "+string(rune('0'+tt.rows)), func(t *testing.T) {
+			var buf bytes.Buffer
+			enc, err := NewEncoder(tt.format, &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := enc.Begin(cols); err != nil {
+				t.Fatal(err)
+			}
+			for range tt.rows {
+				if err := enc.Row(testCells()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := enc.End(); err != nil {
+				t.Fatal(err)
+			}
+			if got := buf.String(); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			if got := enc.Written(); got != int64(buf.Len()) {
+				t.Errorf("got Written %d, want %d", got, buf.Len())
+			}
+			if tt.format != FormatCSV && tt.rows > 0 {
+				dec := json.NewDecoder(strings.NewReader(buf.String()))
+				for dec.More() {
+					var v any
+					if err := dec.Decode(&v); err != nil {
+						t.Fatalf("got invalid JSON %v, want valid", err)
+					}
+				}
+			}
+		})
+	}
+	if _, err := NewEncoder("xml", &bytes.Buffer{}); KindOf(err) != KindValidation {
+		t.Errorf("got %v, want a validation error for an unknown format", err)
+	}
+}
+
+// failWriter fails every write.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("gone") }
+
+func TestEncoderWriteError(t *testing.T) {
+	enc, _ := NewEncoder(FormatCSV, failWriter{})
+	_ = enc.Begin([]ResultColumn{{Name: "x"}})
+	var err error
+	for i := 0; i < 100000 && err == nil; i++ {
+		err = enc.Row([]Cell{{Kind: CellText, B: []byte("some text to fill the buffer")}})
+	}
+	if err == nil {
+		t.Fatal("got no error, want the writer's")
+	}
+	if err2 := enc.End(); err2 == nil {
+		t.Errorf("got End nil after a failed write, want the error again")
+	}
+}
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain", "quote\" back\\ nl\n tab\t cr\r", "\x00\x01\x1f", "héllo ✓ 😀",
+		"\u2028\u2029", "<&>", string([]byte{0xff, 'a', 0xc3})} {
+		t.Run(s, func(t *testing.T) {
+			got := appendJSONString(nil, []byte(s))
+			var back string
+			if err := json.Unmarshal(got, &back); err != nil {
+				t.Fatalf("got %q (%v), want valid JSON", got, err)
+			}
+			want, _ := json.Marshal(s)
+			var wantBack string
+			_ = json.Unmarshal(want, &wantBack)
+			if back != wantBack {
+				t.Errorf("got %q, want %q", back, wantBack)
+			}
+		})
+	}
+}
+
+func TestAppendFloat(t *testing.T) {
+	for _, f := range []float64{0, 1.5, -2.25, 1e-7, 123456789, 1e21, 1e20, 3.0000000000000004, math.SmallestNonzeroFloat64, math.MaxFloat64} {
+		want, _ := json.Marshal(f)
+		if got := appendFloat(nil, f, 64); string(got) != string(want) {
+			t.Errorf("%v: got %s, want %s", f, got, want)
+		}
+	}
+	if got := appendFloat(nil, float64(float32(0.1)), 32); string(got) != "0.1" {
+		t.Errorf("float32 0.1: got %s, want 0.1", got)
+	}
+}
+
+// numericBytes builds PostgreSQL's binary numeric.
+func numericBytes(weight int16, sign uint16, dscale int16, digits ...uint16) []byte {
+	b := binary.BigEndian.AppendUint16(nil, uint16(len(digits)))
+	b = binary.BigEndian.AppendUint16(b, uint16(weight))
+	b = binary.BigEndian.AppendUint16(b, sign)
+	b = binary.BigEndian.AppendUint16(b, uint16(dscale))
+	for _, d := range digits {
+		b = binary.BigEndian.AppendUint16(b, d)
+	}
+	return b
+}
+
+func TestAppendNumeric(t *testing.T) {
+	tests := []struct {
+		name  string
+		raw   []byte
+		want  string
+		exact bool
+	}{
+		{"zero", numericBytes(0, 0, 0), "0", true},
+		{"zero scale 2", numericBytes(0, 0, 2), "0.00", true},
+		{"12.50", numericBytes(0, 0, 2, 12, 5000), "12.50", true},
+		{"negative", numericBytes(0, 0x4000, 2, 1), "-1.00", true},
+		{"0.1", numericBytes(-1, 0, 1, 1000), "0.1", true},
+		{"0.00001", numericBytes(-2, 0, 5, 1000), "0.00001", true},
+		{"10000", numericBytes(1, 0, 0, 1), "10000", true},
+		{"big", numericBytes(4, 0, 9, 1234, 5678, 9012, 3456, 7890, 1234, 5678, 9000),
+			"12345678901234567890.123456789", false},
+		{"NaN", numericBytes(0, 0xC000, 0), "NaN", false},
+		{"Infinity", numericBytes(0, 0xD000, 0), "Infinity", false},
+		{"-Infinity", numericBytes(0, 0xF000, 0), "-Infinity", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := appendNumeric(nil, tt.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+			if ex := decimalExact(got); ex != tt.exact {
+				t.Errorf("exact: got %v, want %v", ex, tt.exact)
+			}
+		})
+	}
+	if _, err := appendNumeric(nil, []byte{0, 1}); err == nil {
+		t.Error("short input: got no error, want one")
+	}
+}
+
+// TestDecimalExactMatchesDecimalValue: the streaming rule and the batch
+// rule agree.
+func TestDecimalExactMatchesDecimalValue(t *testing.T) {
+	for _, s := range []string{"12.50", "0.1", "-0.000", "123456789012345", "1234567890123456",
+		"0.1234567890123456", "1" + strings.Repeat("0", 400), "100.001", "-99999999999999.9", "0"} {
+		_, isNum := decimalValue(s).(json.Number)
+		if got := decimalExact([]byte(s)); got != isNum {
+			t.Errorf("%s: got %v, want %v", s, got, isNum)
+		}
+	}
+}
+
+func TestResultText(t *testing.T) {
+	res := &Result{
+		Columns: []ResultColumn{{Name: "id", Type: "int8"}, {Name: "name", Type: "text"}, {Name: "j", Type: "jsonb"}, {Name: "n", Type: "numeric"}},
+		Rows: [][]any{
+			{int64(1), "dev, one", json.RawMessage(`{"a":1}`), json.Number("1.50")},
+			{int64(2), "", nil, "12345678901234567890"},
+		},
+		RowCount: 2, Truncated: true, NextCursor: "abc", SQL: "SELECT ...", Mode: ModeBatch,
+	}
+	want := "id,name,j,n\n1,\"dev, one\",\"{\"\"a\"\":1}\",1.50\n2,\"\",,12345678901234567890\n# rows: 2, truncated: more rows exist, next_cursor: abc\n"
+	if got := res.Text(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

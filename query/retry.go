@@ -1,0 +1,211 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+)
+
+// Defaults of the retry and breaker Options.
+const (
+	DefaultRetryAttempts   = 3
+	DefaultBreakerFailures = 5
+	DefaultBreakerCooldown = 5 * time.Second
+)
+
+// Backoff between attempts: retryBase doubled per attempt up to retryCap,
+// half fixed and half random ("equal jitter"), so that clients that failed
+// together do not come back together.
+const (
+	retryBase = 50 * time.Millisecond
+	retryCap  = time.Second
+)
+
+// transient reports whether err is a failure that may pass on a second
+// try: a lost or refused connection, a serialization failure or deadlock,
+// too many connections, an administrator's shutdown. ctx is the attempt's
+// context: once it is done (timeout, cancel) nothing is transient.
+// Read-only queries are always safe to run again.
+func transient(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001", "40P01", "53300", "57P01", "57P02", "57P03":
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08")
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == 5 || c == 6 // BUSY, LOCKED
+	}
+	var (
+		ce *pgconn.ConnectError
+		ne net.Error
+		we *writeErr
+	)
+	if errors.As(err, &we) {
+		return false
+	}
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn)
+}
+
+// backoff is the pause before attempt n+1 (n >= 1).
+func backoff(n int) time.Duration {
+	d := retryBase << min(n-1, 10)
+	d = min(d, retryCap)
+	return d/2 + rand.N(d/2+1)
+}
+
+// attemptFunc runs one attempt under ctx (which carries the statement
+// timeout). It returns whether it has already handed output to the caller
+// (then a failure cannot be retried) and its raw error.
+type attemptFunc func(ctx context.Context) (started bool, err error)
+
+// retry runs fn through database db's breaker, again after transient
+// failures: at most Options.RetryAttempts attempts, pausing with backoff,
+// never past ctx's deadline nor, in all, past the statement timeout. The
+// error is classified.
+func (e *Engine) retry(ctx context.Context, db string, src source, fn attemptFunc) error {
+	br := e.breakers[db]
+	timeout := e.opts.StatementTimeout
+	if src.dialect() == Postgres {
+		timeout += stmtGrace
+	}
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		probe, wait, ok := br.allow()
+		if !ok {
+			return &Error{Kind: KindUnavailable,
+				Message: fmt.Sprintf("database %q is unavailable: too many failures in a row, not trying for now", db),
+				Hint:    "retry later", RetryAfter: wait}
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		started, err := fn(actx)
+		isTransient := transient(actx, err)
+		var cerr error
+		if err != nil {
+			cerr = classify(actx, db, err)
+		}
+		cancel()
+		br.record(probe, outcomeOf(err, isTransient, ctx))
+		if err == nil {
+			return nil
+		}
+		if !isTransient || started || attempt >= e.opts.RetryAttempts {
+			return cerr
+		}
+		d := backoff(attempt)
+		if time.Since(start)+d > e.opts.StatementTimeout {
+			return cerr
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+			return cerr
+		}
+		e.log.Debug("retrying query after a transient failure", logKeyDatabase, db, "attempt", attempt, "error", err)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return cerr
+		case <-t.C:
+		}
+	}
+}
+
+// outcome is what one attempt tells the breaker.
+type outcome int
+
+const (
+	outcomeNeutral outcome = iota // the caller gave up or timed out: says nothing of the database
+	outcomeSuccess                // the database answered (an error in the SQL is an answer)
+	outcomeFailure                // a transient failure
+)
+
+func outcomeOf(err error, isTransient bool, parent context.Context) outcome {
+	switch {
+	case err == nil:
+		return outcomeSuccess
+	case isTransient:
+		return outcomeFailure
+	case parent.Err() != nil || KindOf(classify(context.Background(), "", err)) == KindTimeout:
+		return outcomeNeutral
+	}
+	return outcomeSuccess
+}
+
+// breaker is one database's circuit breaker: after threshold transient
+// failures in a row it opens and refuses every call for cooldown; then it
+// lets one probe through (half-open), which closes it on success and opens
+// it again on failure. It is safe for concurrent use.
+//
+// Our own rather than sony/gobreaker: we need the time left open for
+// RetryAfter, our own idea of which failures count (only transient ones;
+// timeouts and cancels are neutral), and no new module for ~60 lines.
+type breaker struct {
+	threshold int
+	cooldown  time.Duration
+	now       func() time.Time
+
+	mu        sync.Mutex
+	failures  int
+	openUntil time.Time // zero while closed
+	probing   bool      // a half-open probe is out
+}
+
+func newBreaker(threshold int, cooldown time.Duration) *breaker {
+	return &breaker{threshold: threshold, cooldown: cooldown, now: time.Now}
+}
+
+// allow says whether a call may go ahead, and whether it is the probe;
+// when not, wait is how long the caller should wait.
+func (b *breaker) allow() (probe bool, wait time.Duration, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.openUntil.IsZero() {
+		return false, 0, true
+	}
+	if left := b.openUntil.Sub(b.now()); left > 0 {
+		return false, left, false
+	}
+	if b.probing {
+		return false, min(b.cooldown, time.Second), false
+	}
+	b.probing = true
+	return true, 0, true
+}
+
+// record takes the outcome of a call allow let through.
+func (b *breaker) record(probe bool, o outcome) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if probe {
+		b.probing = false
+	}
+	switch o {
+	case outcomeSuccess:
+		b.failures, b.openUntil = 0, time.Time{}
+	case outcomeFailure:
+		b.failures++
+		if probe || b.failures >= b.threshold {
+			b.openUntil = b.now().Add(b.cooldown)
+		}
+	}
+}

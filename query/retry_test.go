@@ -1,0 +1,257 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/lakegate/lakegate/config"
+)
+
+func TestTransient(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"serialization failure", context.Background(), &pgconn.PgError{Code: "40001"}, true},
+		{"deadlock", context.Background(), &pgconn.PgError{Code: "40P01"}, true},
+		{"too many connections", context.Background(), &pgconn.PgError{Code: "53300"}, true},
+		{"admin shutdown", context.Background(), &pgconn.PgError{Code: "57P01"}, true},
+		{"crash shutdown", context.Background(), &pgconn.PgError{Code: "57P02"}, true},
+		{"cannot connect now", context.Background(), &pgconn.PgError{Code: "57P03"}, true},
+		{"connection failure", context.Background(), &pgconn.PgError{Code: "08006"}, true},
+		{"unexpected EOF", context.Background(), fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{"refused", context.Background(), &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
+		{"syntax error", context.Background(), &pgconn.PgError{Code: "42601"}, false},
+		{"statement timeout", context.Background(), &pgconn.PgError{Code: "57014"}, false},
+		{"read only", context.Background(), &pgconn.PgError{Code: "25006"}, false},
+		{"context done", cancelled, io.ErrUnexpectedEOF, false},
+		{"deadline", context.Background(), context.DeadlineExceeded, false},
+		{"writer failed", context.Background(), &writeErr{io.ErrUnexpectedEOF}, false},
+		{"nil", context.Background(), nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := transient(tt.ctx, tt.err); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for n := 1; n <= 12; n++ {
+		d := backoff(n)
+		full := min(retryBase<<min(n-1, 10), retryCap)
+		if d < full/2 || d > full {
+			t.Errorf("attempt %d: got %v, want within [%v, %v]", n, d, full/2, full)
+		}
+	}
+}
+
+func TestBreaker(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := newBreaker(3, 10*time.Second)
+	b.now = func() time.Time { return now }
+	steps := []struct {
+		name      string
+		advance   time.Duration
+		outcome   outcome
+		wantOK    bool
+		wantProbe bool
+	}{
+		{"closed", 0, outcomeFailure, true, false},
+		{"second failure", 0, outcomeFailure, true, false},
+		{"success resets", 0, outcomeSuccess, true, false},
+		{"one", 0, outcomeFailure, true, false},
+		{"two", 0, outcomeFailure, true, false},
+		{"three opens", 0, outcomeFailure, true, false},
+		{"open", time.Second, outcomeFailure, false, false},
+		{"still open", 8 * time.Second, outcomeFailure, false, false},
+		{"probe fails", 2 * time.Second, outcomeFailure, true, true},
+		{"open again", time.Second, outcomeFailure, false, false},
+		{"neutral probe", 10 * time.Second, outcomeNeutral, true, true},
+		{"probe succeeds", 0, outcomeSuccess, true, true},
+		{"closed again", 0, outcomeSuccess, true, false},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			now = now.Add(s.advance)
+			probe, wait, ok := b.allow()
+			if ok != s.wantOK || probe != s.wantProbe {
+				t.Fatalf("got ok %v probe %v (wait %v), want %v %v", ok, probe, wait, s.wantOK, s.wantProbe)
+			}
+			if !ok && (wait <= 0 || wait > 10*time.Second) {
+				t.Errorf("got wait %v, want the time left open", wait)
+			}
+			if ok {
+				b.record(probe, s.outcome)
+			}
+		})
+	}
+	t.Run("one probe at a time", func(t *testing.T) {
+		b := newBreaker(1, time.Second)
+		b.now = func() time.Time { return now }
+		b.record(false, outcomeFailure)
+		now = now.Add(2 * time.Second)
+		if probe, _, ok := b.allow(); !ok || !probe {
+			t.Fatalf("got ok %v probe %v, want the probe", ok, probe)
+		}
+		if _, wait, ok := b.allow(); ok || wait <= 0 {
+			t.Errorf("got ok %v wait %v, want refused while the probe is out", ok, wait)
+		}
+	})
+}
+
+// TestRetryAfterTerminate: the backend running a query is terminated
+// from an admin connection (57P01); the query is run again on another
+// connection and succeeds.
+func TestRetryAfterTerminate(t *testing.T) {
+	e := pgEngine(t, nil)
+	admin, err := pgx.Connect(t.Context(), os.Getenv(pgEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	const marker = "lakegate_retry_probe"
+	sql := "SELECT count(*) AS " + marker + " FROM generate_series(1, 20000000)"
+	var terminated atomic.Bool
+	stop := make(chan struct{})
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			var ok bool
+			err := admin.QueryRow(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid() LIMIT 1`, marker).Scan(&ok)
+			if err == nil && ok {
+				terminated.Store(true)
+				return
+			}
+		}
+	}()
+	res, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: sql})
+	close(stop)
+	<-watcherDone
+	if !terminated.Load() {
+		t.Skip("the query finished before it could be terminated")
+	}
+	if err != nil {
+		t.Fatalf("got %v, want the query retried after its backend was terminated", err)
+	}
+	if got := fmt.Sprint(res.Rows[0][0]); got != "20000000" {
+		t.Errorf("got %s, want 20000000", got)
+	}
+	t.Run("no retry when off", func(t *testing.T) {
+		e1 := pgEngine(t, &Options{RetryAttempts: 1})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 400 {
+				var ok bool
+				if admin.QueryRow(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid() LIMIT 1`, marker).Scan(&ok) == nil && ok {
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+		_, err := e1.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: sql})
+		<-done
+		wantKind(t, err, KindUnavailable)
+	})
+}
+
+// TestBreakerOpensOnDeadDatabase: a database whose server went away
+// (a closed port) fails transiently; after BreakerFailures the circuit
+// opens and calls are refused at once with RetryAfter.
+func TestBreakerOpensOnDeadDatabase(t *testing.T) {
+	url := os.Getenv(pgEnv)
+	if url == "" {
+		t.Skip("PostgreSQL tests skipped: " + pgEnv + " not set")
+	}
+	// A proxy we can close stands for the server.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := pgx.ParseConfig(url)
+	target := net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
+	proxyDone := make(chan struct{})
+	go func() {
+		defer close(proxyDone)
+		proxy(ln, target)
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	deadURL := strings.Replace(pgTestURL(url), fmt.Sprintf("%s:%d", cfg.Host, cfg.Port), "127.0.0.1:"+port, 1)
+	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: deadURL}}, &Options{BreakerFailures: 3, BreakerCooldown: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ln.Close()
+	<-proxyDone
+	e.sources["pg"].(*pgSource).pool.Reset() // drop the live connections: the server is gone
+
+	start := time.Now()
+	_, err = e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
+	wantKind(t, err, KindUnavailable)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("got %v for three attempts, want bounded backoff", d)
+	}
+	start = time.Now()
+	_, err = e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
+	qe := wantKind(t, err, KindUnavailable)
+	if qe.RetryAfter <= 0 || qe.RetryAfter > time.Minute {
+		t.Errorf("got RetryAfter %v, want the time left open", qe.RetryAfter)
+	}
+	if !strings.Contains(qe.Message, "too many failures") {
+		t.Errorf("got %q, want the open circuit named", qe.Message)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("got %v, want an open circuit to answer at once", d)
+	}
+}
+
+// proxy forwards connections accepted on ln to target until ln closes,
+// then closes the ones it made.
+func proxy(ln net.Listener, target string) {
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		conns = append(conns, c, s)
+		go func() { _, _ = io.Copy(s, c); s.Close() }()
+		go func() { _, _ = io.Copy(c, s); c.Close() }()
+	}
+}

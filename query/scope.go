@@ -1,0 +1,141 @@
+package query
+
+import (
+	"fmt"
+	"strings"
+)
+
+// scope is the tables one structured query reads: the base table first,
+// then each joined table. With joins, every table has an alias (its
+// request name) and column references are qualified by it.
+type scope struct {
+	d      Dialect
+	tables []*tableInfo
+}
+
+// colRef is a resolved column: table index in the scope, column index.
+type colRef struct{ t, c int }
+
+func (s *scope) joined() bool { return len(s.tables) > 1 }
+
+func (s *scope) col(r colRef) Column  { return s.tables[r.t].Columns[r.c] }
+func (s *scope) typ(r colRef) colType { return s.tables[r.t].types[r.c] }
+
+// expr is the quoted, and with joins qualified, column reference.
+func (s *scope) expr(r colRef) string {
+	name := quoteIdent(s.col(r).Name)
+	if s.joined() {
+		return quoteIdent(s.tables[r.t].Name) + "." + name
+	}
+	return name
+}
+
+// from writes the FROM target of table i.
+func (s *scope) from(i int) string {
+	if s.joined() {
+		return tableRef(s.d, s.tables[i]) + " AS " + quoteIdent(s.tables[i].Name)
+	}
+	return tableRef(s.d, s.tables[i])
+}
+
+// resolve finds a column of the scope.
+func (s *scope) resolve(ref string) (colRef, error) {
+	idx := make([]int, len(s.tables))
+	for i := range idx {
+		idx[i] = i
+	}
+	return s.resolveIn(ref, idx)
+}
+
+// resolveIn finds column ref among the tables idx: an exact column name
+// of one table, then "table.column", then a unique case-insensitive
+// match; else a validation error listing close matches.
+func (s *scope) resolveIn(ref string, idx []int) (colRef, error) {
+	var found []colRef
+	for _, i := range idx {
+		if c, ok := s.tables[i].colIndex[ref]; ok {
+			found = append(found, colRef{i, c})
+		}
+	}
+	if len(found) == 0 {
+		for k := 0; k < len(ref); k++ {
+			if ref[k] != '.' {
+				continue
+			}
+			if i, ok := s.tableIn(ref[:k], idx); ok {
+				c, err := s.tables[i].column(ref[k+1:])
+				if err != nil {
+					return colRef{}, err
+				}
+				return colRef{i, c}, nil
+			}
+		}
+	}
+	if len(found) == 0 && len(idx) == 1 {
+		c, err := s.tables[idx[0]].column(ref)
+		return colRef{idx[0], c}, err
+	}
+	if len(found) == 0 {
+		for _, i := range idx {
+			if c, ok := foldMatch(ref, len(s.tables[i].Columns), func(k int) string { return s.tables[i].Columns[k].Name }); ok {
+				found = append(found, colRef{i, c})
+			}
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		var known, tables []string
+		for _, i := range idx {
+			tables = append(tables, fmt.Sprintf("%q", s.tables[i].Name))
+			for _, c := range s.tables[i].Columns {
+				known = append(known, s.tables[i].Name+"."+c.Name)
+			}
+		}
+		hint := namesHint("columns", ref, known)
+		if close := closeColumns(ref, s, idx); len(close) > 0 && !strings.HasPrefix(hint, "did you mean") {
+			hint = fmt.Sprintf("did you mean %s? ", quoteList(close)) + hint
+		}
+		return colRef{}, &Error{Kind: KindValidation,
+			Message: fmt.Sprintf("unknown column %q in tables %s", ref, strings.Join(tables, ", ")), Hint: hint}
+	}
+	var names []string
+	for _, r := range found {
+		names = append(names, fmt.Sprintf("%q", s.tables[r.t].Name+"."+s.col(r).Name))
+	}
+	return colRef{}, &Error{Kind: KindValidation,
+		Message: fmt.Sprintf("column %q is ambiguous: it is in several tables", ref),
+		Hint:    "qualify it as " + strings.Join(names, " or ")}
+}
+
+// tableIn finds a table of idx by its request name, then ignoring case,
+// then by its unqualified name.
+func (s *scope) tableIn(name string, idx []int) (int, bool) {
+	for _, match := range []func(t *tableInfo) bool{
+		func(t *tableInfo) bool { return t.Name == name },
+		func(t *tableInfo) bool { return strings.EqualFold(t.Name, name) },
+		func(t *tableInfo) bool { return t.rel == name },
+	} {
+		for _, i := range idx {
+			if match(s.tables[i]) {
+				return i, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// closeColumns matches an unqualified name against the bare column names.
+func closeColumns(ref string, s *scope, idx []int) []string {
+	var out []string
+	for _, i := range idx {
+		for _, m := range closeMatches(ref, s.tables[i].columnNames()) {
+			out = append(out, s.tables[i].Name+"."+m)
+		}
+	}
+	if len(out) > 3 {
+		out = out[:3]
+	}
+	return out
+}

@@ -1,0 +1,260 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+// The EdgeLake-style command interface: GET or POST / with the command in a
+// "command" header, or in a JSON body {"command": "..."}, answered in JSON.
+// It lets existing REST clients drive lakegate without new routes.
+
+// command is one known command: its words, the role it needs and its run.
+type command struct {
+	usage string
+	words []string
+	role  string
+	run   func(s *Server, c *gin.Context, args commandArgs) (any, error)
+}
+
+// commandArgs are the parts of a command after its words.
+type commandArgs struct {
+	where  map[string]string // "where a = x and b = y"
+	db     string            // sql's database
+	format string            // sql's format
+	sql    string            // sql's statement
+}
+
+func commands() []command {
+	return []command{
+		{"run mcp server", []string{"run", "mcp", "server"}, RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
+			s.plugin.Enable()
+			return s.plugin.Status(), nil
+		}},
+		{"exit mcp server", []string{"exit", "mcp", "server"}, RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
+			s.plugin.Disable()
+			return s.plugin.Status(), nil
+		}},
+		{"get mcp status", []string{"get", "mcp", "status"}, RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
+			return s.plugin.Status(), nil
+		}},
+		{"get status", []string{"get", "status"}, RoleReader, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
+			return gin.H{"status": "running", "version": s.opts.Version, "mcp_enabled": s.plugin.Enabled(),
+				"uptime_s": int64(time.Since(s.started).Seconds())}, nil
+		}},
+		{"get databases", []string{"get", "databases"}, RoleReader, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
+			return gin.H{"databases": s.engine.Databases()}, nil
+		}},
+		{"get tables where dbms = DB", []string{"get", "tables"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
+			db, err := a.need("dbms")
+			if err != nil {
+				return nil, err
+			}
+			tables, err := s.engine.Tables(c.Request.Context(), caller(c), db)
+			return gin.H{"database": db, "tables": tables}, err
+		}},
+		{"get columns where dbms = DB and table = TABLE", []string{"get", "columns"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
+			db, err := a.need("dbms")
+			if err != nil {
+				return nil, err
+			}
+			table, err := a.need("table")
+			if err != nil {
+				return nil, err
+			}
+			return s.engine.Describe(c.Request.Context(), caller(c), db, table)
+		}},
+		{`sql DB format = json "SELECT ..."`, []string{"sql"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
+			if a.format != "" && a.format != "json" {
+				return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", a.format), Hint: "use format = json"}
+			}
+			return s.engine.RunSQL(c.Request.Context(), caller(c), query.SQLRequest{Database: a.db, SQL: a.sql})
+		}},
+	}
+}
+
+func (a commandArgs) need(key string) (string, error) {
+	if v := a.where[key]; v != "" {
+		return v, nil
+	}
+	return "", &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("missing %q in the where clause", key),
+		Hint: "e.g. get columns where dbms = iot and table = readings"}
+}
+
+// runCommand serves GET / and POST / for the command interface.
+func (s *Server) runCommand(c *gin.Context) {
+	text := c.GetHeader("command")
+	if text == "" && c.Request.Method == http.MethodPost && c.Request.ContentLength != 0 {
+		var body struct {
+			Command string `json:"command"`
+		}
+		if err := decodeJSON(c.Request.Body, &body); err != nil {
+			fail(c, err)
+			return
+		}
+		text = body.Command
+	}
+	cmd, args, err := parseCommand(text)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if !caller(c).HasRole(cmd.role) {
+		fail(c, query.Errorf(query.KindForbidden, "command %q needs the %s role", cmd.usage, cmd.role))
+		return
+	}
+	out, err := cmd.run(s, c, args)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// parseCommand finds the command text names and reads its arguments.
+func parseCommand(text string) (command, commandArgs, error) {
+	words, err := splitCommand(text)
+	if err != nil {
+		return command{}, commandArgs{}, err
+	}
+	if len(words) == 0 {
+		return command{}, commandArgs{}, unknownCommand("no command given")
+	}
+	var best command
+	for _, cmd := range commands() {
+		if len(words) >= len(cmd.words) && equalFold(words[:len(cmd.words)], cmd.words) && len(cmd.words) > len(best.words) {
+			best = cmd
+		}
+	}
+	if best.words == nil {
+		return command{}, commandArgs{}, unknownCommand(fmt.Sprintf("unknown command %q", text))
+	}
+	rest := words[len(best.words):]
+	var args commandArgs
+	if best.words[0] == "sql" {
+		args, err = parseSQLArgs(rest)
+	} else {
+		args.where, err = parseWhere(rest)
+	}
+	if err != nil {
+		return command{}, commandArgs{}, err
+	}
+	return best, args, nil
+}
+
+func unknownCommand(msg string) error {
+	var known []string
+	for _, cmd := range commands() {
+		known = append(known, cmd.usage)
+	}
+	return &query.Error{Kind: query.KindValidation, Message: msg, Hint: "known commands: " + strings.Join(known, "; ")}
+}
+
+// parseWhere reads "where k = v and k = v"; nothing at all is fine.
+func parseWhere(words []string) (map[string]string, error) {
+	where := map[string]string{}
+	if len(words) == 0 {
+		return where, nil
+	}
+	if !strings.EqualFold(words[0], "where") {
+		return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("unexpected %q", words[0]), Hint: "conditions start with: where key = value"}
+	}
+	words = words[1:]
+	for len(words) > 0 {
+		if len(words) < 3 || words[1] != "=" {
+			return nil, &query.Error{Kind: query.KindValidation, Message: "a where condition must read: key = value", Hint: "join conditions with and"}
+		}
+		where[strings.ToLower(words[0])] = words[2]
+		words = words[3:]
+		if len(words) > 0 {
+			if !strings.EqualFold(words[0], "and") {
+				return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("unexpected %q between conditions", words[0]), Hint: "join conditions with and"}
+			}
+			words = words[1:]
+		}
+	}
+	return where, nil
+}
+
+// parseSQLArgs reads: DB [format = F] [and ...] "SELECT ...".
+func parseSQLArgs(words []string) (commandArgs, error) {
+	usage := &query.Error{Kind: query.KindValidation, Message: "sql command: want sql DB [format = json] \"SELECT ...\"",
+		Hint: `e.g. sql iot format = json "SELECT count(*) FROM readings"`}
+	if len(words) < 2 {
+		return commandArgs{}, usage
+	}
+	a := commandArgs{db: words[0], sql: words[len(words)-1]}
+	opts := words[1 : len(words)-1]
+	for len(opts) > 0 {
+		if strings.EqualFold(opts[0], "and") {
+			opts = opts[1:]
+			continue
+		}
+		if len(opts) < 3 || opts[1] != "=" {
+			return commandArgs{}, usage
+		}
+		switch strings.ToLower(opts[0]) {
+		case "format":
+			a.format = strings.ToLower(opts[2])
+		default:
+			return commandArgs{}, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("sql option %q is not supported", opts[0]), Hint: "supported: format = json"}
+		}
+		opts = opts[3:]
+	}
+	return a, nil
+}
+
+// splitCommand splits on spaces, keeping "quoted" or 'quoted' parts whole
+// and "=" as a word of its own.
+func splitCommand(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	flush := func() {
+		if cur.Len() > 0 {
+			words = append(words, cur.String())
+			cur.Reset()
+		}
+	}
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case r == '"' || r == '\'':
+			j := i + 1
+			for j < len(rs) && rs[j] != r {
+				j++
+			}
+			if j == len(rs) {
+				return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("unterminated %c quote in command", r)}
+			}
+			flush()
+			words = append(words, string(rs[i+1:j]))
+			i = j
+		case r == '=':
+			flush()
+			words = append(words, "=")
+		case unicode.IsSpace(r):
+			flush()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	flush()
+	return words, nil
+}
+
+func equalFold(a, b []string) bool {
+	for i := range a {
+		if !strings.EqualFold(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}

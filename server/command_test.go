@@ -1,0 +1,85 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+func TestCommands(t *testing.T) {
+	st := newStack(t, nil)
+	admin := token(t, "root", RoleAdmin)
+	reader := token(t, "alice", RoleReader)
+
+	ok := []struct {
+		name, tok, command, want string
+	}{
+		{"get status", reader, "get status", `"status":"running"`},
+		{"get databases", reader, "get databases", `"name":"demo"`},
+		{"case and spacing", reader, "  GET   Databases ", `"name":"demo"`},
+		{"get tables", reader, "get tables where dbms = demo", `"readings"`},
+		{"get tables without spaces", reader, "get tables where dbms=demo", `"devices"`},
+		{"get columns", reader, "get columns where dbms = demo and table = devices", `"primary_key":["id"]`},
+		{"sql", reader, `sql demo format = json "SELECT count(*) AS n FROM devices WHERE site = 'oslo'"`, `"row_count":1`},
+		{"sql without format", reader, `sql demo 'SELECT 1 AS one'`, `"one"`},
+		{"get mcp status", admin, "get mcp status", `"enabled":true`},
+		{"exit mcp server", admin, "exit mcp server", `"enabled":false`},
+		{"run mcp server", admin, "run mcp server", `"enabled":true`},
+	}
+	for _, tt := range ok {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, method := range []string{"GET", "POST"} {
+				r := st.do(t, method, "/", tt.tok, "", "command", tt.command)
+				if r.code != http.StatusOK || !strings.Contains(string(r.body), tt.want) {
+					t.Errorf("%s: got %d %s, want 200 containing %s", method, r.code, r.body, tt.want)
+				}
+			}
+		})
+	}
+
+	t.Run("json body", func(t *testing.T) {
+		r := st.do(t, "POST", "/", reader, `{"command": "get databases"}`)
+		if r.code != http.StatusOK || !strings.Contains(string(r.body), `"demo"`) {
+			t.Errorf("got %d %s, want the databases", r.code, r.body)
+		}
+	})
+
+	bad := []struct {
+		name, tok, command string
+		code               int
+		kind               query.Kind
+		mention            string
+	}{
+		{"no command", reader, "", 400, query.KindValidation, "known commands"},
+		{"unknown", reader, "drop everything", 400, query.KindValidation, "run mcp server"},
+		{"admin only", reader, "exit mcp server", 403, query.KindForbidden, "admin"},
+		{"missing where", reader, "get tables", 400, query.KindValidation, `"dbms"`},
+		{"bad where", reader, "get tables dbms = demo", 400, query.KindValidation, "where"},
+		{"half condition", reader, "get tables where dbms", 400, query.KindValidation, "key = value"},
+		{"or is not and", reader, "get columns where dbms = demo or table = x", 400, query.KindValidation, "and"},
+		{"unknown db", reader, "get tables where dbms = nope", 404, query.KindNotFound, "nope"},
+		{"unquoted sql", reader, "sql demo SELECT 1", 400, query.KindValidation, "sql DB"},
+		{"bad format", reader, `sql demo format = xml "SELECT 1"`, 400, query.KindValidation, "json"},
+		{"bad option", reader, `sql demo limit = 5 "SELECT 1"`, 400, query.KindValidation, "format"},
+		{"write refused", reader, `sql demo "DELETE FROM devices"`, 400, query.KindValidation, ""},
+		{"unterminated quote", reader, `sql demo "SELECT 1`, 400, query.KindValidation, "unterminated"},
+		{"no token", "", "get status", 401, query.KindAuth, ""},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			r := st.do(t, "GET", "/", tt.tok, "", "command", tt.command)
+			if r.code != tt.code {
+				t.Fatalf("got %d %s, want %d", r.code, r.body, tt.code)
+			}
+			e := r.errBody(t)
+			if e.Error.Kind != tt.kind || !strings.Contains(e.Error.Message+" "+e.Error.Hint, tt.mention) {
+				t.Errorf("got %+v, want kind %s mentioning %q", e.Error, tt.kind, tt.mention)
+			}
+		})
+	}
+	if n := st.count(t, "devices"); n == 0 {
+		t.Errorf("devices after commands: got %d rows, want the demo rows intact", n)
+	}
+}

@@ -1,0 +1,212 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lakegate/lakegate/config"
+)
+
+// running is a Server answering on a loopback port through Serve.
+type running struct {
+	base   string
+	stop   context.CancelFunc
+	done   chan error
+	client *http.Client
+}
+
+// startServe runs Serve on 127.0.0.1:0 with opts; setup may add routes.
+// The test's cleanup stops it if the test did not.
+func startServe(t *testing.T, opts *Options, setup func(*Server)) *running {
+	t.Helper()
+	cfg := config.Default()
+	cfg.JWTSecret = testSecret
+	engine, plugin := newEngine(t)
+	s, err := New(cfg, engine, plugin, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(s)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	r := &running{base: "http://" + ln.Addr().String(), stop: stop, done: make(chan error, 1),
+		client: &http.Client{Transport: &http.Transport{}}}
+	go func() { r.done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-r.done:
+		case <-time.After(15 * time.Second):
+			t.Error("Serve did not return")
+		}
+		r.client.CloseIdleConnections()
+	})
+	return r
+}
+
+// shutdown cancels Serve's ctx and returns its result, failing the test if
+// it takes longer than within.
+func (r *running) shutdown(t *testing.T, within time.Duration) error {
+	t.Helper()
+	r.stop()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		return err
+	case <-time.After(within):
+		t.Fatalf("Serve did not return within %v", within)
+		return nil
+	}
+}
+
+func (r *running) get(ctx context.Context, path, tok string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", r.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	return r.client.Do(req)
+}
+
+func TestServeShutdownEndsSSE(t *testing.T) {
+	r := startServe(t, &Options{DrainTimeout: 5 * time.Second}, nil)
+	resp, err := r.get(t.Context(), "/mcp/sse", token(t, "agent", RoleReader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("got %d %q, want 200 text/event-stream", resp.StatusCode, ct)
+	}
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "event: endpoint\n" {
+		t.Fatalf("got %q, %v, want the endpoint event", line, err)
+	}
+	data, _ := br.ReadString('\n')
+	if !strings.HasPrefix(data, "data: /mcp/messages/?session_id=") {
+		t.Fatalf("got %q, want the endpoint data line", data)
+	}
+
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, br)
+		ended <- err
+	}()
+	start := time.Now()
+	if err := r.shutdown(t, 5*time.Second); err != nil {
+		t.Errorf("Serve: got %v, want nil", err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the SSE stream did not end")
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("shutdown took %v, want well under the drain timeout", d)
+	}
+	if _, err := r.get(t.Context(), "/health", ""); err == nil {
+		t.Error("got an answer after shutdown, want a refused connection")
+	}
+}
+
+func TestServeDrain(t *testing.T) {
+	tests := []struct {
+		name, path string
+		drain      time.Duration
+		wantServe  error // nil, or an error Serve's must wrap
+		wantCodes  []int // 0: the client sees a broken connection
+	}{
+		{"in-flight request finishes", "/slow", 5 * time.Second, nil, []int{http.StatusOK}},
+		// The cancelled handler may write its 503 before the connection is closed.
+		{"stuck request is cancelled", "/stuck", 200 * time.Millisecond, context.DeadlineExceeded, []int{0, http.StatusServiceUnavailable}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			release := make(chan struct{})
+			started := make(chan struct{}, 1)
+			r := startServe(t, &Options{DrainTimeout: tt.drain}, func(s *Server) {
+				// /slow finishes 300ms after shutdown starts; /stuck only
+				// when its request is cancelled.
+				s.router.GET("/slow", func(c *gin.Context) {
+					started <- struct{}{}
+					<-release
+					c.String(http.StatusOK, "done")
+				})
+				s.router.GET("/stuck", func(c *gin.Context) {
+					started <- struct{}{}
+					<-c.Request.Context().Done()
+					c.Status(http.StatusServiceUnavailable)
+				})
+			})
+			type result struct {
+				code int
+				body string
+				err  error
+			}
+			got := make(chan result, 1)
+			go func() {
+				resp, err := r.get(t.Context(), tt.path, "")
+				if err != nil {
+					got <- result{err: err}
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got <- result{code: resp.StatusCode, body: string(b)}
+			}()
+			<-started
+			time.AfterFunc(300*time.Millisecond, func() { close(release) })
+			err := r.shutdown(t, 5*time.Second)
+			if (tt.wantServe == nil) != (err == nil) || (tt.wantServe != nil && !errors.Is(err, tt.wantServe)) {
+				t.Errorf("Serve: got %v, want %v", err, tt.wantServe)
+			}
+			res := <-got
+			if !slices.Contains(tt.wantCodes, res.code) {
+				t.Errorf("client: got %d %q (%v), want one of %v", res.code, res.body, res.err, tt.wantCodes)
+			}
+		})
+	}
+}
+
+func TestServeListenerError(t *testing.T) {
+	cfg := config.Default()
+	cfg.JWTSecret = testSecret
+	engine, plugin := newEngine(t)
+	s, err := New(cfg, engine, plugin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(t.Context(), ln) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.HasPrefix(err.Error(), "serve: ") {
+			t.Errorf("got %v, want a serve: error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return on a closed listener")
+	}
+}
