@@ -31,10 +31,20 @@ func callJSON(t *testing.T, cs *mcpsdk.ClientSession, tool string, args map[stri
 	if err := dec.Decode(out); err != nil {
 		t.Fatalf("%s: structured content %s: %v", tool, raw, err)
 	}
-	// The text content carries the same data.
+	// The text content carries the same data: query results as compact
+	// CSV (header, rows, footer), everything else as the same JSON.
 	text := res.Content[0].(*mcpsdk.TextContent).Text
 	var a, b any
 	_ = json.Unmarshal(raw, &a)
+	if m, ok := a.(map[string]any); ok && m["columns"] != nil && m["rows"] != nil {
+		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+		rows, _ := m["rows"].([]any)
+		if len(lines) != len(rows)+2 || !strings.HasPrefix(lines[len(lines)-1], fmt.Sprintf("# rows: %d", len(rows))) {
+			t.Errorf("%s: text %q: want a header, %d rows and a footer", tool, text, len(rows))
+		}
+		t.Logf("%s: text %d bytes, structured JSON %d bytes", tool, len(text), len(raw))
+		return res
+	}
 	if err := json.Unmarshal([]byte(text), &b); err != nil {
 		t.Fatalf("%s: text content is not JSON: %v", tool, err)
 	}

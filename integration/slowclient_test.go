@@ -31,7 +31,7 @@ func TestSlowSSEClientIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	fmt.Fprintf(nc, "GET /mcp/sse HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", tok)
+	fmt.Fprintf(nc, "GET /mcp/sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n", tok)
 	br := bufio.NewReader(nc)
 	var endpoint string
 	for endpoint == "" {

@@ -87,14 +87,21 @@ func (p *Plugin) withWorker(ctx context.Context, fn func() (any, error)) (any, e
 	return fn()
 }
 
+// structuredResult returns v as structured content and as text. Query
+// results go to the model as compact CSV with a footer (a fraction of the
+// JSON's bytes); everything else as the same JSON.
 func structuredResult(v any) (*mcpsdk.CallToolResult, error) {
-	text, err := json.Marshal(v)
+	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode tool result: %w", err)
 	}
+	text := string(data)
+	if res, ok := v.(*query.Result); ok {
+		text = res.Text()
+	}
 	return &mcpsdk.CallToolResult{
-		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: string(text)}},
-		StructuredContent: json.RawMessage(text),
+		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: text}},
+		StructuredContent: json.RawMessage(data),
 	}, nil
 }
 

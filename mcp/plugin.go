@@ -57,8 +57,9 @@ type Options struct {
 	// PageSize bounds the items of one tools, prompts, resources or
 	// templates list page (default 100).
 	PageSize int
-	// CatalogInterval is how often the table lists are checked for the
-	// resources list (default 30s); a change sends resources/list_changed.
+	// CatalogInterval is how often, at most, client requests trigger a check
+	// of the table lists for the resources list (default 30s); a change
+	// sends notifications/resources/list_changed.
 	CatalogInterval time.Duration
 	// SessionTimeout closes Streamable HTTP sessions idle this long
 	// (default 30m).
@@ -98,9 +99,8 @@ type Plugin struct {
 	closed   bool
 	wg       sync.WaitGroup
 
-	watchOnce sync.Once
-	stopWatch context.CancelFunc
-	watchDone chan struct{}
+	syncMu    sync.Mutex
+	lastSync  time.Time // of the last catalog check, under syncMu
 	catalogMu sync.Mutex
 	catalog   map[string]bool // URIs of the table schema resources listed
 
@@ -174,6 +174,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	for _, t := range tools {
 		p.server.AddTool(t.tool(), p.observe(t.Name, p.handle(t)))
 	}
+	p.server.AddReceivingMiddleware(p.catalogCheck)
 	p.addPrompts()
 	p.addResources()
 	if o.Conformance {
@@ -208,7 +209,6 @@ func (p *Plugin) Mount(r gin.IRouter) {
 	g.GET("/sse", p.serveSSE)
 	g.POST("/messages/", p.serveMessage)
 	g.POST("/messages", p.serveMessage)
-	p.startWatcher()
 }
 
 // Enable turns the plugin on; MCP routes answer again.
@@ -269,14 +269,13 @@ func (p *Plugin) ToolNames() []string {
 	return names
 }
 
-// Close stops the catalog watcher, closes every session (SSE and
-// Streamable HTTP) and waits for their streams to end. New sessions are
+// Close closes every session (SSE and Streamable HTTP) and waits for
+// their streams to end. New sessions are
 // refused afterwards. Safe to call more than once.
 func (p *Plugin) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	p.stopWatcher()
 	p.closeSessions()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()

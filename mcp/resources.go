@@ -20,12 +20,12 @@ const (
 	schemaTemplate = "lakegate://databases/{db}/tables/{table}/schema"
 )
 
-// catalogCaller is who the catalog watcher lists tables as.
+// catalogCaller is who the catalog check lists tables as.
 var catalogCaller = query.Caller{Subject: "lakegate-catalog", Roles: []string{"reader"}}
 
 // addResources registers lakegate://databases and the table schema
-// template. The catalog watcher adds one concrete schema resource per
-// table, so that resources/list pages through every table.
+// template. The catalog check (catalogCheck) adds one concrete schema
+// resource per table, so that resources/list pages through every table.
 func (p *Plugin) addResources() {
 	p.server.AddResource(&mcpsdk.Resource{
 		URI:         databasesURI,
@@ -96,50 +96,25 @@ func parseSchemaURI(uri string) (db, table string, ok bool) {
 	return db, table, true
 }
 
-// startWatcher starts, once, the goroutine that keeps the table schema
-// resources in step with the catalog. The first check runs before it
-// returns (bounded by firstSyncTimeout), so the first resources/list is
-// complete. Close stops it.
-func (p *Plugin) startWatcher() {
-	p.watchOnce.Do(func() {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		p.stopWatch, p.watchDone = cancel, make(chan struct{})
-		p.mu.Unlock()
-		first, cancelFirst := context.WithTimeout(ctx, firstSyncTimeout)
-		p.syncCatalog(first)
-		cancelFirst()
-		go func() {
-			defer close(p.watchDone)
-			t := time.NewTicker(p.opts.CatalogInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-				p.syncCatalog(ctx)
-			}
-		}()
-	})
-}
-
-// firstSyncTimeout bounds the catalog check made when the plugin starts.
+// firstSyncTimeout bounds one catalog check.
 const firstSyncTimeout = 5 * time.Second
 
-func (p *Plugin) stopWatcher() {
-	p.watchOnce.Do(func() {}) // a watcher can no longer start
-	p.mu.Lock()
-	cancel, done := p.stopWatch, p.watchDone
-	p.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
+// catalogCheck is receiving middleware: before a request is handled, it
+// checks the catalog when the last check is older than CatalogInterval
+// (always, the first time, so the first resources/list is complete). The
+// check rides on client traffic, bounded by firstSyncTimeout, so the plugin
+// runs no goroutine of its own; concurrent requests wait for one check.
+func (p *Plugin) catalogCheck(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		p.syncMu.Lock()
+		if p.lastSync.IsZero() || time.Since(p.lastSync) >= p.opts.CatalogInterval {
+			p.lastSync = time.Now()
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), firstSyncTimeout)
+			p.syncCatalog(sctx)
+			cancel()
+		}
+		p.syncMu.Unlock()
+		return next(ctx, method, req)
 	}
 }
 

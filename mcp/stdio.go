@@ -29,7 +29,6 @@ func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller quer
 		p.stdio--
 		p.mu.Unlock()
 	}()
-	p.startWatcher()
 	p.log.Info("mcp stdio session opened", "subject", caller.Subject)
 	err := p.server.Run(query.WithCaller(ctx, caller), t)
 	p.log.Info("mcp stdio session ended")

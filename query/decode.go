@@ -77,6 +77,8 @@ func pgDecoder(oid uint32, format int16) pgDecodeFunc {
 			return decJSONB
 		}
 		return decJSON
+	case oidText, oidVarchar, oidBPChar, oidName, oidUnknown:
+		return decText // the same UTF-8 bytes in both formats
 	}
 	if format != pgx.BinaryFormatCode {
 		return decTextFormat
@@ -98,8 +100,6 @@ func pgDecoder(oid uint32, format int16) pgDecodeFunc {
 		return decFloat8
 	case oidNumeric:
 		return decNumeric
-	case oidText, oidVarchar, oidBPChar, oidName, oidUnknown:
-		return decText
 	case oidBytea:
 		return decBytea
 	case oidUUID:
