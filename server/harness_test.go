@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -73,7 +74,7 @@ func newStack(t *testing.T, change func(*config.Config), setup ...func(*Server))
 	t.Cleanup(func() {
 		client.CloseIdleConnections()
 		hs.Close()
-		_ = plugin.Close(t.Context())
+		_ = plugin.Close(context.Background())
 	})
 	return &stack{srv: s, plugin: plugin, engine: engine, http: hs, client: client, logs: logs}
 }

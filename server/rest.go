@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -43,8 +44,17 @@ func (s *Server) describeTable(c *gin.Context) {
 	c.JSON(http.StatusOK, t)
 }
 
+// sqlRequest is the body of POST /rest/sql.
+type sqlRequest struct {
+	query.SQLRequest
+	// Format, when set (json, ndjson or csv), streams the rows themselves
+	// instead of answering one JSON result: memory stays flat whatever the
+	// row count, and the count comes in the X-Row-Count trailer.
+	Format query.Format `json:"format,omitempty"`
+}
+
 func (s *Server) runSQL(c *gin.Context) {
-	var req query.SQLRequest
+	var req sqlRequest
 	if err := decodeJSON(c.Request.Body, &req); err != nil {
 		fail(c, err)
 		return
@@ -54,12 +64,69 @@ func (s *Server) runSQL(c *gin.Context) {
 			Hint: `send {"database": "...", "sql": "SELECT ...", "params": [...]}`})
 		return
 	}
-	res, err := s.engine.RunSQL(c.Request.Context(), caller(c), req)
+	if req.Format != "" {
+		s.streamSQL(c, req)
+		return
+	}
+	res, err := s.engine.RunSQL(c.Request.Context(), caller(c), req.SQLRequest)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, res)
+}
+
+// streamSQL writes the rows in the asked format as they come. An error
+// before the first byte is an ordinary JSON error; after it, the response
+// is cut off (no final chunk), so a client can never take a partial result
+// for a whole one.
+func (s *Server) streamSQL(c *gin.Context, req sqlRequest) {
+	switch req.Format {
+	case query.FormatJSON, query.FormatNDJSON, query.FormatCSV:
+	default:
+		fail(c, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", req.Format),
+			Hint: "use json, ndjson or csv, or leave format out for one JSON result"})
+		return
+	}
+	w := &lazyWriter{c: c, contentType: req.Format.ContentType()}
+	res, err := s.engine.Stream(c.Request.Context(), caller(c), req.SQLRequest, req.Format, w)
+	if err != nil {
+		if !w.started {
+			fail(c, err)
+			return
+		}
+		s.log.Warn("streamed result cut off", keyRequestID, RequestID(c.Request.Context()), "error", err.Error())
+		panic(http.ErrAbortHandler)
+	}
+	if !w.started {
+		w.start()
+	}
+	h := c.Writer.Header()
+	h.Set("X-Row-Count", strconv.Itoa(res.RowCount))
+	h.Set("X-Truncated", strconv.FormatBool(res.Truncated))
+}
+
+// lazyWriter sends the status and headers with the first byte, so that
+// errors found before any row can still be answered as JSON.
+type lazyWriter struct {
+	c           *gin.Context
+	contentType string
+	started     bool
+}
+
+func (w *lazyWriter) start() {
+	w.started = true
+	h := w.c.Writer.Header()
+	h.Set("Content-Type", w.contentType)
+	h.Set("Trailer", "X-Row-Count, X-Truncated")
+	w.c.Status(http.StatusOK)
+}
+
+func (w *lazyWriter) Write(p []byte) (int, error) {
+	if !w.started {
+		w.start()
+	}
+	return w.c.Writer.Write(p)
 }
 
 // decodeJSON reads one JSON object strictly into v.
