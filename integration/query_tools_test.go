@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -29,7 +30,10 @@ func customTools(t *testing.T) string {
 		"handler": "sql", "database": "iot",
 		"statement": "SELECT id, ts, status FROM readings WHERE device_id = $1 AND ts >= $2 AND status <> $3 ORDER BY id",
 		"parameters": [{"name": "device_id", "type": "integer", "required": true}, {"name": "since", "type": "timestamp", "required": true},
-			{"name": "not_status", "type": "string"}]}`))
+			{"name": "not_status", "type": "string"}]}`),
+		json.RawMessage(`{"name": "slow_count", "description": "A count that takes long", "handler": "sql", "database": "iot",
+		"timeout": "300ms", "statement": "SELECT count(*) FROM generate_series(1, $1::bigint)",
+		"parameters": [{"name": "n", "type": "integer", "required": true}]}`))
 	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +188,25 @@ func TestQueryToolsOverSSE(t *testing.T) {
 		}
 		if got := e.pgRows(t, "SELECT count(*) FROM readings"); got != "[[5000]]" {
 			t.Errorf("readings after the calls: %s", got)
+		}
+	})
+
+	t.Run("custom tool timeout", func(t *testing.T) {
+		var out result
+		callJSON(t, cs, "slow_count", map[string]any{"n": 1000}, &out)
+		if fmt.Sprint(out.Rows) != "[[1000]]" {
+			t.Errorf("short run: got %v, want [[1000]]", out.Rows)
+		}
+		// The tool's own 300ms timeout, not the 30s default, stops this one:
+		// with the default the call would outlive the client's 10s wait.
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "slow_count", Arguments: map[string]any{"n": 10000000000}})
+		if err != nil {
+			t.Fatalf("long run: %v (the tool's timeout did not apply)", err)
+		}
+		if k := errorKind(t, res); k != "timeout" {
+			t.Errorf("long run: got %s, want timeout", k)
 		}
 	})
 }

@@ -55,6 +55,7 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := time.Now()
 		caller, _ := query.CallerFrom(ctx)
+		ctx = query.WithStatementTimeout(ctx, t.timeout)
 		out, err := p.withWorker(ctx, func() (any, error) {
 			return fn(ctx, p, caller, req.Params.Arguments)
 		})

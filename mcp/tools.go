@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,7 +38,11 @@ type toolSpec struct {
 	Database   string            `json:"database,omitempty"`
 	Statement  string            `json:"statement,omitempty"`
 	Parameters []query.ToolParam `json:"parameters,omitempty"`
-	sqlTool    *query.SQLTool
+	// Timeout overrides the statement timeout for this tool's queries
+	// ("5s", "2m"; at most 10m).
+	Timeout string `json:"timeout,omitempty"`
+	timeout time.Duration
+	sqlTool *query.SQLTool
 }
 
 func (t toolSpec) tool() *mcpsdk.Tool {
@@ -109,6 +114,13 @@ func parseTools(data []byte) ([]toolSpec, error) {
 			return nil, atLine(data, off, fmt.Errorf("%s: unknown handler %q; known handlers: %v", where, t.Handler, known))
 		}
 		seen[t.Name] = true
+		if t.Timeout != "" {
+			d, err := time.ParseDuration(t.Timeout)
+			if err != nil || d < 100*time.Millisecond || d > 10*time.Minute {
+				return nil, atLine(data, off, fmt.Errorf("%s: timeout %q: want a duration from 100ms to 10m, like \"5s\"", where, t.Timeout))
+			}
+			doc.Tools[i].timeout = d
+		}
 		if err := prepareTool(&doc.Tools[i]); err != nil {
 			return nil, atLine(data, off, fmt.Errorf("%s: %w", where, err))
 		}

@@ -41,6 +41,8 @@ func TestToolsFileErrors(t *testing.T) {
 		{"schema not object", "{\"tools\": [\n{\"name\": \"x\", \"description\": \"d\", \"handler\": \"run_sql\", \"input_schema\": " + obj + "},\n\n{\"name\": \"y\", \"description\": \"d\", \"handler\": \"run_sql\", \"input_schema\": {\"type\": \"string\"}}]}", `line 4: tools[1] (y): input_schema: "type" must be "object"`},
 		{"missing schema", `{"tools": [{"name": "x", "description": "d", "handler": "run_sql"}]}`, "input_schema: is required"},
 		{"twice", `{"tools": [{"name": "x", "description": "d", "handler": "run_sql", "input_schema": ` + obj + `}, {"name": "x", "description": "d", "handler": "query", "input_schema": ` + obj + `}]}`, "declared twice"},
+		{"bad timeout", `{"tools": [{"name": "x", "description": "d", "handler": "run_sql", "timeout": "forever", "input_schema": ` + obj + `}]}`, `timeout "forever": want a duration from 100ms to 10m`},
+		{"timeout too long", `{"tools": [{"name": "x", "description": "d", "handler": "run_sql", "timeout": "1h", "input_schema": ` + obj + `}]}`, "want a duration from 100ms to 10m"},
 		{"wrong type", `{"tools": [{"name": 5}]}`, `field "tools.name": got a JSON number, want string`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

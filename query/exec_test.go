@@ -280,3 +280,30 @@ func TestWrapLimit(t *testing.T) {
 		}
 	}
 }
+
+// A per-call statement timeout (a tool's own) replaces the engine default.
+func TestRunSQLPerCallTimeout(t *testing.T) {
+	tests := []struct {
+		db, sql string
+	}{
+		{"pg", "SELECT count(*) FROM generate_series(1, 100000000)"},
+		{"lite", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) FROM c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.db, func(t *testing.T) {
+			var e *Engine
+			opts := &Options{StatementTimeout: time.Minute}
+			if tt.db == "pg" {
+				e = pgEngine(t, opts)
+			} else {
+				e, _ = sqliteEngine(t, opts)
+			}
+			ctx := WithStatementTimeout(t.Context(), 200*time.Millisecond)
+			_, err := e.RunSQL(ctx, Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
+			wantKind(t, err, KindTimeout)
+			if got := statementTimeout(WithStatementTimeout(t.Context(), 0), time.Second); got != time.Second {
+				t.Errorf("zero override: got %v, want the default", got)
+			}
+		})
+	}
+}

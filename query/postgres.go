@@ -90,7 +90,7 @@ func (s *pgSource) begin(ctx context.Context, write bool) (pgx.Tx, error) {
 	}
 	// The query's context lives stmtGrace longer (see Engine.run), so
 	// PostgreSQL normally stops first, with a clean 57014.
-	ms := max(1, s.timeout.Milliseconds())
+	ms := max(1, statementTimeout(ctx, s.timeout).Milliseconds())
 	rows, err := tx.Query(ctx, setTimeout, fmt.Sprintf("%dms", ms))
 	if err == nil {
 		rows.Close()

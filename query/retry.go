@@ -85,7 +85,7 @@ type attemptFunc func(ctx context.Context) (started bool, err error)
 // error is classified.
 func (e *Engine) retry(ctx context.Context, db string, src source, fn attemptFunc) error {
 	br := e.breakers[db]
-	timeout := e.opts.StatementTimeout
+	timeout := statementTimeout(ctx, e.opts.StatementTimeout)
 	if src.dialect() == Postgres {
 		timeout += stmtGrace
 	}
@@ -113,7 +113,7 @@ func (e *Engine) retry(ctx context.Context, db string, src source, fn attemptFun
 			return cerr
 		}
 		d := backoff(attempt)
-		if time.Since(start)+d > e.opts.StatementTimeout {
+		if time.Since(start)+d > statementTimeout(ctx, e.opts.StatementTimeout) {
 			return cerr
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
