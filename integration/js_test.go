@@ -55,6 +55,9 @@ var toolArgs = map[string]any{
 	"describe_table": map[string]any{"database": "iot", "table": "readings"},
 	"query":          map[string]any{"database": "iot", "table": "devices", "limit": 3},
 	"run_sql":        map[string]any{"database": "iot", "sql": "SELECT count(*) FROM readings"},
+	"explain":        map[string]any{"database": "iot", "sql": "SELECT count(*) FROM readings"},
+	"query_time_series": map[string]any{"database": "iot", "table": "readings", "time_column": "ts", "bucket": map[string]any{"unit": "hour", "count": 1},
+		"start": "2025-01-01T00:00:00Z", "end": "2025-01-02T00:00:00Z"},
 }
 
 func TestTypeScriptSDKClient(t *testing.T) {
@@ -80,9 +83,12 @@ func TestTypeScriptSDKClient(t *testing.T) {
 				t.Fatalf("summary: %v\n%s", err, out)
 			}
 			t.Logf("TypeScript SDK over %s: %s", tc.path, lines[len(lines)-1])
-			for _, name := range []string{"list_databases", "list_tables", "describe_table", "query", "run_sql"} {
-				if r, ok := sum.Tools[name]; !ok || r.IsError {
-					t.Errorf("tool %s: got %+v (present %v), want a successful call", name, r, ok)
+			if len(sum.Tools) != 7 {
+				t.Errorf("tools called: got %d, want all 7", len(sum.Tools))
+			}
+			for name, r := range sum.Tools {
+				if r.IsError {
+					t.Errorf("tool %s: got an isError result, want success", name)
 				}
 			}
 			if sum.Server != "lakegate" || len(sum.Resources) < 2 || len(sum.Templates) != 1 || len(sum.Prompts) != 3 {
@@ -166,15 +172,22 @@ func TestConformanceSuite(t *testing.T) {
 	t.Cleanup(proxy.Close)
 
 	expected, _ := filepath.Abs("conformance-expected-failures.yml")
-	out, err := runNode(t, env, 10*time.Minute, "conformance", "server", "--url", proxy.URL+"/mcp", "--expected-failures", expected)
-	summary := ""
-	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(strings.ToLower(line), "passed") || strings.Contains(line, "Total") {
-			summary += strings.TrimSpace(line) + "\n"
+	// One retry: under load, one elicitation scenario has been seen to stall
+	// once in a few runs (the suite's 60 s request timeout); both runs' summary
+	// lines are logged, so a retry never goes unnoticed.
+	var out string
+	for attempt := 1; attempt <= 2; attempt++ {
+		out, err = runNode(t, env, 10*time.Minute, "conformance", "server", "--url", proxy.URL+"/mcp", "--expected-failures", expected)
+		var summary []string
+		for _, line := range strings.Split(out, "\n") {
+			if l := strings.TrimSpace(line); strings.HasPrefix(l, "Total:") || strings.HasPrefix(l, "✗") {
+				summary = append(summary, l)
+			}
+		}
+		t.Logf("conformance suite, run %d: %s", attempt, strings.Join(summary, "; "))
+		if err == nil {
+			return
 		}
 	}
-	t.Logf("conformance suite summary:\n%s", summary)
-	if err != nil {
-		t.Fatalf("conformance suite: %v\n%s", err, out)
-	}
+	t.Fatalf("conformance suite: %v\n%s", err, out)
 }
