@@ -91,7 +91,8 @@ func (s *rawSSE) next(timeout time.Duration) (event, data string) {
 	}
 }
 
-// message skips comments and returns the next message event's data.
+// message skips comments and notifications and returns the next
+// response's data.
 func (s *rawSSE) message(timeout time.Duration) map[string]any {
 	s.t.Helper()
 	for {
@@ -103,6 +104,9 @@ func (s *rawSSE) message(timeout time.Duration) map[string]any {
 			var m map[string]any
 			if err := json.Unmarshal([]byte(data), &m); err != nil {
 				s.t.Fatalf("message %q: %v", data, err)
+			}
+			if _, isResponse := m["id"]; !isResponse {
+				continue
 			}
 			return m
 		default:

@@ -30,8 +30,10 @@ type conn struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
-	mu        sync.Mutex
-	cause     error
+	// onClose, if set, runs once when the session closes.
+	onClose func()
+	mu      sync.Mutex
+	cause   error
 }
 
 var _ mcpsdk.Connection = (*conn)(nil)
@@ -122,6 +124,9 @@ func (c *conn) closeWith(cause error) {
 		c.cause = cause
 		c.mu.Unlock()
 		close(c.closed)
+		if c.onClose != nil {
+			c.onClose()
+		}
 	})
 }
 

@@ -290,10 +290,14 @@ func (p *Plugin) Close(ctx context.Context) error {
 // closeSessions ends every open SSE and Streamable HTTP session.
 func (p *Plugin) closeSessions() {
 	p.mu.Lock()
+	open := make([]*conn, 0, len(p.sessions))
 	for _, c := range p.sessions {
-		c.Close()
+		open = append(open, c)
 	}
 	p.mu.Unlock()
+	for _, c := range open {
+		c.Close() // unregisters itself
+	}
 	// Closing a protocol session ends its streams; the SDK forgets it.
 	for ss := range p.server.Sessions() {
 		_ = ss.Close()
@@ -323,16 +327,21 @@ func (p *Plugin) openSession(caller query.Caller) (*conn, error) {
 		return nil, &query.Error{Kind: query.KindRateLimited, Message: "too many open MCP sessions for this subject", Hint: "close unused sessions", RetryAfter: 5 * time.Second}
 	}
 	c := newConn(newID(), caller, p.opts.SessionQueue, p.opts.WriteTimeout)
+	// A closed session leaves the registry at once (status, limits), even
+	// while its protocol session is still winding down.
+	c.onClose = func() {
+		p.mu.Lock()
+		delete(p.sessions, c.id)
+		p.mu.Unlock()
+	}
 	p.sessions[c.id] = c
 	p.wg.Add(1)
 	return c, nil
 }
 
+// closeSession closes c and marks its stream done for Close's wait.
 func (p *Plugin) closeSession(c *conn) {
 	c.Close()
-	p.mu.Lock()
-	delete(p.sessions, c.id)
-	p.mu.Unlock()
 	p.wg.Done()
 }
 

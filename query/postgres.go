@@ -110,21 +110,33 @@ func rollback(tx pgx.Tx) {
 	_ = tx.Rollback(ctx)
 }
 
+// readOnly runs sqlText in a new read-only transaction through the
+// extended protocol (one statement only; descriptions not cached, so user
+// SQL does not fill the statement cache). The caller closes rows, then
+// calls rollback(tx).
+func (s *pgSource) readOnly(ctx context.Context, sqlText string, args []any) (pgx.Tx, pgx.Rows, error) {
+	tx, err := s.begin(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	qargs := append([]any{pgx.QueryExecModeDescribeExec}, args...)
+	rows, err := tx.Query(ctx, sqlText, qargs...)
+	if err != nil {
+		rollback(tx)
+		return nil, nil, &queryErr{err}
+	}
+	return tx, rows, nil
+}
+
 // query runs sqlText in a read-only transaction through the extended
 // protocol (one statement only; descriptions not cached, so user SQL
 // does not fill the statement cache) and reads at most max rows.
 func (s *pgSource) query(ctx context.Context, sqlText string, args []any, max int) (*Result, error) {
-	tx, err := s.begin(ctx, false)
+	tx, rows, err := s.readOnly(ctx, sqlText, args)
 	if err != nil {
 		return nil, err
 	}
 	defer rollback(tx)
-
-	qargs := append([]any{pgx.QueryExecModeDescribeExec}, args...)
-	rows, err := tx.Query(ctx, sqlText, qargs...)
-	if err != nil {
-		return nil, &queryErr{err}
-	}
 	defer rows.Close()
 
 	m := tx.Conn().TypeMap()
@@ -193,17 +205,11 @@ func pgResultColumn(f pgconn.FieldDescription, m *pgtype.Map) ResultColumn {
 // stream runs sqlText like query and encodes the rows to enc as they
 // come, decoding wire values straight into cells (decode.go).
 func (s *pgSource) stream(ctx context.Context, sqlText string, args []any, max int, enc Encoder) (*Result, error) {
-	tx, err := s.begin(ctx, false)
+	tx, rows, err := s.readOnly(ctx, sqlText, args)
 	if err != nil {
 		return nil, err
 	}
 	defer rollback(tx)
-
-	qargs := append([]any{pgx.QueryExecModeDescribeExec}, args...)
-	rows, err := tx.Query(ctx, sqlText, qargs...)
-	if err != nil {
-		return nil, &queryErr{err}
-	}
 	defer rows.Close()
 
 	m := tx.Conn().TypeMap()
