@@ -68,47 +68,50 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	select {
-	case c.out <- data:
-		return nil
-	case <-c.closed:
-		return mcpsdk.ErrConnectionClosed
-	default:
-	}
-	timer := time.NewTimer(c.writeTimeout)
-	defer timer.Stop()
-	select {
-	case c.out <- data:
-		return nil
-	case <-c.closed:
-		return mcpsdk.ErrConnectionClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
+	err = enqueue(ctx, c, c.out, data)
+	if errors.Is(err, errQueueFull) {
 		c.closeWith(errSlowClient)
 		return errSlowClient
 	}
+	return err
 }
 
 // deliver hands a POSTed message to the protocol server. It waits at most
 // writeTimeout for room in the queue.
 func (c *conn) deliver(ctx context.Context, msg jsonrpc.Message) error {
+	err := enqueue(ctx, c, c.in, msg)
+	if errors.Is(err, errQueueFull) {
+		return query.Errorf(query.KindUnavailable, "session %s is busy: too many messages waiting", c.id)
+	}
+	return err
+}
+
+var errQueueFull = errors.New("queue full")
+
+// enqueue puts v on ch, waiting at most c.writeTimeout for room; it fails
+// at once once the session is closed, and with errQueueFull on timeout.
+func enqueue[T any](ctx context.Context, c *conn, ch chan<- T, v T) error {
 	select {
 	case <-c.closed:
 		return mcpsdk.ErrConnectionClosed
 	default:
 	}
+	select {
+	case ch <- v:
+		return nil
+	default:
+	}
 	timer := time.NewTimer(c.writeTimeout)
 	defer timer.Stop()
 	select {
-	case c.in <- msg:
+	case ch <- v:
 		return nil
 	case <-c.closed:
 		return mcpsdk.ErrConnectionClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
-		return query.Errorf(query.KindUnavailable, "session %s is busy: too many messages waiting", c.id)
+		return errQueueFull
 	}
 }
 
