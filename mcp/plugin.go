@@ -48,7 +48,7 @@ type Options struct {
 	// (defaults 2000 and 64).
 	MaxSessions           int
 	MaxSessionsPerSubject int
-	// Trace logs every MCP message at debug level.
+	// Trace logs every MCP message (secrets masked, cut at 4 KiB).
 	Trace bool
 	// AllowedOrigins lists the browser origins ("https://app.example.com")
 	// allowed on the HTTP MCP routes; a request carrying any other Origin
@@ -175,6 +175,10 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		p.server.AddTool(t.tool(), p.observe(t.Name, p.handle(t)))
 	}
 	p.server.AddReceivingMiddleware(p.catalogCheck)
+	if o.Trace {
+		p.server.AddReceivingMiddleware(p.trace("in"))
+		p.server.AddSendingMiddleware(p.trace("out"))
+	}
 	p.addPrompts()
 	p.addResources()
 	if o.Conformance {
