@@ -27,6 +27,10 @@ const (
 	DefaultListen           = "127.0.0.1:32049"
 	DefaultDataDir          = "./lakegate-data"
 	DefaultBlockThreshold   = 10 << 20
+	DefaultBlockSize        = 1 << 20
+	DefaultBlockTTL         = 15 * time.Minute
+	DefaultBlockBudget      = 4 << 30
+	DefaultBlockBudgetUser  = 1 << 30
 	DefaultMaxWorkers       = 10
 	DefaultKeepalive        = 30 * time.Second
 	DefaultStatementTimeout = 30 * time.Second
@@ -97,11 +101,32 @@ type Config struct {
 	// generated for the run.
 	JWTSecret string `json:"jwt_secret"`
 
-	MCPEnabled        bool   `json:"mcp_enabled"`
-	MCPBlockThreshold int64  `json:"mcp_block_threshold"`
-	MCPConfigDir      string `json:"mcp_config_dir"`
-	MCPMaxWorkers     int    `json:"mcp_max_workers"`
-	MCPTrace          bool   `json:"mcp_trace"`
+	// TLSCertFile and TLSKeyFile (PEM) turn on HTTPS, and HTTP/3 on the
+	// same port number over UDP.
+	TLSCertFile string `json:"tls_cert_file"`
+	TLSKeyFile  string `json:"tls_key_file"`
+	// TLSClientCAFile (PEM) asks clients for a certificate signed by one of
+	// its CAs (mutual TLS).
+	TLSClientCAFile string `json:"tls_client_ca_file"`
+
+	MCPEnabled bool `json:"mcp_enabled"`
+	// MCPBlockThreshold is the encoded size past which a tool result goes
+	// to the block store instead of inline.
+	MCPBlockThreshold int64 `json:"mcp_block_threshold"`
+	// MCPBlockSize is the target size of one block (blocks end on a row).
+	MCPBlockSize int64 `json:"mcp_block_size"`
+	// MCPBlockDir is the spool directory of block files (default
+	// DATA_DIR/blocks); it is emptied at start.
+	MCPBlockDir string `json:"mcp_block_dir"`
+	// MCPBlockTTL is how long a transfer can be fetched.
+	MCPBlockTTL Duration `json:"mcp_block_ttl"`
+	// MCPBlockBudget and MCPBlockBudgetPerSubject bound the bytes of all
+	// transfers on disk, and of one subject's.
+	MCPBlockBudget           int64  `json:"mcp_block_budget"`
+	MCPBlockBudgetPerSubject int64  `json:"mcp_block_budget_per_subject"`
+	MCPConfigDir             string `json:"mcp_config_dir"`
+	MCPMaxWorkers            int    `json:"mcp_max_workers"`
+	MCPTrace                 bool   `json:"mcp_trace"`
 	// MCPKeepalive is the interval of ": keepalive" comments on SSE streams.
 	MCPKeepalive Duration `json:"mcp_keepalive"`
 	// MCPSessionQueue bounds the messages waiting for one slow SSE client.
@@ -131,16 +156,21 @@ func Default() Config {
 		Listen:            DefaultListen,
 		DataDir:           DefaultDataDir,
 		MCPBlockThreshold: DefaultBlockThreshold,
-		MCPMaxWorkers:     DefaultMaxWorkers,
-		MCPKeepalive:      Duration(DefaultKeepalive),
-		MCPSessionQueue:   DefaultSessionQueue,
-		MCPWriteTimeout:   Duration(DefaultWriteTimeout),
-		StatementTimeout:  Duration(DefaultStatementTimeout),
-		DefaultRowLimit:   DefaultRowLimit,
-		MaxRowLimit:       DefaultMaxRowLimit,
-		MaxBodyBytes:      DefaultMaxBodyBytes,
-		LogFormat:         "text",
-		LogLevel:          "info",
+		MCPBlockSize:      DefaultBlockSize,
+		MCPBlockTTL:       Duration(DefaultBlockTTL),
+		MCPBlockBudget:    DefaultBlockBudget,
+
+		MCPBlockBudgetPerSubject: DefaultBlockBudgetUser,
+		MCPMaxWorkers:            DefaultMaxWorkers,
+		MCPKeepalive:             Duration(DefaultKeepalive),
+		MCPSessionQueue:          DefaultSessionQueue,
+		MCPWriteTimeout:          Duration(DefaultWriteTimeout),
+		StatementTimeout:         Duration(DefaultStatementTimeout),
+		DefaultRowLimit:          DefaultRowLimit,
+		MaxRowLimit:              DefaultMaxRowLimit,
+		MaxBodyBytes:             DefaultMaxBodyBytes,
+		LogFormat:                "text",
+		LogLevel:                 "info",
 	}
 }
 
@@ -227,6 +257,10 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("LAKEGATE_JWT_SECRET", &c.JWTSecret)
 	str("LAKEGATE_MCP_CONFIG_DIR", &c.MCPConfigDir)
 	str("LAKEGATE_LOG_FORMAT", &c.LogFormat)
+	str("LAKEGATE_TLS_CERT_FILE", &c.TLSCertFile)
+	str("LAKEGATE_TLS_KEY_FILE", &c.TLSKeyFile)
+	str("LAKEGATE_TLS_CLIENT_CA_FILE", &c.TLSClientCAFile)
+	str("LAKEGATE_MCP_BLOCK_DIR", &c.MCPBlockDir)
 	str("LAKEGATE_LOG_LEVEL", &c.LogLevel)
 	for key, dst := range map[string]*bool{
 		"LAKEGATE_MCP_ENABLED": &c.MCPEnabled,
@@ -243,6 +277,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	for key, dst := range map[string]*Duration{
 		"LAKEGATE_MCP_KEEPALIVE":     &c.MCPKeepalive,
 		"LAKEGATE_STATEMENT_TIMEOUT": &c.StatementTimeout,
+		"LAKEGATE_MCP_BLOCK_TTL":     &c.MCPBlockTTL,
 	} {
 		if v := getenv(key); v != "" {
 			d, err := time.ParseDuration(v)
@@ -273,12 +308,19 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			}
 		}
 	}
-	if v := getenv("LAKEGATE_MCP_BLOCK_THRESHOLD"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("LAKEGATE_MCP_BLOCK_THRESHOLD=%q: want a number of bytes", v)
+	for key, dst := range map[string]*int64{
+		"LAKEGATE_MCP_BLOCK_THRESHOLD":          &c.MCPBlockThreshold,
+		"LAKEGATE_MCP_BLOCK_SIZE":               &c.MCPBlockSize,
+		"LAKEGATE_MCP_BLOCK_BUDGET":             &c.MCPBlockBudget,
+		"LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT": &c.MCPBlockBudgetPerSubject,
+	} {
+		if v := getenv(key); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s=%q: want a number of bytes", key, v)
+			}
+			*dst = n
 		}
-		c.MCPBlockThreshold = n
 	}
 	if v := getenv("LAKEGATE_DATABASES"); v != "" {
 		dbs, err := ParseDatabases(v)
@@ -348,6 +390,14 @@ func redactURL(s string) string {
 	return u.String()
 }
 
+// BlockDir is the spool directory of block files.
+func (c *Config) BlockDir() string {
+	if c.MCPBlockDir != "" {
+		return c.MCPBlockDir
+	}
+	return filepath.Join(c.DataDir, "blocks")
+}
+
 // Validate checks every setting and reports all problems at once.
 func (c *Config) Validate() error {
 	var errs []error
@@ -376,6 +426,22 @@ func (c *Config) Validate() error {
 	}
 	if c.MCPBlockThreshold < 1024 {
 		bad("mcp_block_threshold %d: want at least 1024 bytes", c.MCPBlockThreshold)
+	}
+	if c.MCPBlockSize < 1024 {
+		bad("mcp_block_size %d: want at least 1024 bytes", c.MCPBlockSize)
+	}
+	if c.MCPBlockTTL < Duration(time.Second) {
+		bad("mcp_block_ttl %s: want at least 1s", time.Duration(c.MCPBlockTTL))
+	}
+	if c.MCPBlockBudgetPerSubject < c.MCPBlockThreshold || c.MCPBlockBudget < c.MCPBlockBudgetPerSubject {
+		bad("mcp_block_budget %d / mcp_block_budget_per_subject %d: want mcp_block_threshold <= per subject <= total",
+			c.MCPBlockBudget, c.MCPBlockBudgetPerSubject)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		bad("tls_cert_file and tls_key_file: give both or neither")
+	}
+	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
+		bad("tls_client_ca_file needs tls_cert_file and tls_key_file (mutual TLS runs over TLS)")
 	}
 	if c.MCPMaxWorkers < 1 {
 		bad("mcp_max_workers %d: want at least 1", c.MCPMaxWorkers)
