@@ -97,9 +97,27 @@ type Config struct {
 	Databases []Database `json:"databases"`
 	// DataDir holds the embedded demo database and other local state.
 	DataDir string `json:"data_dir"`
-	// JWTSecret is the HS256 secret (at least 32 bytes). Empty: one is
-	// generated for the run.
+	// JWTSecret is the HS256 secret (at least 32 bytes). Empty, with no
+	// other JWT key: one is generated for the run.
 	JWTSecret string `json:"jwt_secret"`
+	// JWTPublicKeyFiles are PEM public keys (RSA: RS256, Ed25519: EdDSA,
+	// ECDSA P-256: ES256); each verifies only tokens of its algorithm.
+	JWTPublicKeyFiles []string `json:"jwt_public_key_files"`
+	// JWTJWKSURL is a JWK Set (https) whose keys verify tokens by kid,
+	// refreshed hourly and when an unknown kid is seen (at most once a
+	// minute).
+	JWTJWKSURL string `json:"jwt_jwks_url"`
+	// JWTIssuer and JWTAudience, when set, are required in the iss and aud
+	// claims.
+	JWTIssuer   string `json:"jwt_issuer"`
+	JWTAudience string `json:"jwt_audience"`
+	// JWTRolesClaim is the claim holding the caller's roles (a string or a
+	// list of strings; a dotted path reads a nested claim). With the
+	// default, "roles", a "role" claim is read too.
+	JWTRolesClaim string `json:"jwt_roles_claim"`
+	// Access narrows, per role, the databases and tables callers may use
+	// and the PostgreSQL role their queries run as.
+	Access map[string]RoleAccess `json:"access"`
 
 	// TLSCertFile and TLSKeyFile (PEM) turn on HTTPS, and HTTP/3 on the
 	// same port number over UDP.
@@ -108,6 +126,11 @@ type Config struct {
 	// TLSClientCAFile (PEM) asks clients for a certificate signed by one of
 	// its CAs (mutual TLS).
 	TLSClientCAFile string `json:"tls_client_ca_file"`
+	// TLSClientCertAuth lets a verified client certificate identify a
+	// request that has no bearer token: the subject is the certificate's
+	// common name, the roles are TLSClientCertRoles.
+	TLSClientCertAuth  bool     `json:"tls_client_cert_auth"`
+	TLSClientCertRoles []string `json:"tls_client_cert_roles"`
 
 	MCPEnabled bool `json:"mcp_enabled"`
 	// MCPBlockThreshold is the encoded size past which a tool result goes
@@ -138,6 +161,27 @@ type Config struct {
 	// "*") allowed on the MCP routes; requests with another Origin header
 	// get 403. Requests without one (non-browser clients) are allowed.
 	MCPAllowedOrigins []string `json:"mcp_allowed_origins"`
+	// MCPMaxSessions and MCPMaxSessionsPerSubject bound the open MCP
+	// sessions, SSE and Streamable HTTP together.
+	MCPMaxSessions           int `json:"mcp_max_sessions"`
+	MCPMaxSessionsPerSubject int `json:"mcp_max_sessions_per_subject"`
+
+	// MaxWorkers bounds the database work running at once across REST,
+	// ingest and MCP tool calls; mcp_max_workers is MCP's share of it.
+	MaxWorkers int `json:"max_workers"`
+	// WorkerWait is the longest a request waits for a worker before it is
+	// answered unavailable (with retry_after).
+	WorkerWait Duration `json:"worker_wait"`
+	// RateLimitRPS and RateLimitBurst bound each subject's REST requests
+	// and MCP tool calls (one token bucket per subject); 0 turns it off.
+	RateLimitRPS   float64 `json:"rate_limit_rps"`
+	RateLimitBurst int     `json:"rate_limit_burst"`
+	// MaxQueriesPerSubject bounds one subject's database work running at
+	// once; 0 turns it off.
+	MaxQueriesPerSubject int `json:"max_queries_per_subject"`
+	// MetricsAuth makes GET /metrics require an admin token; false serves
+	// it without one.
+	MetricsAuth bool `json:"metrics_auth"`
 
 	StatementTimeout Duration `json:"statement_timeout"`
 	DefaultRowLimit  int      `json:"default_row_limit"`
@@ -155,6 +199,7 @@ func Default() Config {
 	return Config{
 		Listen:            DefaultListen,
 		DataDir:           DefaultDataDir,
+		JWTRolesClaim:     DefaultRolesClaim,
 		MCPBlockThreshold: DefaultBlockThreshold,
 		MCPBlockSize:      DefaultBlockSize,
 		MCPBlockTTL:       Duration(DefaultBlockTTL),
@@ -165,6 +210,14 @@ func Default() Config {
 		MCPKeepalive:             Duration(DefaultKeepalive),
 		MCPSessionQueue:          DefaultSessionQueue,
 		MCPWriteTimeout:          Duration(DefaultWriteTimeout),
+		MCPMaxSessions:           DefaultMCPMaxSessions,
+		MCPMaxSessionsPerSubject: DefaultMCPMaxSessionsPerSubject,
+		MaxWorkers:               DefaultPoolWorkers,
+		WorkerWait:               Duration(DefaultWorkerWait),
+		RateLimitRPS:             DefaultRateLimitRPS,
+		RateLimitBurst:           DefaultRateLimitBurst,
+		MaxQueriesPerSubject:     DefaultMaxQueriesPerSubject,
+		MetricsAuth:              true,
 		StatementTimeout:         Duration(DefaultStatementTimeout),
 		DefaultRowLimit:          DefaultRowLimit,
 		MaxRowLimit:              DefaultMaxRowLimit,
@@ -322,6 +375,12 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			*dst = n
 		}
 	}
+	if err := c.applyAuthEnv(getenv); err != nil {
+		return err
+	}
+	if err := c.applyLimitsEnv(getenv); err != nil {
+		return err
+	}
 	if v := getenv("LAKEGATE_DATABASES"); v != "" {
 		dbs, err := ParseDatabases(v)
 		if err != nil {
@@ -443,6 +502,8 @@ func (c *Config) Validate() error {
 	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
 		bad("tls_client_ca_file needs tls_cert_file and tls_key_file (mutual TLS runs over TLS)")
 	}
+	c.validateAuth(bad)
+	c.validateLimits(bad)
 	if c.MCPMaxWorkers < 1 {
 		bad("mcp_max_workers %d: want at least 1", c.MCPMaxWorkers)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"sort"
 	"strings"
@@ -30,6 +31,7 @@ func handlers() map[string]handlerFunc {
 		"run_sql":           runSQL,
 		"query_time_series": runTimeSeries,
 		"explain":           runExplain,
+		"get_result_block":  getResultBlock,
 		// sql runs an operator-declared statement; its code is made per
 		// tool by sqlHandler.
 		"sql": nil,
@@ -60,50 +62,64 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 			return fn(ctx, p, caller, req.Params.Arguments)
 		})
 		p.count(t.Name, err != nil)
-		log := p.log.With("tool", t.Name, "subject", caller.Subject, "duration_ms", time.Since(start).Milliseconds())
-		if req.Session != nil {
-			log = log.With("session_id", req.Session.ID())
-		}
+		d := time.Since(start)
+		log := p.log.With(callLog(req, []any{"tool", t.Name, "subject", caller.Subject, "duration_ms", d.Milliseconds()})...)
 		if err != nil {
+			p.observeCall(t.Name, d, nil, nil, err)
 			log.Info("tool call failed", "kind", string(query.KindOf(err)), "error", err.Error())
 			return errorResult(err), nil
 		}
+		res, err := structuredResult(out)
+		p.observeCall(t.Name, d, out, res, err)
 		log.Info("tool call")
-		return structuredResult(out)
+		return res, err
 	}
 }
 
-// withWorker runs fn holding one of MaxWorkers slots, waiting at most WorkerWait.
+// withWorker runs fn holding a slot of p.workers: the host's shared pool,
+// which also applies its per-subject limits, or the plugin's own.
 func (p *Plugin) withWorker(ctx context.Context, fn func() (any, error)) (any, error) {
-	timer := time.NewTimer(p.opts.WorkerWait)
-	defer timer.Stop()
-	select {
-	case p.workers <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-timer.C:
-		return nil, &query.Error{Kind: query.KindUnavailable, Message: "all MCP workers are busy", RetryAfter: time.Second}
+	release, err := p.workers.Acquire(ctx)
+	if err != nil {
+		return nil, err
 	}
-	defer func() { <-p.workers }()
+	defer release()
 	return fn()
 }
 
 // structuredResult returns v as structured content and as text. Query
 // results go to the model as compact CSV with a footer (a fraction of the
-// JSON's bytes); everything else as the same JSON.
+// JSON's bytes); results sent to blocks as their preview, a footer and a
+// resource link per block; a block read by get_result_block as its rows;
+// everything else as the same JSON.
 func structuredResult(v any) (*mcpsdk.CallToolResult, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode tool result: %w", err)
+	var data []byte
+	if e, ok := v.(encodedResult); ok {
+		v, data = e.res, e.data
+	} else {
+		var err error
+		if data, err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("encode tool result: %w", err)
+		}
 	}
-	text := string(data)
-	if res, ok := v.(*query.Result); ok {
-		text = res.Text()
+	var content []mcpsdk.Content
+	switch r := v.(type) {
+	case *query.Result:
+		content = []mcpsdk.Content{&mcpsdk.TextContent{Text: r.Text()}}
+	case *BlockResult:
+		content = blockContent(r)
+	case *blockText:
+		content = []mcpsdk.Content{&mcpsdk.TextContent{Text: string(r.data)}}
+	default:
+		content = []mcpsdk.Content{&mcpsdk.TextContent{Text: string(data)}}
 	}
-	return &mcpsdk.CallToolResult{
-		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: text}},
-		StructuredContent: json.RawMessage(data),
-	}, nil
+	return &mcpsdk.CallToolResult{Content: content, StructuredContent: json.RawMessage(data)}, nil
+}
+
+// encodedResult is a query result with its JSON already made.
+type encodedResult struct {
+	res  *query.Result
+	data []byte
 }
 
 // ErrorBody is the JSON error object of the taxonomy, shared by REST
@@ -174,7 +190,10 @@ func jsonFields(v any) []string {
 	var names []string
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name != "" && name != "-" {
+		switch {
+		case f.Anonymous && name == "":
+			names = append(names, jsonFields(reflect.New(f.Type).Interface())...)
+		case name != "" && name != "-":
 			names = append(names, name)
 		}
 	}
@@ -228,25 +247,93 @@ func describeTable(ctx context.Context, p *Plugin, c query.Caller, args json.Raw
 }
 
 func runQuery(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
-	var in query.Request
+	var in struct {
+		query.Request
+		resultArgs
+	}
+	if err := refuseLimit(args); err != nil {
+		return nil, err
+	}
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
 	if err := errors.Join(required("database", in.Database), required("table", in.Table)); err != nil {
 		return nil, firstError(err)
 	}
-	return p.engine.Query(ctx, c, in)
+	limit, stream, f, err := in.check(p.opts.BatchRows)
+	if err != nil {
+		return nil, err
+	}
+	r := in.Request
+	r.Limit = limit
+	if !stream {
+		return p.inlineOrBlocks(c, f)(p.engine.Query(ctx, c, r))
+	}
+	be, err := p.blockEngine()
+	if err != nil {
+		return nil, err
+	}
+	return p.toBlocks(ctx, c, f, in.Export,
+		func() (float64, bool) { return be.EstimateQuery(ctx, c, r, limit) },
+		func(ctx context.Context, w io.Writer) (*query.Result, error) { return be.StreamQuery(ctx, c, r, f, w) })
 }
 
 func runSQL(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
-	var in query.SQLRequest
+	var in struct {
+		Database string `json:"database"`
+		SQL      string `json:"sql"`
+		Params   []any  `json:"params"`
+		resultArgs
+	}
+	if err := refuseLimit(args); err != nil {
+		return nil, err
+	}
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
 	if err := errors.Join(required("database", in.Database), required("sql", in.SQL)); err != nil {
 		return nil, firstError(err)
 	}
-	return p.engine.RunSQL(ctx, c, in)
+	limit, stream, f, err := in.check(p.opts.BatchRows)
+	if err != nil {
+		return nil, err
+	}
+	r := query.SQLRequest{Database: in.Database, SQL: in.SQL, Params: in.Params, Limit: limit}
+	if !stream {
+		return p.inlineOrBlocks(c, f)(p.engine.RunSQL(ctx, c, r))
+	}
+	be, err := p.blockEngine()
+	if err != nil {
+		return nil, err
+	}
+	return p.toBlocks(ctx, c, f, in.Export,
+		func() (float64, bool) { return be.EstimateSQL(ctx, c, r, limit) },
+		func(ctx context.Context, w io.Writer) (*query.Result, error) { return be.Stream(ctx, c, r, f, w) })
+}
+
+// inlineOrBlocks passes a batch result through, unless its JSON is over
+// the block threshold: then it goes to the block store.
+func (p *Plugin) inlineOrBlocks(c query.Caller, f query.Format) func(*query.Result, error) (any, error) {
+	return func(res *query.Result, err error) (any, error) {
+		if err != nil {
+			return nil, err
+		}
+		data, err := json.Marshal(res)
+		if err != nil {
+			return nil, fmt.Errorf("encode tool result: %w", err)
+		}
+		if int64(len(data)) <= p.opts.BlockThreshold {
+			return encodedResult{res, data}, nil
+		}
+		return p.batchToBlocks(c, res, f)
+	}
+}
+
+func (p *Plugin) blockEngine() (blockEngine, error) {
+	if be, ok := p.engine.(blockEngine); ok {
+		return be, nil
+	}
+	return nil, query.Errorf(query.KindUnavailable, "this server's engine cannot stream results")
 }
 
 // firstError unwraps a joined error to its first part, keeping its kind.

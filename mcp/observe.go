@@ -3,9 +3,12 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/query"
 )
 
 // progressEvery is how often a running tool call reports progress when
@@ -21,7 +24,9 @@ const progressEvery = time.Second
 func (p *Plugin) observe(name string, h mcpsdk.ToolHandler) mcpsdk.ToolHandler {
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := time.Now()
-		stop := p.reportProgress(ctx, req, name)
+		pr := &progress{}
+		ctx = context.WithValue(ctx, progressKey{}, pr)
+		stop := p.reportProgress(ctx, req, name, pr)
 		res, err := h(ctx, req)
 		stop()
 		if req.Session != nil {
@@ -46,7 +51,7 @@ func (p *Plugin) observe(name string, h mcpsdk.ToolHandler) mcpsdk.ToolHandler {
 // reportProgress sends the start notification and a tick a second until
 // the returned stop is called, which sends the last one and waits for the
 // ticker goroutine. Without a progress token it does nothing.
-func (p *Plugin) reportProgress(ctx context.Context, req *mcpsdk.CallToolRequest, name string) (stop func()) {
+func (p *Plugin) reportProgress(ctx context.Context, req *mcpsdk.CallToolRequest, name string, pr *progress) (stop func()) {
 	if req.Session == nil || req.Params == nil || req.Params.GetProgressToken() == nil {
 		return func() {}
 	}
@@ -66,7 +71,7 @@ func (p *Plugin) reportProgress(ctx context.Context, req *mcpsdk.CallToolRequest
 			select {
 			case <-t.C:
 				n++
-				notify(n, fmt.Sprintf("%s: running for %s", name, time.Since(start).Round(time.Second)))
+				notify(n, fmt.Sprintf("%s: running for %s%s", name, time.Since(start).Round(time.Second), pr))
 			case <-done:
 				finished <- n
 				return
@@ -76,6 +81,28 @@ func (p *Plugin) reportProgress(ctx context.Context, req *mcpsdk.CallToolRequest
 	return func() {
 		close(done)
 		n := <-finished
-		notify(n+1, fmt.Sprintf("%s: finished in %s", name, time.Since(start).Round(time.Millisecond)))
+		notify(n+1, fmt.Sprintf("%s: finished in %s%s", name, time.Since(start).Round(time.Millisecond), pr))
+	}
+}
+
+// progress is where a running tool call shows how far its result has got.
+type progress struct{ tap atomic.Pointer[query.Tap] }
+
+type progressKey struct{}
+
+// String is ", N rows, M bytes so far" once a streamed result has begun.
+func (pr *progress) String() string {
+	t := pr.tap.Load()
+	if t == nil {
+		return ""
+	}
+	return fmt.Sprintf(", %d rows, %d bytes so far", t.Rows(), t.Bytes())
+}
+
+// reportTap makes the progress notifications of the call running in ctx
+// report the rows and bytes of tap.
+func reportTap(ctx context.Context, tap *query.Tap) {
+	if pr, ok := ctx.Value(progressKey{}).(*progress); ok {
+		pr.tap.Store(tap)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -40,12 +41,27 @@ type Options struct {
 	WriteTimeout time.Duration
 	// SessionQueue bounds the messages queued per session (default 64).
 	SessionQueue int
-	// MaxWorkers bounds concurrent tool calls across sessions (default 10).
+	// Blocks is the store results over BlockThreshold go to; nil refuses
+	// such results with a hint to ask for fewer rows.
+	Blocks *blocktransport.Store
+	// BlockThreshold is the encoded size over which a result goes to
+	// blocks (default 10 MiB).
+	BlockThreshold int64
+	// BatchRows is the most rows a query collects in memory (the engine's
+	// max row limit, default 10000); asking for more streams.
+	BatchRows int
+	// Workers is the host's shared pool of database workers (and its
+	// per-subject limits) tool calls run in. Nil: the plugin's own pool of
+	// MaxWorkers slots (default 10), waiting at most WorkerWait (default
+	// 10s) for one.
+	Workers    Workers
 	MaxWorkers int
-	// WorkerWait is how long a call waits for a worker (default 10s).
 	WorkerWait time.Duration
-	// MaxSessions and MaxSessionsPerSubject bound open sessions
-	// (defaults 2000 and 64).
+	// Observer, if set, receives tool calls and refused sessions for the
+	// host's metrics.
+	Observer Observer
+	// MaxSessions and MaxSessionsPerSubject bound open sessions, SSE and
+	// Streamable HTTP together (defaults 2000 and 64).
 	MaxSessions           int
 	MaxSessionsPerSubject int
 	// Trace logs every MCP message (secrets masked, cut at 4 KiB).
@@ -85,7 +101,7 @@ type Plugin struct {
 	log     *slog.Logger
 	server  *mcpsdk.Server
 	tools   []toolSpec
-	workers chan struct{}
+	workers Workers
 
 	enabled      atomic.Bool
 	enabledSince atomic.Pointer[time.Time]
@@ -95,9 +111,13 @@ type Plugin struct {
 
 	mu       sync.Mutex
 	sessions map[string]*conn
-	stdio    int // open stdio sessions
-	closed   bool
-	wg       sync.WaitGroup
+	// streamOwners maps open Streamable HTTP sessions to their subject;
+	// streamPending counts, per subject, POSTs opening one now.
+	streamOwners  map[string]string
+	streamPending map[string]int
+	stdio         int // open stdio sessions
+	closed        bool
+	wg            sync.WaitGroup
 
 	syncMu    sync.Mutex
 	lastSync  time.Time // of the last catalog check, under syncMu
@@ -121,18 +141,37 @@ type Status struct {
 	Sessions  map[string]int       `json:"sessions"`
 	ToolCalls map[string]ToolStats `json:"tool_calls"`
 	Workers   WorkerStatus         `json:"workers"`
+	// Blocks counts the block store's transfers (absent without a store).
+	Blocks *BlockStatus `json:"blocks,omitempty"`
 }
 
-// WorkerStatus is the use of the tool-call worker slots.
+// WorkerStatus is the use of the tool-call worker slots: MCP's share,
+// and with the host's shared pool, that whole pool.
 type WorkerStatus struct {
-	Max   int `json:"max"`
-	InUse int `json:"in_use"`
+	Max     int `json:"max"`
+	InUse   int `json:"in_use"`
+	Waiting int `json:"waiting"`
+	// PoolMax and PoolInUse are the host's shared pool (REST, ingest and
+	// MCP together); absent without one.
+	PoolMax   int `json:"pool_max,omitempty"`
+	PoolInUse int `json:"pool_in_use,omitempty"`
+}
+
+// BlockStatus counts block transfers: committed since start (and their
+// blocks and bytes), and stored now.
+type BlockStatus struct {
+	Transfers      int64 `json:"transfers"`
+	Blocks         int64 `json:"blocks"`
+	Bytes          int64 `json:"bytes"`
+	StoredNow      int   `json:"stored_now"`
+	StoredBytesNow int64 `json:"stored_bytes_now"`
 }
 
 // New builds a Plugin: it reads and checks the tool declarations and sets up
 // the protocol server. It starts nothing.
 func New(engine Engine, opts *Options) (*Plugin, error) {
-	p := &Plugin{engine: engine, sessions: map[string]*conn{}, calls: map[string]*ToolStats{}}
+	p := &Plugin{engine: engine, sessions: map[string]*conn{}, calls: map[string]*ToolStats{},
+		streamOwners: map[string]string{}, streamPending: map[string]int{}}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -142,6 +181,8 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	o.WorkerWait = orDefault(o.WorkerWait, 10*time.Second)
 	o.SessionQueue = orDefault(o.SessionQueue, 64)
 	o.MaxWorkers = orDefault(o.MaxWorkers, 10)
+	o.BlockThreshold = orDefault(o.BlockThreshold, 10<<20)
+	o.BatchRows = orDefault(o.BatchRows, 10000)
 	o.MaxSessions = orDefault(o.MaxSessions, 2000)
 	o.MaxSessionsPerSubject = orDefault(o.MaxSessionsPerSubject, 64)
 	o.Version = orDefault(o.Version, "dev")
@@ -160,7 +201,10 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		return nil, err
 	}
 	p.tools = tools
-	p.workers = make(chan struct{}, o.MaxWorkers)
+	p.workers = o.Workers
+	if p.workers == nil {
+		p.workers = newLocalWorkers(o.MaxWorkers, o.WorkerWait)
+	}
 	sopts := &mcpsdk.ServerOptions{
 		Instructions:      instructions,
 		Logger:            p.log,
@@ -181,6 +225,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	}
 	p.addPrompts()
 	p.addResources()
+	p.addBlockResources()
 	if o.Conformance {
 		p.addConformanceFixtures()
 	}
@@ -213,6 +258,7 @@ func (p *Plugin) Mount(r gin.IRouter) {
 	g.GET("/sse", p.serveSSE)
 	g.POST("/messages/", p.serveMessage)
 	g.POST("/messages", p.serveMessage)
+	p.mountBlocks(g)
 }
 
 // Enable turns the plugin on; MCP routes answer again.
@@ -244,7 +290,12 @@ func (p *Plugin) Status() Status {
 		Since:     p.enabledSince.Load(),
 		Sessions:  map[string]int{"sse": 0, "streamable": 0, "stdio": 0},
 		ToolCalls: map[string]ToolStats{},
-		Workers:   WorkerStatus{Max: cap(p.workers), InUse: len(p.workers)},
+		Workers:   p.workers.Use(),
+	}
+	if p.opts.Blocks != nil {
+		bs := p.opts.Blocks.Stats()
+		st.Blocks = &BlockStatus{Transfers: bs.Created, Blocks: bs.Blocks, Bytes: bs.Written,
+			StoredNow: bs.Transfers, StoredBytesNow: bs.Bytes}
 	}
 	p.mu.Lock()
 	st.Sessions["sse"] = len(p.sessions)
@@ -318,17 +369,8 @@ func (p *Plugin) openSession(caller query.Caller) (*conn, error) {
 	if !p.Enabled() {
 		return nil, query.Errorf(query.KindUnavailable, "MCP is disabled on this server")
 	}
-	if len(p.sessions) >= p.opts.MaxSessions {
-		return nil, &query.Error{Kind: query.KindRateLimited, Message: "too many open MCP sessions on this server", RetryAfter: 5 * time.Second}
-	}
-	n := 0
-	for _, c := range p.sessions {
-		if c.caller.Subject == caller.Subject {
-			n++
-		}
-	}
-	if n >= p.opts.MaxSessionsPerSubject {
-		return nil, &query.Error{Kind: query.KindRateLimited, Message: "too many open MCP sessions for this subject", Hint: "close unused sessions", RetryAfter: 5 * time.Second}
+	if err := p.admitSessionLocked(caller.Subject, "sse"); err != nil {
+		return nil, err
 	}
 	c := newConn(newID(), caller, p.opts.SessionQueue, p.opts.WriteTimeout)
 	// A closed session leaves the registry at once (status, limits), even

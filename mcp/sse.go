@@ -155,6 +155,7 @@ func (p *Plugin) serveMessage(c *gin.Context) {
 		return
 	}
 	for _, msg := range msgs {
+		tagMessage(msg, c.Request.Header.Get(headerRequestID))
 		if err := sess.deliver(c.Request.Context(), msg); err != nil {
 			if errors.Is(err, context.Canceled) {
 				return

@@ -62,9 +62,25 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 		fail(c, query.Errorf(query.KindUnavailable, "server is shutting down"))
 		return
 	}
-	h := p.stateful
+	h, stateful := p.stateful, true
 	if v := strings.TrimSpace(c.GetHeader("MCP-Protocol-Version")); !p.opts.StatelessDisabled && v >= modernRevision {
-		h = p.stateless
+		h, stateful = p.stateless, false
+	}
+	if c.Request.Method == http.MethodPost {
+		if err := tagJSONRPCID(c); err != nil {
+			fail(c, err)
+			return
+		}
+		// A POST without a session id to the stateful handler opens a
+		// session: it counts against the session limits.
+		if stateful && c.GetHeader("Mcp-Session-Id") == "" {
+			caller, _ := query.CallerFrom(c.Request.Context())
+			if err := p.reserveStreamable(caller.Subject); err != nil {
+				fail(c, err)
+				return
+			}
+			defer func() { p.settleStreamable(caller.Subject, c.Writer.Header().Get("Mcp-Session-Id")) }()
+		}
 	}
 	h.ServeHTTP(c.Writer, c.Request)
 }

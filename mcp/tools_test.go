@@ -24,7 +24,7 @@ func TestBuiltinToolsLoad(t *testing.T) {
 			t.Errorf("%s: want an output schema", s.Name)
 		}
 	}
-	if got := strings.Join(names, ","); got != "list_databases,list_tables,describe_table,query,query_time_series,explain,run_sql" {
+	if got := strings.Join(names, ","); got != "list_databases,list_tables,describe_table,query,query_time_series,explain,run_sql,get_result_block" {
 		t.Errorf("got %s", got)
 	}
 }
@@ -36,7 +36,7 @@ func TestToolsFileErrors(t *testing.T) {
 		{"unknown key", `{"tools": [], "extra": 1}`, `unknown field "extra"`},
 		{"no tools", `{"tools": []}`, "no tools declared"},
 		{"bad name", "{\"tools\": [\n {\"name\": \"a b\", \"description\": \"d\", \"handler\": \"run_sql\", \"input_schema\": " + obj + "}]}", "line 2: tools[0] (a b): name must be"},
-		{"unknown handler", "{\"tools\": [\n {\"name\": \"x\", \"description\": \"d\", \"handler\": \"rm_rf\", \"input_schema\": " + obj + "}]}", `unknown handler "rm_rf"; known handlers: [describe_table explain list_databases list_tables query query_time_series run_sql sql]`},
+		{"unknown handler", "{\"tools\": [\n {\"name\": \"x\", \"description\": \"d\", \"handler\": \"rm_rf\", \"input_schema\": " + obj + "}]}", `unknown handler "rm_rf"; known handlers: [describe_table explain get_result_block list_databases list_tables query query_time_series run_sql sql]`},
 		{"missing description", `{"tools": [{"name": "x", "handler": "run_sql", "input_schema": ` + obj + `}]}`, "description is required"},
 		{"schema not object", "{\"tools\": [\n{\"name\": \"x\", \"description\": \"d\", \"handler\": \"run_sql\", \"input_schema\": " + obj + "},\n\n{\"name\": \"y\", \"description\": \"d\", \"handler\": \"run_sql\", \"input_schema\": {\"type\": \"string\"}}]}", `line 4: tools[1] (y): input_schema: "type" must be "object"`},
 		{"missing schema", `{"tools": [{"name": "x", "description": "d", "handler": "run_sql"}]}`, "input_schema: is required"},
@@ -76,7 +76,7 @@ func TestConfigDirReplacesTools(t *testing.T) {
 	}
 	// A config dir without tools.json keeps the built-in tools.
 	p, err = New(nil, &Options{Tools: lakegate.DefaultTools, ConfigDir: t.TempDir()})
-	if err != nil || len(p.ToolNames()) != 7 {
-		t.Errorf("got %v, %v; want the 7 built-in tools", p.ToolNames(), err)
+	if err != nil || len(p.ToolNames()) != 8 {
+		t.Errorf("got %v, %v; want the 8 built-in tools", p.ToolNames(), err)
 	}
 }

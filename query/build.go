@@ -45,19 +45,24 @@ func (b *built) nextCursor(truncated bool) string {
 // the same request always gives the same text. args are the parameter
 // values, typed for their columns.
 func (e *Engine) Build(ctx context.Context, c Caller, r Request) (sql string, args []any, err error) {
-	b, err := e.build(ctx, r)
+	g, ctx, err := e.grant(ctx, c, r.Database)
+	if err != nil {
+		return "", nil, err
+	}
+	b, err := e.build(ctx, g, r)
 	if err != nil {
 		return "", nil, err
 	}
 	return b.withLimit(b.limit), b.args, nil
 }
 
-func (e *Engine) build(ctx context.Context, r Request) (*built, error) {
+// build makes r into SQL with the tables g allows.
+func (e *Engine) build(ctx context.Context, g *grant, r Request) (*built, error) {
 	cat, src, err := e.catalog(ctx, r.Database)
 	if err != nil {
 		return nil, err
 	}
-	t, err := cat.table(r.Database, r.Table)
+	t, err := g.table(cat, r.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +75,7 @@ func (e *Engine) build(ctx context.Context, r Request) (*built, error) {
 		return nil, err
 	}
 	base, args, err := buildSQL(src.dialect(), t, r, func(name string) (*tableInfo, error) {
-		return cat.table(r.Database, name)
+		return g.table(cat, name)
 	})
 	if err != nil {
 		return nil, err

@@ -52,7 +52,9 @@ type source interface {
 	estimate(ctx context.Context, sqlText string, args []any) (rows, width float64, err error)
 	// insert writes the groups of rows (already converted for the
 	// dialect) in one transaction and returns the count after commit.
-	insert(ctx context.Context, t *tableInfo, groups []insertGroup) (int64, error)
+	// With a key k, the key is claimed in the same transaction, and a
+	// batch committed before under k is replayed, not written again.
+	insert(ctx context.Context, t *tableInfo, groups []insertGroup, k *batchKey) (InsertResult, error)
 	close()
 }
 
@@ -113,6 +115,9 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 	if e.opts.BreakerCooldown <= 0 {
 		e.opts.BreakerCooldown = DefaultBreakerCooldown
 	}
+	if e.opts.KeyTTL <= 0 {
+		e.opts.KeyTTL = DefaultKeyTTL
+	}
 	e.log = e.opts.Logger
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -127,6 +132,10 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 		}
 	}
 	sort.Strings(e.names)
+	if err := e.checkAccess(); err != nil {
+		e.Close()
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -218,14 +227,22 @@ func (e *Engine) source(db string) (source, error) {
 	}
 }
 
-// Tables lists the tables and views of database db (without columns).
+// Tables lists the tables and views of database db (without columns) that
+// c may read.
 func (e *Engine) Tables(ctx context.Context, c Caller, db string) ([]Table, error) {
+	g, ctx, err := e.grant(ctx, c, db)
+	if err != nil {
+		return nil, err
+	}
 	cat, _, err := e.catalog(ctx, db)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Table, 0, len(cat.tables))
 	for _, t := range cat.tables {
+		if !g.allows(t) {
+			continue
+		}
 		tt := t.Table
 		tt.Columns, tt.PrimaryKey, tt.ForeignKeys = nil, nil, nil
 		out = append(out, tt)
@@ -236,18 +253,26 @@ func (e *Engine) Tables(ctx context.Context, c Caller, db string) ([]Table, erro
 // Describe returns one table of database db with its columns, primary key,
 // foreign keys and row estimate. The result is the caller's to keep.
 func (e *Engine) Describe(ctx context.Context, c Caller, db, table string) (*Table, error) {
+	g, ctx, err := e.grant(ctx, c, db)
+	if err != nil {
+		return nil, err
+	}
 	cat, _, err := e.catalog(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	t, err := cat.table(db, table)
+	t, err := g.table(cat, table)
 	if err != nil {
 		return nil, err
 	}
 	out := t.Table
 	out.Columns = slices.Clone(out.Columns)
 	out.PrimaryKey = slices.Clone(out.PrimaryKey)
-	out.ForeignKeys = slices.Clone(out.ForeignKeys)
+	// Keys to tables the caller may not read are left out.
+	out.ForeignKeys = slices.DeleteFunc(slices.Clone(out.ForeignKeys), func(fk ForeignKey) bool {
+		ref, ok := cat.byName[fk.RefTable]
+		return ok && !g.allows(ref)
+	})
 	return &out, nil
 }
 
@@ -264,6 +289,9 @@ func (e *Engine) catalog(ctx context.Context, db string) (*catalog, source, erro
 	if cc.cur != nil && time.Since(cc.cur.loaded) < catalogTTL {
 		return cc.cur, src, nil
 	}
+	// The catalog is shared by every caller: it is read as the
+	// connecting user, never as a caller's PostgreSQL role.
+	ctx = withPGRole(ctx, "")
 	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout)
 	defer cancel()
 	tables, err := src.loadCatalog(ctx)

@@ -33,6 +33,10 @@ const wrapAlias = "lakegate_q"
 // only) or on a read-only connection (SQLite), under the statement timeout.
 func (e *Engine) RunSQL(ctx context.Context, c Caller, r SQLRequest) (*Result, error) {
 	start := time.Now()
+	g, ctx, err := e.grant(ctx, c, r.Database)
+	if err != nil {
+		return nil, err
+	}
 	src, err := e.source(r.Database)
 	if err != nil {
 		return nil, err
@@ -48,9 +52,11 @@ func (e *Engine) RunSQL(ctx context.Context, c Caller, r SQLRequest) (*Result, e
 	// A statement the MySQL-dialect parser cannot read (Parsed false:
 	// casts, ILIKE, CTEs...) passed the validator's lexical checks and runs
 	// as written: the database is the wall, with a read-only transaction or
-	// connection, one statement only and the statement timeout.
-	if _, err := validate.Check(r.SQL, nil); err != nil {
-		return nil, refusal(err)
+	// connection, one statement only and the statement timeout. With a
+	// table list (access rules), only its tables may be read and such
+	// statements are refused.
+	if err := g.check(src.dialect(), r.SQL); err != nil {
+		return nil, err
 	}
 	args, err := normParams(r.Params)
 	if err != nil {
@@ -69,7 +75,11 @@ func (e *Engine) RunSQL(ctx context.Context, c Caller, r SQLRequest) (*Result, e
 // Result.SQL is the built SQL.
 func (e *Engine) Query(ctx context.Context, c Caller, r Request) (*Result, error) {
 	start := time.Now()
-	b, err := e.build(ctx, r)
+	g, ctx, err := e.grant(ctx, c, r.Database)
+	if err != nil {
+		return nil, err
+	}
+	b, err := e.build(ctx, g, r)
 	if err != nil {
 		return nil, err
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/lakegate/lakegate/query/validate"
 )
 
 // maxPlanLines bounds the rows of a plan read back.
@@ -48,6 +46,10 @@ func (e *Engine) Explain(ctx context.Context, c Caller, db, sqlText string, anal
 		return nil, &Error{Kind: KindForbidden, Message: "explain with analyze runs the statement and needs the admin role",
 			Hint: "ask for the plan without analyze"}
 	}
+	g, ctx, err := e.grant(ctx, c, db)
+	if err != nil {
+		return nil, err
+	}
 	src, err := e.source(db)
 	if err != nil {
 		return nil, err
@@ -56,8 +58,8 @@ func (e *Engine) Explain(ctx context.Context, c Caller, db, sqlText string, anal
 	if text == "" {
 		return nil, &Error{Kind: KindValidation, Message: "the SQL is empty", Hint: "give one SELECT statement"}
 	}
-	if _, err := validate.Check(sqlText, nil); err != nil {
-		return nil, refusal(err)
+	if err := g.check(src.dialect(), sqlText); err != nil {
+		return nil, err
 	}
 	p := &Plan{Database: db, Dialect: src.dialect(), Format: format, Analyze: analyze, SQL: text}
 	if src.dialect() == SQLite {

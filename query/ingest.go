@@ -13,32 +13,57 @@ import (
 // validation error naming the row (0-based) and column, and nothing is
 // written. Columns a row leaves out get their defaults.
 func (e *Engine) Insert(ctx context.Context, c Caller, db, table string, rows []map[string]any) (int64, error) {
+	res, err := e.insert(ctx, c, db, table, rows, nil)
+	return res.Inserted, err
+}
+
+// insert is Insert, idempotent when idem is not nil (see InsertOnce).
+func (e *Engine) insert(ctx context.Context, c Caller, db, table string, rows []map[string]any, idem *Idempotency) (InsertResult, error) {
+	// Writes run as the connecting user: the access rule's table list
+	// applies, its PostgreSQL role (for reads) does not.
+	g, err := e.grantFor(c, db)
+	if err != nil {
+		return InsertResult{}, err
+	}
 	cat, src, err := e.catalog(ctx, db)
 	if err != nil {
-		return 0, err
+		return InsertResult{}, err
 	}
-	t, err := cat.table(db, table)
+	t, err := g.table(cat, table)
 	if err != nil {
-		return 0, err
+		return InsertResult{}, err
 	}
 	if t.Kind != "table" {
-		return 0, &Error{Kind: KindValidation, Message: fmt.Sprintf("%q is a %s, not a table", t.Name, t.Kind),
+		return InsertResult{}, &Error{Kind: KindValidation, Message: fmt.Sprintf("%q is a %s, not a table", t.Name, t.Kind),
 			Hint: "insert into a table"}
 	}
 	if len(rows) == 0 {
-		return 0, nil
+		return InsertResult{}, nil
 	}
 	groups, err := convertRows(t, rows, src.dialect())
 	if err != nil {
-		return 0, err
+		return InsertResult{}, err
+	}
+	var k *batchKey
+	if idem != nil {
+		k = newBatchKey(c, t, idem, e.opts.KeyTTL)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout+stmtGrace)
 	defer cancel()
-	n, err := src.insert(ctx, t, groups)
+	res, err := src.insert(ctx, t, groups, k)
 	if err != nil {
-		return 0, classify(ctx, db, err)
+		return InsertResult{}, classify(ctx, db, err)
 	}
-	return n, nil
+	return res, nil
+}
+
+// groupsRows counts the rows of groups.
+func groupsRows(groups []insertGroup) int64 {
+	var n int64
+	for _, g := range groups {
+		n += int64(len(g.rows))
+	}
+	return n
 }
 
 // insertGroup is rows that give the same columns, so that each column a

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -108,7 +109,8 @@ func TestInsertPG(t *testing.T) {
 	t.Cleanup(func() {
 		// Leave sink empty for the error tests, whatever order tests run in.
 		pg := e.sources["pg"].(*pgSource)
-		_, _ = pg.pool.Exec(t.Context(), "DELETE FROM sink WHERE id = ANY($1)", []int64{9007199254740993, 2})
+		// Not t.Context(): it is cancelled before cleanups run.
+		_, _ = pg.pool.Exec(context.Background(), "DELETE FROM sink WHERE id = ANY($1)", []int64{9007199254740993, 2})
 	})
 	n, err := e.Insert(t.Context(), Caller{}, "pg", "sink", rows)
 	if err != nil {

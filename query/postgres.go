@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ type pgSource struct {
 	name    string
 	pool    *pgxpool.Pool
 	timeout time.Duration
+	keys    keyState
 }
 
 var _ source = (*pgSource)(nil)
@@ -77,8 +79,13 @@ func (s *pgSource) close() { s.pool.Close() }
 // that nothing the caller sends can run before the timeout is in place.
 const setTimeout = "SELECT set_config('statement_timeout', $1, true)"
 
+// setTimeoutRole also switches to a role for the transaction (SET LOCAL
+// ROLE, with the name a bind parameter: nothing to quote).
+const setTimeoutRole = "SELECT set_config('statement_timeout', $1, true), set_config('role', $2, true)"
+
 // begin opens a transaction (read-only unless write) with the statement
-// timeout set locally. The caller must Rollback.
+// timeout set locally, and for reads the caller's PostgreSQL role (see
+// withPGRole). The caller must Rollback.
 func (s *pgSource) begin(ctx context.Context, write bool) (pgx.Tx, error) {
 	mode := pgx.ReadOnly
 	if write {
@@ -91,16 +98,36 @@ func (s *pgSource) begin(ctx context.Context, write bool) (pgx.Tx, error) {
 	// The query's context lives stmtGrace longer (see Engine.run), so
 	// PostgreSQL normally stops first, with a clean 57014.
 	ms := max(1, statementTimeout(ctx, s.timeout).Milliseconds())
-	rows, err := tx.Query(ctx, setTimeout, fmt.Sprintf("%dms", ms))
+	stmt, args := setTimeout, []any{fmt.Sprintf("%dms", ms)}
+	role := pgRoleFrom(ctx)
+	if role != "" && !write {
+		stmt, args = setTimeoutRole, append(args, role)
+	}
+	rows, err := tx.Query(ctx, stmt, args...)
 	if err == nil {
 		rows.Close()
 		err = rows.Err()
 	}
 	if err != nil {
 		rollback(tx)
-		return nil, err
+		return nil, roleErr(role, err)
 	}
 	return tx, nil
+}
+
+// roleErr explains a PostgreSQL role that cannot be taken: missing, or
+// not granted to the connecting user. Other errors pass unchanged.
+func roleErr(role string, err error) error {
+	var pe *pgconn.PgError
+	if role == "" || !errors.As(err, &pe) {
+		return err
+	}
+	switch pe.Code {
+	case "42501", "22023", "42704": // insufficient_privilege, invalid_parameter_value, undefined_object
+		return &Error{Kind: KindForbidden, Message: fmt.Sprintf("queries cannot run as PostgreSQL role %q: %s", role, pe.Message),
+			Hint: "the operator must create the role and grant it to the user lakegate connects as", Err: err}
+	}
+	return err
 }
 
 // rollback ends tx even when the query's context is done.
@@ -377,25 +404,44 @@ func nameTypes(ctx context.Context, tx pgx.Tx, res *Result, oids []uint32) {
 }
 
 // insert copies rows into t in one read-write transaction. The values
-// are typed by convertIn; COPY is our data path, never user SQL.
-func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGroup) (int64, error) {
+// are typed by convertIn; COPY is our data path, never user SQL. A key k
+// is claimed first, in the same transaction.
+func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGroup, k *batchKey) (InsertResult, error) {
+	if k != nil {
+		if err := s.ensureKeyTable(ctx); err != nil {
+			return InsertResult{}, err
+		}
+	}
 	tx, err := s.begin(ctx, true)
 	if err != nil {
-		return 0, err
+		return InsertResult{}, err
 	}
 	defer rollback(tx)
+	if k != nil {
+		claimed, prev, err := claimKeyPG(ctx, tx, k, groupsRows(groups))
+		if err != nil {
+			s.keys.forget() // in case the table was dropped
+			return InsertResult{}, err
+		}
+		if !claimed {
+			return InsertResult{Inserted: prev, Replayed: true}, nil
+		}
+	}
 	var n int64
 	for _, g := range groups {
 		c, err := tx.CopyFrom(ctx, pgx.Identifier{t.schema, t.rel}, g.cols, pgx.CopyFromRows(g.rows))
 		if err != nil {
-			return 0, &queryErr{err}
+			return InsertResult{}, &queryErr{err}
 		}
 		n += c
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, err
+		return InsertResult{}, err
 	}
-	return n, nil
+	if k != nil {
+		s.sweepKeys(ctx, k)
+	}
+	return InsertResult{Inserted: n}, nil
 }
 
 // Catalog queries: non-system schemas, tables, views, materialized views,
@@ -406,6 +452,7 @@ SELECT c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, c.reltupl
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
   AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
+  AND NOT (n.nspname = 'public' AND c.relname = '` + KeyTable + `')
 ORDER BY n.nspname, c.relname`
 	pgColumnsSQL = `
 SELECT a.attrelid::int8, a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,

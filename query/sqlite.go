@@ -24,6 +24,8 @@ type sqliteSource struct {
 
 	mu sync.Mutex // guards rw
 	rw *sql.DB
+
+	keys keyState
 }
 
 var _ source = (*sqliteSource)(nil)
@@ -227,27 +229,45 @@ func (s *sqliteSource) estimate(context.Context, string, []any) (float64, float6
 
 // insert writes each group with one prepared INSERT, all in one
 // transaction.
-func (s *sqliteSource) insert(ctx context.Context, t *tableInfo, groups []insertGroup) (int64, error) {
+func (s *sqliteSource) insert(ctx context.Context, t *tableInfo, groups []insertGroup, k *batchKey) (InsertResult, error) {
 	rw, err := s.writer()
 	if err != nil {
-		return 0, err
+		return InsertResult{}, err
+	}
+	if k != nil {
+		if err := s.ensureKeyTable(ctx, rw); err != nil {
+			return InsertResult{}, err
+		}
 	}
 	tx, err := rw.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, err
+		return InsertResult{}, err
 	}
 	defer tx.Rollback()
+	if k != nil {
+		claimed, prev, err := claimKeySQLite(ctx, tx, k, groupsRows(groups))
+		if err != nil {
+			s.keys.forget() // in case the table was dropped
+			return InsertResult{}, err
+		}
+		if !claimed {
+			return InsertResult{Inserted: prev, Replayed: true}, nil
+		}
+	}
 	var n int64
 	for _, g := range groups {
 		if err := insertGroupSQLite(ctx, tx, t, g); err != nil {
-			return 0, err
+			return InsertResult{}, err
 		}
 		n += int64(len(g.rows))
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, err
+		return InsertResult{}, err
 	}
-	return n, nil
+	if k != nil {
+		s.sweepKeys(ctx, rw, k)
+	}
+	return InsertResult{Inserted: n}, nil
 }
 
 func insertGroupSQLite(ctx context.Context, tx *sql.Tx, t *tableInfo, g insertGroup) error {
@@ -277,7 +297,7 @@ func (s *sqliteSource) loadCatalog(ctx context.Context) ([]*tableInfo, error) {
 	}
 	defer conn.Close()
 	rows, err := conn.QueryContext(ctx, `SELECT name, type FROM sqlite_master
-WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name <> '`+KeyTable+`' ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}

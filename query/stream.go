@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/lakegate/lakegate/query/validate"
 )
 
 // The modes of Result.Mode.
@@ -45,7 +43,11 @@ const (
 // When w fails (the client went away), the query stops.
 func (e *Engine) Stream(ctx context.Context, c Caller, r SQLRequest, f Format, w io.Writer) (*Result, error) {
 	start := time.Now()
-	src, text, args, err := e.prepareSQL(r)
+	g, ctx, err := e.grant(ctx, c, r.Database)
+	if err != nil {
+		return nil, err
+	}
+	src, text, args, err := e.prepareSQL(g, r)
 	if err != nil {
 		return nil, err
 	}
@@ -70,9 +72,13 @@ func (e *Engine) StreamQuery(ctx context.Context, c Caller, r Request, f Format,
 	if err != nil {
 		return nil, err
 	}
+	g, ctx, err := e.grant(ctx, c, r.Database)
+	if err != nil {
+		return nil, err
+	}
 	nr := r
 	nr.Limit = 0 // the builder's own cap is for batches
-	b, err := e.build(ctx, nr)
+	b, err := e.build(ctx, g, nr)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +99,11 @@ func (e *Engine) StreamQuery(ctx context.Context, c Caller, r Request, f Format,
 // over Options.MaxLimit always streams. Result.Mode says which ran.
 func (e *Engine) Auto(ctx context.Context, c Caller, r SQLRequest, f Format, w io.Writer) (*Result, error) {
 	start := time.Now()
-	src, text, args, err := e.prepareSQL(r)
+	g, ctx, err := e.grant(ctx, c, r.Database)
+	if err != nil {
+		return nil, err
+	}
+	src, text, args, err := e.prepareSQL(g, r)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +130,8 @@ func (e *Engine) Auto(ctx context.Context, c Caller, r SQLRequest, f Format, w i
 	return res, nil
 }
 
-// prepareSQL checks caller SQL as RunSQL does.
-func (e *Engine) prepareSQL(r SQLRequest) (source, string, []any, error) {
+// prepareSQL checks caller SQL as RunSQL does, with the tables g allows.
+func (e *Engine) prepareSQL(g *grant, r SQLRequest) (source, string, []any, error) {
 	src, err := e.source(r.Database)
 	if err != nil {
 		return nil, "", nil, err
@@ -130,8 +140,8 @@ func (e *Engine) prepareSQL(r SQLRequest) (source, string, []any, error) {
 	if text == "" {
 		return nil, "", nil, &Error{Kind: KindValidation, Message: "the SQL is empty", Hint: "give one SELECT statement"}
 	}
-	if _, err := validate.Check(r.SQL, nil); err != nil {
-		return nil, "", nil, refusal(err)
+	if err := g.check(src.dialect(), r.SQL); err != nil {
+		return nil, "", nil, err
 	}
 	args, err := normParams(r.Params)
 	if err != nil {
@@ -161,7 +171,7 @@ func (e *Engine) stream(ctx context.Context, db string, src source, sqlText stri
 	var res *Result
 	err := e.retry(ctx, db, src, func(ctx context.Context) (bool, error) {
 		enc, _ := NewEncoder(f, w)
-		te := &trackEncoder{Encoder: enc}
+		te := &trackEncoder{Encoder: enc, tap: tapFrom(ctx)}
 		var err error
 		res, err = src.stream(ctx, sqlText, args, limit, te)
 		return te.started, err
@@ -173,11 +183,13 @@ func (e *Engine) stream(ctx context.Context, db string, src source, sqlText stri
 	return res, nil
 }
 
-// trackEncoder notes whether output has begun, and marks the writer's
+// trackEncoder notes whether output has begun, reports rows to the
+// context's Tap, and marks the writer's
 // errors so that they are not taken for the database's.
 type trackEncoder struct {
 	Encoder
 	started bool
+	tap     *Tap
 }
 
 func (t *trackEncoder) Begin(cols []ResultColumn) error {
@@ -185,7 +197,12 @@ func (t *trackEncoder) Begin(cols []ResultColumn) error {
 	return wrapWrite(t.Encoder.Begin(cols))
 }
 
-func (t *trackEncoder) Row(cells []Cell) error { return wrapWrite(t.Encoder.Row(cells)) }
+func (t *trackEncoder) Row(cells []Cell) error {
+	if t.tap != nil {
+		t.tap.row(cells, t.Encoder.Written())
+	}
+	return wrapWrite(t.Encoder.Row(cells))
+}
 
 func (t *trackEncoder) End() error { return wrapWrite(t.Encoder.End()) }
 
@@ -211,18 +228,11 @@ func (e *Engine) chooseBatch(ctx context.Context, db string, src source, text, s
 	if src.dialect() != Postgres {
 		return limit <= autoBatchRows
 	}
-	est, ok := e.plans.get(db, sqlText)
+	est, ok := e.estimate(ctx, db, src, sqlText, args, limit+1)
 	if !ok {
-		ctx, cancel := context.WithTimeout(ctx, min(e.opts.StatementTimeout, 5*time.Second))
-		defer cancel()
-		rows, width, err := src.estimate(ctx, sqlText, args)
-		if err != nil {
-			// The query itself will report the problem; streaming is the
-			// mode whose memory is bounded.
-			return false
-		}
-		est = min(rows, float64(limit+1)) * width
-		e.plans.put(db, sqlText, est)
+		// The query itself will report the problem; streaming is the
+		// mode whose memory is bounded.
+		return false
 	}
 	return est <= float64(e.opts.BatchBytes)
 }
@@ -251,27 +261,27 @@ type planCache struct {
 }
 
 type planEntry struct {
-	at    time.Time
-	bytes float64
+	at          time.Time
+	rows, width float64
 }
 
-func (p *planCache) get(db, sqlText string) (float64, bool) {
+func (p *planCache) get(db, sqlText string) (rows, width float64, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	en, ok := p.m[db+"\x00"+sqlText]
 	if !ok || time.Since(en.at) > planTTL {
-		return 0, false
+		return 0, 0, false
 	}
-	return en.bytes, true
+	return en.rows, en.width, true
 }
 
-func (p *planCache) put(db, sqlText string, bytes float64) {
+func (p *planCache) put(db, sqlText string, rows, width float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil || len(p.m) >= planCacheMax {
 		p.m = make(map[string]planEntry)
 	}
-	p.m[db+"\x00"+sqlText] = planEntry{at: time.Now(), bytes: bytes}
+	p.m[db+"\x00"+sqlText] = planEntry{at: time.Now(), rows: rows, width: width}
 }
 
 // errNoEstimate is returned by sources that cannot estimate a result.

@@ -193,7 +193,7 @@ func TestAutoMode(t *testing.T) {
 	}
 	if _, ok := engines["pg"]; ok {
 		pe := engines["pg"]
-		if _, ok := pe.plans.get("pg", wrapLimit("SELECT * FROM readings", 5001)); !ok {
+		if _, _, ok := pe.plans.get("pg", wrapLimit("SELECT * FROM readings", 5001)); !ok {
 			t.Errorf("got no cached estimate, want the plan cached")
 		}
 	}

@@ -56,11 +56,15 @@ type Bucket struct {
 // returned. It runs like Query (read-only, timeout, row cap).
 func (e *Engine) TimeSeries(ctx context.Context, c Caller, r TimeSeriesRequest) (*Result, error) {
 	start := time.Now()
+	g, ctx, err := e.grant(ctx, c, r.Database)
+	if err != nil {
+		return nil, err
+	}
 	cat, src, err := e.catalog(ctx, r.Database)
 	if err != nil {
 		return nil, err
 	}
-	t, err := cat.table(r.Database, r.Table)
+	t, err := g.table(cat, r.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package query
 import (
 	"log/slog"
 	"time"
+
+	"github.com/lakegate/lakegate/config"
 )
 
 // Dialect is the SQL dialect of a source; it decides identifier quoting,
@@ -175,6 +177,13 @@ type Options struct {
 	// BreakerCooldown is how long an open circuit answers unavailable
 	// before one probe may try (default 5s).
 	BreakerCooldown time.Duration
+	// KeyTTL is how long an ingest's idempotency key is remembered
+	// (default 24h).
+	KeyTTL time.Duration
 	// Logger receives the engine's few lifecycle messages; nil discards them.
 	Logger *slog.Logger
+	// Access narrows, per role, the databases and tables callers holding
+	// it may use and the PostgreSQL role their queries run as (see
+	// config.RoleAccess). Nil: callers may use everything.
+	Access map[string]config.RoleAccess
 }

@@ -50,6 +50,11 @@ func (s *Server) renderErrors(c *gin.Context) {
 			strconv.FormatInt(tooLarge.Limit, 10) + " bytes", Hint: "send less per request (max_body_bytes)"}
 		code = http.StatusRequestEntityTooLarge
 	}
+	if errors.Is(err, query.ErrKeyReused) {
+		// The IETF idempotency-key draft's answer to a key reused with
+		// another payload; still a validation_error.
+		code = http.StatusUnprocessableEntity
+	}
 	body := mcp.NewErrorBody(err)
 	if body.Kind == query.KindInternal {
 		s.log.Error("request failed", "request_id", RequestID(c.Request.Context()), "error", err.Error())

@@ -150,8 +150,19 @@ func decodeJSON(r io.Reader, v any) error {
 }
 
 // ingest inserts a JSON array or NDJSON stream of row objects into a table,
-// all in one transaction, and answers with the count once committed.
+// all in one transaction, and answers with the count once committed. With
+// an Idempotency-Key header, a retry of the same batch is not inserted
+// twice (idempotency.go).
 func (s *Server) ingest(c *gin.Context) {
+	key, err := idempotencyKey(c.Request.Header)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if key != "" {
+		s.ingestOnce(c, key)
+		return
+	}
 	rows, err := readRows(c.Request.Body)
 	if err != nil {
 		fail(c, err)

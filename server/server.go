@@ -8,14 +8,17 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/quic-go/quic-go/http3"
 
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/mcp"
@@ -43,21 +46,25 @@ type Server struct {
 	opts     Options
 	router   *gin.Engine
 	started  time.Time
+	tls      *tls.Config  // nil: plain HTTP
+	h3Port   atomic.Int32 // UDP port of HTTP/3 once served
 }
 
 // New builds the server and its routes. The engine and plugin stay owned by
-// the caller, who closes them after Serve returns.
+// the caller, who closes them after Serve returns, and then calls
+// [Server.Close].
 func New(cfg config.Config, engine *query.Engine, plugin *mcp.Plugin, opts *Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	if len(cfg.JWTSecret) < config.MinSecretBytes {
-		return nil, fmt.Errorf("server: jwt secret must be at least %d bytes", config.MinSecretBytes)
+	if !cfg.HasJWTKeys() && !cfg.TLSClientCertAuth {
+		return nil, errors.New("server: no way to authenticate callers: set jwt_secret (HS256, at least 32 bytes), " +
+			"jwt_public_key_files, jwt_jwks_url or tls_client_cert_auth")
 	}
 	if engine == nil || plugin == nil {
 		return nil, errors.New("server: engine and plugin are required")
 	}
-	s := &Server{cfg: cfg, engine: engine, plugin: plugin, verifier: newVerifier([]byte(cfg.JWTSecret)), started: time.Now()}
+	s := &Server{cfg: cfg, engine: engine, plugin: plugin, started: time.Now()}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -67,6 +74,15 @@ func New(cfg config.Config, engine *query.Engine, plugin *mcp.Plugin, opts *Opti
 	s.log = s.opts.Logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	tlsConf, err := tlsConfig(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.tls = tlsConf
+	// Last: with a JWKS URL it starts a refresh that Close ends.
+	if s.verifier, err = newVerifier(cfg, s.log); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.router = s.routes()
 	return s, nil
@@ -79,6 +95,9 @@ func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.Use(requestID, s.accessLog, s.renderErrors, s.recoverPanic, limitBody(s.cfg.MaxBodyBytes))
+	if s.tls != nil {
+		r.Use(s.altSvc)
+	}
 	r.NoRoute(func(c *gin.Context) {
 		fail(c, &query.Error{Kind: query.KindNotFound, Message: "no such route: " + c.Request.Method + " " + c.Request.URL.Path,
 			Hint: "see GET /rest/databases, POST /rest/sql, /mcp/sse"})
@@ -112,25 +131,51 @@ func (s *Server) routes() *gin.Engine {
 	return r
 }
 
+// idleTimeout closes idle keep-alive connections.
+const idleTimeout = 2 * time.Minute
+
 // Serve answers on ln until ctx is cancelled, then shuts down gracefully:
 // it stops accepting, ends the MCP event streams, lets in-flight requests
-// finish for up to DrainTimeout, then cancels what is left.
+// finish for up to DrainTimeout, then cancels what is left. With TLS
+// configured, ln serves HTTPS (HTTP/1.1 and HTTP/2) and the same router is
+// served over HTTP/3 on the UDP port of the same number.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
 	hs := &http.Server{
 		Handler:           s.router,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       idleTimeout,
+		TLSConfig:         s.tls,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	var h3 *http3.Server
+	var h3done <-chan error
+	if s.tls != nil {
+		var err error
+		if h3, h3done, err = s.serveHTTP3(ln); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		if s.tls != nil {
+			errc <- hs.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
 
 	select {
 	case err := <-errc:
+		if h3 != nil {
+			err = errors.Join(err, h3.Close(), <-h3done)
+		}
 		return fmt.Errorf("serve: %w", err)
+	case err := <-h3done: // nil channel without TLS
+		return fmt.Errorf("serve http3: %w", errors.Join(err, hs.Close(), <-errc))
 	case <-ctx.Done():
 	}
 	s.log.Info("shutting down", "drain_timeout", s.opts.DrainTimeout.String())
@@ -140,6 +185,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.plugin.Close(drain); err != nil {
 		s.log.Warn("mcp sessions did not close in time", "error", err.Error())
 	}
+	var h3err chan error
+	if h3 != nil {
+		h3err = make(chan error, 1)
+		go func() { h3err <- h3.Shutdown(drain) }()
+	}
 	err := hs.Shutdown(drain)
 	if err != nil {
 		cancelBase()
@@ -147,6 +197,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
+	}
+	if h3 != nil {
+		if serr := <-h3err; serr != nil {
+			err = errors.Join(err, serr, h3.Close())
+		}
+		err = errors.Join(err, <-h3done)
 	}
 	return err
 }

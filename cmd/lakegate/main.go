@@ -1,6 +1,6 @@
 // Command lakegate is the lakegate binary: the data server (serve), the MCP
-// tools over standard input/output (stdio), a token maker (token) and its
-// version (version).
+// tools over standard input/output (stdio), admin commands for a running
+// server (admin), a token maker (token) and its version (version).
 package main
 
 import (
@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
@@ -70,6 +71,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	_ = serveCmd.Flags().MarkHidden("conformance")
 	root.AddCommand(serveCmd)
 	root.AddCommand(newStdioCommand(&configFile, stderr, getenv))
+	root.AddCommand(newAdminCommand(stdout, getenv))
 
 	var sub, role string
 	var ttl time.Duration
@@ -141,11 +143,11 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 		_, _ = rand.Read(b[:])
 		cfg.JWTSecret = hex.EncodeToString(b[:])
 	}
-	engine, plugin, err := openPlugin(ctx, cfg, log, so.conformance)
+	engine, plugin, closeAll, err := openPlugin(ctx, cfg, cfg.BlockDir(), log, so.conformance)
 	if err != nil {
 		return err
 	}
-	defer engine.Close()
+	defer closeAll()
 	if so.conformance {
 		log.Warn("serving the MCP conformance fixtures (--conformance): for tests only")
 	}
@@ -186,19 +188,39 @@ func useDemo(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	return nil
 }
 
-// openPlugin opens the query engine and builds the MCP plugin on it. The
-// caller closes the engine (and the plugin, through the server or itself).
-func openPlugin(ctx context.Context, cfg config.Config, log *slog.Logger, conformance bool) (*query.Engine, *mcp.Plugin, error) {
-	engine, err := query.Open(ctx, cfg.Databases, &query.Options{
+// openPlugin opens the query engine and the block store (spooling under
+// blockDir) and builds the MCP plugin on them. The caller closes the
+// plugin (through the server or itself), then calls closeAll.
+func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *slog.Logger, conformance bool) (
+	engine *query.Engine, plugin *mcp.Plugin, closeAll func(), err error) {
+	engine, err = query.Open(ctx, cfg.Databases, &query.Options{
 		StatementTimeout: time.Duration(cfg.StatementTimeout),
 		DefaultLimit:     cfg.DefaultRowLimit,
 		MaxLimit:         cfg.MaxRowLimit,
 		Logger:           log,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	plugin, err := mcp.New(engine, &mcp.Options{
+	blocks, err := blocktransport.Open(blocktransport.Options{
+		Dir:              blockDir,
+		BlockSize:        cfg.MCPBlockSize,
+		TTL:              time.Duration(cfg.MCPBlockTTL),
+		MaxBytes:         cfg.MCPBlockBudget,
+		MaxBytesPerOwner: cfg.MCPBlockBudgetPerSubject,
+		Logger:           log,
+	})
+	if err != nil {
+		engine.Close()
+		return nil, nil, nil, err
+	}
+	closeAll = func() {
+		if err := blocks.Close(); err != nil {
+			log.Warn("clean block spool", "error", err.Error())
+		}
+		engine.Close()
+	}
+	plugin, err = mcp.New(engine, &mcp.Options{
 		Tools:          lakegate.DefaultTools,
 		ConfigDir:      cfg.MCPConfigDir,
 		Enabled:        cfg.MCPEnabled,
@@ -206,6 +228,9 @@ func openPlugin(ctx context.Context, cfg config.Config, log *slog.Logger, confor
 		WriteTimeout:   time.Duration(cfg.MCPWriteTimeout),
 		SessionQueue:   cfg.MCPSessionQueue,
 		MaxWorkers:     cfg.MCPMaxWorkers,
+		Blocks:         blocks,
+		BlockThreshold: cfg.MCPBlockThreshold,
+		BatchRows:      cfg.MaxRowLimit,
 		Trace:          cfg.MCPTrace,
 		AllowedOrigins: cfg.MCPAllowedOrigins,
 		Conformance:    conformance,
@@ -213,10 +238,10 @@ func openPlugin(ctx context.Context, cfg config.Config, log *slog.Logger, confor
 		Logger:         log,
 	})
 	if err != nil {
-		engine.Close()
-		return nil, nil, err
+		closeAll()
+		return nil, nil, nil, err
 	}
-	return engine, plugin, nil
+	return engine, plugin, closeAll, nil
 }
 
 func printConnectHelp(w io.Writer, cfg config.Config, base string) error {

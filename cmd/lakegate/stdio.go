@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -64,11 +65,18 @@ func runStdio(ctx context.Context, cfg config.Config, caller query.Caller, t mcp
 	if err := useDemo(ctx, &cfg, log); err != nil {
 		return err
 	}
-	engine, plugin, err := openPlugin(ctx, cfg, log, false)
+	// A stdio process spools blocks in a directory of its own: a server
+	// may be using the configured one.
+	spool, err := os.MkdirTemp("", "lakegate-stdio-blocks-")
+	if err != nil {
+		return fmt.Errorf("block spool: %w", err)
+	}
+	defer os.RemoveAll(spool)
+	_, plugin, closeAll, err := openPlugin(ctx, cfg, spool, log, false)
 	if err != nil {
 		return err
 	}
-	defer engine.Close()
+	defer closeAll()
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

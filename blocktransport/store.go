@@ -1,0 +1,520 @@
+package blocktransport
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultBlockSize = 1 << 20
+	DefaultTTL       = 15 * time.Minute
+)
+
+// Manifest describes one committed transfer: what a client needs to fetch
+// its blocks and check them.
+type Manifest struct {
+	ID     string `json:"transfer_id"`
+	Format string `json:"format"`
+	// Columns is the caller's description of the columns, passed through.
+	Columns json.RawMessage `json:"columns,omitempty"`
+	Rows    int64           `json:"rows"`
+	Bytes   int64           `json:"bytes"`
+	// SHA256 is the hex SHA-256 of the whole result (the blocks in order).
+	SHA256  string    `json:"sha256"`
+	Blocks  []Block   `json:"blocks"`
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires"`
+}
+
+// Block is one block of a transfer.
+type Block struct {
+	N      int    `json:"n"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// Options tune a Store. The zero value of each field is its default.
+type Options struct {
+	// Dir is the spool directory (required). Transfers left there by an
+	// earlier run are deleted by Open.
+	Dir string
+	// BlockSize is the size a block is closed at (default 1 MiB). Blocks
+	// end between two writes, so a block is larger when one write is.
+	BlockSize int64
+	// TTL is how long a committed transfer can be read (default 15m).
+	TTL time.Duration
+	// MaxBytes bounds the bytes of all transfers, MaxBytesPerOwner those
+	// of one owner (0: no bound).
+	MaxBytes         int64
+	MaxBytesPerOwner int64
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Now is the clock (tests); nil is time.Now.
+	Now func() time.Time
+}
+
+// Errors of the Store. A BudgetError is returned for over-budget writes.
+var (
+	ErrNotFound = errors.New("blocktransport: no such transfer")
+	ErrNoBlock  = errors.New("blocktransport: no such block")
+	ErrClosed   = errors.New("blocktransport: store closed")
+)
+
+// BudgetError says a write would pass a byte budget.
+type BudgetError struct {
+	// Owner is true for the per-owner budget, false for the store's.
+	Owner bool
+	Limit int64
+	// RetryAfter is when the owner's oldest transfer expires (Owner only).
+	RetryAfter time.Duration
+}
+
+func (e *BudgetError) Error() string {
+	if e.Owner {
+		return fmt.Sprintf("the transfers of this caller would pass their budget of %d bytes", e.Limit)
+	}
+	return fmt.Sprintf("the block store would pass its budget of %d bytes", e.Limit)
+}
+
+// Stats counts a Store's work.
+type Stats struct {
+	// Transfers and Bytes are what is stored now (committed and in progress).
+	Transfers int   `json:"transfers"`
+	Bytes     int64 `json:"bytes"`
+	// Created, Blocks and Written count since start: transfers committed,
+	// blocks written and bytes written.
+	Created int64 `json:"created"`
+	Blocks  int64 `json:"blocks_written"`
+	Written int64 `json:"bytes_written"`
+	// Aborted counts transfers removed before commit (errors, budgets,
+	// cancellation); Expired those deleted at their TTL.
+	Aborted int64 `json:"aborted"`
+	Expired int64 `json:"expired"`
+}
+
+// Store keeps transfers as block files under a spool directory, with a
+// TTL and byte budgets. It is safe for concurrent use.
+type Store struct {
+	opts Options
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	transfers map[string]*transfer // committed
+	pending   int                  // transfers being written
+	used      int64
+	usedBy    map[string]int64
+	stats     Stats
+	closed    bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type transfer struct {
+	owner    string
+	dir      string
+	manifest Manifest
+}
+
+// idPattern is the form of transfer ids (and of their directories).
+var idPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// Open makes the spool directory, deletes the transfers an earlier run
+// left in it, and starts the expiry sweeper. Close stops it.
+func Open(o Options) (*Store, error) {
+	if o.Dir == "" {
+		return nil, errors.New("blocktransport: a spool directory is required")
+	}
+	if o.BlockSize <= 0 {
+		o.BlockSize = DefaultBlockSize
+	}
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Store{opts: o, log: o.Logger, transfers: map[string]*transfer{}, usedBy: map[string]int64{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("blocktransport: spool directory: %w", err)
+	}
+	entries, err := os.ReadDir(o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("blocktransport: spool directory: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && idPattern.MatchString(e.Name()) {
+			if err := os.RemoveAll(filepath.Join(o.Dir, e.Name())); err != nil {
+				return nil, fmt.Errorf("blocktransport: clean spool directory: %w", err)
+			}
+		}
+	}
+	go s.sweep()
+	return s, nil
+}
+
+// TTL is how long a committed transfer can be read.
+func (s *Store) TTL() time.Duration { return s.opts.TTL }
+
+// Close stops the sweeper and deletes every transfer.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	dirs := make([]string, 0, len(s.transfers))
+	for id, t := range s.transfers {
+		dirs = append(dirs, t.dir)
+		delete(s.transfers, id)
+	}
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+	var errs []error
+	for _, d := range dirs {
+		errs = append(errs, os.RemoveAll(d))
+	}
+	return errors.Join(errs...)
+}
+
+// Stats returns the counters.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Transfers = len(s.transfers) + s.pending
+	st.Bytes = s.used
+	return st
+}
+
+// sweep deletes expired transfers until Close.
+func (s *Store) sweep() {
+	defer close(s.done)
+	t := time.NewTicker(min(s.opts.TTL/4, time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.Expire()
+		}
+	}
+}
+
+// Expire deletes the transfers whose TTL has passed. The sweeper calls it;
+// it is exported for tests and operators.
+func (s *Store) Expire() {
+	now := s.opts.Now()
+	var gone []*transfer
+	s.mu.Lock()
+	for id, t := range s.transfers {
+		if !now.Before(t.manifest.Expires) {
+			delete(s.transfers, id)
+			s.releaseLocked(t.owner, t.manifest.Bytes)
+			s.stats.Expired++
+			gone = append(gone, t)
+		}
+	}
+	s.mu.Unlock()
+	for _, t := range gone {
+		if err := os.RemoveAll(t.dir); err != nil {
+			s.log.Warn("delete expired transfer", "transfer", t.manifest.ID, "error", err.Error())
+		}
+	}
+}
+
+// reserve takes n bytes of the budgets for owner.
+func (s *Store) reserve(owner string, n int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.opts.MaxBytesPerOwner > 0 && s.usedBy[owner]+n > s.opts.MaxBytesPerOwner {
+		return &BudgetError{Owner: true, Limit: s.opts.MaxBytesPerOwner, RetryAfter: s.oldestExpiryLocked(owner)}
+	}
+	if s.opts.MaxBytes > 0 && s.used+n > s.opts.MaxBytes {
+		return &BudgetError{Limit: s.opts.MaxBytes}
+	}
+	s.used += n
+	s.usedBy[owner] += n
+	return nil
+}
+
+func (s *Store) releaseLocked(owner string, n int64) {
+	s.used -= n
+	if s.usedBy[owner] -= n; s.usedBy[owner] <= 0 {
+		delete(s.usedBy, owner)
+	}
+}
+
+// oldestExpiryLocked is the time until owner's first transfer expires
+// (at least a second).
+func (s *Store) oldestExpiryLocked(owner string) time.Duration {
+	wait := s.opts.TTL
+	now := s.opts.Now()
+	for _, t := range s.transfers {
+		if t.owner == owner {
+			wait = min(wait, t.manifest.Expires.Sub(now))
+		}
+	}
+	return max(wait, time.Second)
+}
+
+// Create starts a transfer for owner in format (a name like "ndjson" or
+// "csv", recorded in the manifest). Write the records to the returned
+// Writer, then Commit or Abort it.
+func (s *Store) Create(owner, format string) (*Writer, error) {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:])
+	id := hex.EncodeToString(raw[:])
+	dir := filepath.Join(s.opts.Dir, id)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	s.pending++
+	s.mu.Unlock()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		s.mu.Lock()
+		s.pending--
+		s.mu.Unlock()
+		return nil, fmt.Errorf("blocktransport: create transfer: %w", err)
+	}
+	now := s.opts.Now().UTC()
+	return &Writer{s: s, owner: owner, dir: dir, total: sha256.New(), block: sha256.New(),
+		m: Manifest{ID: id, Format: format, Created: now, Blocks: []Block{}}}, nil
+}
+
+// Writer writes one transfer. Each Write must hold whole records (rows):
+// a block is closed between two writes, never inside one, so every block
+// parses alone. It is not safe for concurrent use.
+type Writer struct {
+	s     *Store
+	owner string
+	dir   string
+	m     Manifest
+	f     *os.File
+	cur   int64 // bytes in the open block
+	total hash.Hash
+	block hash.Hash
+	done  bool
+	err   error
+}
+
+// ID is the transfer's id.
+func (w *Writer) ID() string { return w.m.ID }
+
+// Written is the number of bytes written so far.
+func (w *Writer) Written() int64 { return w.m.Bytes }
+
+// Write appends p (whole records) to the transfer, closing the open block
+// first when p would take it past the block size. Over a budget it fails
+// with a *BudgetError; after any failure every Write fails.
+func (w *Writer) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.done {
+		return 0, errors.New("blocktransport: write after commit or abort")
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if err := w.s.reserve(w.owner, int64(len(p))); err != nil {
+		w.err = err
+		return 0, err
+	}
+	w.m.Bytes += int64(len(p))
+	if w.f != nil && w.cur+int64(len(p)) > w.s.opts.BlockSize {
+		if err := w.closeBlock(); err != nil {
+			return 0, w.fail(err)
+		}
+	}
+	if w.f == nil {
+		f, err := os.OpenFile(w.blockPath(len(w.m.Blocks)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return 0, w.fail(err)
+		}
+		w.f = f
+	}
+	if _, err := w.f.Write(p); err != nil {
+		return 0, w.fail(err)
+	}
+	w.cur += int64(len(p))
+	w.block.Write(p)
+	w.total.Write(p)
+	return len(p), nil
+}
+
+func (w *Writer) fail(err error) error {
+	w.err = fmt.Errorf("blocktransport: write block: %w", err)
+	return w.err
+}
+
+func (w *Writer) blockPath(n int) string { return filepath.Join(w.dir, strconv.Itoa(n)) }
+
+// closeBlock finishes the open block file and records it.
+func (w *Writer) closeBlock() error {
+	err := w.f.Close()
+	w.f = nil
+	w.m.Blocks = append(w.m.Blocks, Block{N: len(w.m.Blocks), Size: w.cur, SHA256: hex.EncodeToString(w.block.Sum(nil))})
+	w.block.Reset()
+	w.cur = 0
+	w.s.mu.Lock()
+	w.s.stats.Blocks++
+	w.s.mu.Unlock()
+	return err
+}
+
+// Commit closes the last block and makes the transfer readable until its
+// TTL. rows and columns are recorded in the manifest as given.
+func (w *Writer) Commit(rows int64, columns json.RawMessage) (*Manifest, error) {
+	if w.err != nil {
+		w.Abort()
+		return nil, w.err
+	}
+	if w.done {
+		return nil, errors.New("blocktransport: commit after commit or abort")
+	}
+	if w.f != nil {
+		if err := w.closeBlock(); err != nil {
+			w.Abort()
+			return nil, w.fail(err)
+		}
+	}
+	w.done = true
+	w.m.Rows = rows
+	w.m.Columns = columns
+	w.m.SHA256 = hex.EncodeToString(w.total.Sum(nil))
+	w.m.Expires = w.m.Created.Add(w.s.opts.TTL)
+	s := w.s
+	s.mu.Lock()
+	s.pending--
+	if s.closed {
+		s.mu.Unlock()
+		_ = os.RemoveAll(w.dir)
+		return nil, ErrClosed
+	}
+	s.transfers[w.m.ID] = &transfer{owner: w.owner, dir: w.dir, manifest: w.m}
+	s.stats.Created++
+	s.stats.Written += w.m.Bytes
+	s.mu.Unlock()
+	m := w.m
+	return &m, nil
+}
+
+// Abort deletes the partial transfer and gives its bytes back to the
+// budgets. It is safe to call after Commit (it does nothing then) and more
+// than once.
+func (w *Writer) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	if w.f != nil {
+		_ = w.f.Close()
+		w.f = nil
+	}
+	_ = os.RemoveAll(w.dir)
+	s := w.s
+	s.mu.Lock()
+	s.pending--
+	s.releaseLocked(w.owner, w.m.Bytes) // Bytes grows only after a reserve
+	s.stats.Aborted++
+	s.mu.Unlock()
+}
+
+// Lookup returns the manifest of a committed, unexpired transfer and its
+// owner. Unknown and expired ids are ErrNotFound.
+func (s *Store) Lookup(id string) (*Manifest, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.transfers[id]
+	if !ok || !s.opts.Now().Before(t.manifest.Expires) {
+		return nil, "", ErrNotFound
+	}
+	m := t.manifest
+	return &m, t.owner, nil
+}
+
+// OpenBlock opens block n of transfer id for reading. The file stays
+// readable after the transfer expires while it is open.
+func (s *Store) OpenBlock(id string, n int) (*os.File, Block, error) {
+	s.mu.Lock()
+	t, ok := s.transfers[id]
+	if !ok || !s.opts.Now().Before(t.manifest.Expires) {
+		s.mu.Unlock()
+		return nil, Block{}, ErrNotFound
+	}
+	if n < 0 || n >= len(t.manifest.Blocks) {
+		s.mu.Unlock()
+		return nil, Block{}, ErrNoBlock
+	}
+	b, dir := t.manifest.Blocks[n], t.dir
+	s.mu.Unlock()
+	f, err := os.Open(filepath.Join(dir, strconv.Itoa(n)))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, Block{}, ErrNotFound
+		}
+		return nil, Block{}, fmt.Errorf("blocktransport: open block: %w", err)
+	}
+	return f, b, nil
+}
+
+// ReadBlock reads block n of transfer id whole and checks its SHA-256, so
+// a block damaged on disk is an error, not data.
+func (s *Store) ReadBlock(id string, n int) ([]byte, Block, error) {
+	f, b, err := s.OpenBlock(id, n)
+	if err != nil {
+		return nil, Block{}, err
+	}
+	defer f.Close()
+	data := make([]byte, b.Size)
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, Block{}, fmt.Errorf("blocktransport: read block %d: %w", n, err)
+	}
+	if err := Verify(data, b.SHA256); err != nil {
+		return nil, Block{}, fmt.Errorf("block %d: %w", n, err)
+	}
+	return data, b, nil
+}
+
+// Verify checks data against a hex SHA-256.
+func Verify(data []byte, sum string) error {
+	got := sha256.Sum256(data)
+	if hex.EncodeToString(got[:]) != sum {
+		return &ChecksumError{Want: sum, Got: hex.EncodeToString(got[:])}
+	}
+	return nil
+}
+
+// ChecksumError says data does not match its recorded SHA-256.
+type ChecksumError struct{ Want, Got string }
+
+func (e *ChecksumError) Error() string {
+	return fmt.Sprintf("checksum mismatch: sha256 is %s, the manifest says %s", e.Got, e.Want)
+}

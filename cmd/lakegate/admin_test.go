@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/server"
+)
+
+var listeningURL = regexp.MustCompile(`"msg":"lakegate listening","url":"(http://[^"]+)"`)
+
+// serveForTest runs the real server (demo database, secret set) and
+// returns its URL; it stops when the test ends.
+func serveForTest(t *testing.T) string {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.LogFormat = "json"
+	cfg.JWTSecret = secret
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, &stdout, &stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m := listeningURL.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("serve returned early: %v; stderr: %s", err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line; stderr: %s", stderr.String())
+		}
+	}
+}
+
+func signed(t *testing.T, sub, role string) string {
+	t.Helper()
+	tok, err := server.NewToken([]byte(secret), sub, role, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func TestAdminMCP(t *testing.T) {
+	base := serveForTest(t)
+	admin, reader := signed(t, "ops", server.RoleAdmin), signed(t, "agent", server.RoleReader)
+	viaEnv := map[string]string{"LAKEGATE_TOKEN": admin}
+	// A port nothing listens on: take one and close it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		want    []string // in stdout
+		wantErr []string // in the error
+	}{
+		{"status, token from env", viaEnv, []string{"admin", "mcp", "status", "--server", base}, []string{"mcp:", "disabled", "sessions:", "sse 0", "workers:", "tool calls:"}, nil},
+		{"enable", viaEnv, []string{"admin", "mcp", "enable", "--server", base}, []string{"enabled since "}, nil},
+		{"status when on", viaEnv, []string{"admin", "mcp", "status", "--server", base + "/"}, []string{"enabled since "}, nil},
+		{"server from env", map[string]string{"LAKEGATE_TOKEN": admin, "LAKEGATE_SERVER": base}, []string{"admin", "mcp", "status"}, []string{"enabled"}, nil},
+		{"disable, token from flag", nil, []string{"admin", "mcp", "disable", "--server", base, "--token", admin}, []string{"disabled"}, nil},
+		{"json", viaEnv, []string{"admin", "mcp", "status", "--json", "--server", base}, []string{`"enabled": false`, `"sessions": {`}, nil},
+		{"reader is refused", map[string]string{"LAKEGATE_TOKEN": reader}, []string{"admin", "mcp", "enable", "--server", base}, nil, []string{"403", "forbidden"}},
+		{"bad token", map[string]string{"LAKEGATE_TOKEN": "not-a-jwt"}, []string{"admin", "mcp", "status", "--server", base}, nil, []string{"401", "auth_error"}},
+		{"no token", nil, []string{"admin", "mcp", "status", "--server", base}, nil, []string{"LAKEGATE_TOKEN"}},
+		{"no server", viaEnv, []string{"admin", "mcp", "status", "--server", refused}, nil, []string{"connection refused"}},
+		{"bad server URL", viaEnv, []string{"admin", "mcp", "status", "--server", "127.0.0.1:1"}, nil, []string{"--server"}},
+		{"unknown route", viaEnv, []string{"admin", "mcp", "status", "--server", base + "/nope"}, nil, []string{"404", "not_found"}},
+		{"extra argument", viaEnv, []string{"admin", "mcp", "status", "now", "--server", base}, nil, []string{"now"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, err := run(t, tt.env, tt.args...)
+			for _, tok := range []string{admin, reader, "not-a-jwt"} {
+				if strings.Contains(out+errOut, tok) || (err != nil && strings.Contains(err.Error(), tok)) {
+					t.Errorf("the output or error holds a token")
+				}
+			}
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("got %q, want an error", out)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("got %v, want it to contain %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got %v, want nil", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("got %q, want it to contain %q", out, w)
+				}
+			}
+		})
+	}
+	// The JSON form is the server's status itself.
+	out, _, err := run(t, viaEnv, "admin", "mcp", "status", "--json", "--server", base)
+	var st struct {
+		Enabled  *bool          `json:"enabled"`
+		Sessions map[string]int `json:"sessions"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &st) != nil || st.Enabled == nil || *st.Enabled {
+		t.Errorf("--json: got %q %v, want the status with enabled false", out, err)
+	}
+}
+
+// The binary exits 1 with the server's message on stderr, and 0 on success.
+func TestAdminBinaryExitCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	base := serveForTest(t)
+	bin := filepath.Join(t.TempDir(), "lakegate")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	admin, reader := signed(t, "ops", server.RoleAdmin), signed(t, "agent", server.RoleReader)
+	tests := []struct {
+		name       string
+		token      string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"admin", admin, 0, "enabled since", ""},
+		{"reader", reader, 1, "", "lakegate: POST /admin/mcp/enable: 403 Forbidden: forbidden: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), bin, "admin", "mcp", "enable", "--server", base)
+			cmd.Env = []string{"LAKEGATE_TOKEN=" + tt.token}
+			var stdout, stderr syncBuffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.wantCode || !strings.Contains(stdout.String(), tt.wantStdout) || !strings.HasPrefix(stderr.String(), tt.wantStderr) {
+				t.Errorf("got exit %d stdout %q stderr %q, want %d %q %q", code, stdout.String(), stderr.String(), tt.wantCode, tt.wantStdout, tt.wantStderr)
+			}
+			if strings.Contains(stdout.String()+stderr.String(), tt.token) {
+				t.Error("the output holds the token")
+			}
+		})
+	}
+}

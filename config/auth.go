@@ -1,0 +1,215 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// DefaultRolesClaim is the JWT claim read for the caller's roles.
+const DefaultRolesClaim = "roles"
+
+// RoleAccess narrows what the callers holding one role may use. A caller
+// whose roles have no RoleAccess may use everything its route roles allow.
+type RoleAccess struct {
+	// Databases the role may use; empty means every database.
+	Databases []string `json:"databases,omitempty"`
+	// Tables maps a database to the tables and views the role may read
+	// there, named as the catalog lists them ("readings", or
+	// "schema.table" outside PostgreSQL's public schema). A database not
+	// in the map: every table.
+	Tables map[string][]string `json:"tables,omitempty"`
+	// PGRole is the PostgreSQL role the role's queries run as
+	// (SET LOCAL ROLE in each transaction), so that PostgreSQL enforces its
+	// grants too. The connecting user must be a member of it. Empty: none.
+	PGRole string `json:"pg_role,omitempty"`
+}
+
+// applyAuthEnv reads the LAKEGATE_* variables of the JWT, client
+// certificate and access settings.
+func (c *Config) applyAuthEnv(getenv func(string) string) error {
+	for key, dst := range map[string]*string{
+		"LAKEGATE_JWT_JWKS_URL":    &c.JWTJWKSURL,
+		"LAKEGATE_JWT_ISSUER":      &c.JWTIssuer,
+		"LAKEGATE_JWT_AUDIENCE":    &c.JWTAudience,
+		"LAKEGATE_JWT_ROLES_CLAIM": &c.JWTRolesClaim,
+	} {
+		if v := getenv(key); v != "" {
+			*dst = v
+		}
+	}
+	for key, dst := range map[string]*[]string{
+		"LAKEGATE_JWT_PUBLIC_KEY_FILES":  &c.JWTPublicKeyFiles,
+		"LAKEGATE_TLS_CLIENT_CERT_ROLES": &c.TLSClientCertRoles,
+	} {
+		if v := getenv(key); v != "" {
+			*dst = splitList(v)
+		}
+	}
+	if v := getenv("LAKEGATE_TLS_CLIENT_CERT_AUTH"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("LAKEGATE_TLS_CLIENT_CERT_AUTH=%q: want true or false", v)
+		}
+		c.TLSClientCertAuth = b
+	}
+	if v := getenv("LAKEGATE_ACCESS"); v != "" {
+		var access map[string]RoleAccess
+		if err := json.Unmarshal([]byte(v), &access); err != nil {
+			return fmt.Errorf(`LAKEGATE_ACCESS: want a JSON object like {"analyst": {"databases": ["iot"], "tables": {"iot": ["readings"]}, "pg_role": "lakegate_analyst"}}: %v`, err)
+		}
+		c.Access = access
+	}
+	return nil
+}
+
+// splitList reads "a, b,c" as [a b c].
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// validateAuth checks the JWT, client certificate and access settings.
+func (c *Config) validateAuth(bad func(format string, args ...any)) {
+	for i, f := range c.JWTPublicKeyFiles {
+		if strings.TrimSpace(f) == "" {
+			bad("jwt_public_key_files[%d] is empty: want the path of a PEM public key (RSA, Ed25519 or ECDSA P-256)", i)
+		}
+	}
+	if c.JWTJWKSURL != "" {
+		if err := checkJWKSURL(c.JWTJWKSURL); err != nil {
+			bad("jwt_jwks_url %q: %v", redactURL(c.JWTJWKSURL), err)
+		}
+	}
+	if strings.TrimSpace(c.JWTRolesClaim) == "" {
+		bad("jwt_roles_claim is empty: want a claim name such as %q (a dotted path like realm_access.roles reads a nested claim)", DefaultRolesClaim)
+	}
+	if c.TLSClientCertAuth {
+		if c.TLSClientCAFile == "" {
+			bad("tls_client_cert_auth needs tls_client_ca_file: only certificates signed by those CAs identify a caller")
+		}
+		if len(c.TLSClientCertRoles) == 0 {
+			bad("tls_client_cert_auth needs tls_client_cert_roles: the roles of callers identified by a client certificate, e.g. [reader]")
+		}
+	}
+	for i, r := range c.TLSClientCertRoles {
+		if !validRole(r) {
+			bad("tls_client_cert_roles[%d] %q: want a role name without spaces or commas, e.g. reader", i, r)
+		}
+	}
+	roles := make([]string, 0, len(c.Access))
+	for r := range c.Access {
+		roles = append(roles, r)
+	}
+	sort.Strings(roles)
+	for _, r := range roles {
+		c.validateAccess(r, c.Access[r], bad)
+	}
+}
+
+// validateAccess checks the access rule of one role.
+func (c *Config) validateAccess(role string, a RoleAccess, bad func(format string, args ...any)) {
+	where := "access." + role
+	if !validRole(role) {
+		bad("access: role %q: want a role name without spaces or commas, e.g. analyst", role)
+		where = fmt.Sprintf("access[%q]", role)
+	}
+	// With no databases configured the embedded demo is served, and the
+	// names cannot be checked here.
+	known := make([]string, 0, len(c.Databases))
+	for _, db := range c.Databases {
+		known = append(known, db.Name)
+	}
+	isKnown := func(db string) bool { return len(known) == 0 || slices.Contains(known, db) }
+	for i, db := range a.Databases {
+		if !isKnown(db) {
+			bad("%s.databases[%d] %q: no such database (configured: %s)", where, i, db, strings.Join(known, ", "))
+		}
+	}
+	dbs := make([]string, 0, len(a.Tables))
+	for db := range a.Tables {
+		dbs = append(dbs, db)
+	}
+	sort.Strings(dbs)
+	for _, db := range dbs {
+		switch {
+		case !isKnown(db):
+			bad("%s.tables: database %q: no such database (configured: %s)", where, db, strings.Join(known, ", "))
+		case len(a.Databases) > 0 && !slices.Contains(a.Databases, db):
+			bad("%s.tables: database %q is not in %s.databases (%s)", where, db, where, strings.Join(a.Databases, ", "))
+		case len(a.Tables[db]) == 0:
+			bad("%s.tables.%s is empty: list the tables the role may read, or leave the database out for all of them", where, db)
+		}
+		for i, t := range a.Tables[db] {
+			if strings.TrimSpace(t) == "" {
+				bad("%s.tables.%s[%d] is empty: want a table name as the catalog lists it, e.g. readings or schema.table", where, db, i)
+			}
+		}
+	}
+	if a.PGRole != "" && !ValidPGRole(a.PGRole) {
+		bad("%s.pg_role %q: want a PostgreSQL role name of letters, digits, _ or $ (starting with a letter or _, at most 63 bytes; not none, public or pg_*)", where, a.PGRole)
+	}
+}
+
+// ValidPGRole reports whether name may be used as an access rule's
+// PostgreSQL role: a plain identifier, and not one of the names SET ROLE
+// reads specially (none resets to the connecting user) or reserves.
+func ValidPGRole(name string) bool {
+	if name == "" || len(name) > 63 {
+		return false
+	}
+	lower := strings.ToLower(name)
+	if lower == "none" || lower == "public" || strings.HasPrefix(lower, "pg_") {
+		return false
+	}
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_':
+		case i > 0 && (r >= '0' && r <= '9' || r == '$'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validRole accepts the role names a token or rule may carry.
+func validRole(r string) bool {
+	return r != "" && len(r) <= 128 && !strings.ContainsAny(r, " \t\r\n,")
+}
+
+// checkJWKSURL accepts https URLs, and http ones on a loopback host only
+// (keys fetched over plain HTTP could be swapped on the way).
+func checkJWKSURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("want an https:// URL of a JWK Set")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		host := u.Hostname()
+		if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+			return nil
+		}
+		return fmt.Errorf("want https:// (http:// only on a loopback host such as 127.0.0.1)")
+	}
+	return fmt.Errorf("want an https:// URL of a JWK Set")
+}
+
+// HasJWTKeys reports whether any JWT key is configured: the HS256 secret,
+// public key files or a JWKS URL.
+func (c *Config) HasJWTKeys() bool {
+	return c.JWTSecret != "" || len(c.JWTPublicKeyFiles) > 0 || c.JWTJWKSURL != ""
+}

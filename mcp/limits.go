@@ -1,0 +1,325 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+// Workers is the pool of database workers tool calls run in. The host
+// gives its shared pool (lakegate's server: one pool for REST, ingest and
+// MCP, of which MCP may hold at most its share); without one the plugin
+// keeps its own of MaxWorkers slots. Implementations are safe for
+// concurrent use.
+type Workers interface {
+	// Acquire waits for a slot for the tool call running in ctx, which
+	// carries the caller (query.CallerFrom), and returns its release, to
+	// be called once. It fails with a rate_limited error when the caller
+	// is over a per-subject limit, with unavailable (RetryAfter set) when
+	// no slot frees up in time, and with ctx's error when ctx ends first.
+	Acquire(ctx context.Context) (release func(), err error)
+	// Use reports how much of MCP's share is used.
+	Use() WorkerStatus
+}
+
+// Observer receives the plugin's measurements, for the host's metrics.
+// Its methods are called on the request path: they must be quick and
+// safe for concurrent use.
+type Observer interface {
+	// ToolCall reports one finished tool call.
+	ToolCall(ToolCall)
+	// SessionRefused reports a session refused by a session limit;
+	// transport is "sse" or "streamable".
+	SessionRefused(transport string)
+}
+
+// ToolCall describes one finished tool call.
+type ToolCall struct {
+	Tool string
+	// Outcome is "ok" or the taxonomy kind of the error.
+	Outcome  string
+	Duration time.Duration
+	// Rows and Bytes are what the result returned: its rows and the bytes
+	// of its content (0 on error).
+	Rows, Bytes int64
+}
+
+// localWorkers is the plugin's own pool when the host gives none.
+type localWorkers struct {
+	slots   chan struct{}
+	wait    time.Duration
+	waiting atomic.Int64
+}
+
+var _ Workers = (*localWorkers)(nil)
+
+func newLocalWorkers(n int, wait time.Duration) *localWorkers {
+	return &localWorkers{slots: make(chan struct{}, n), wait: wait}
+}
+
+func (w *localWorkers) Acquire(ctx context.Context) (func(), error) {
+	release := sync.OnceFunc(func() { <-w.slots })
+	select {
+	case w.slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	w.waiting.Add(1)
+	defer w.waiting.Add(-1)
+	timer := time.NewTimer(w.wait)
+	defer timer.Stop()
+	select {
+	case w.slots <- struct{}{}:
+		return release, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		return nil, &query.Error{Kind: query.KindUnavailable, Message: "all MCP workers are busy",
+			Hint: "retry shortly", RetryAfter: time.Second}
+	}
+}
+
+func (w *localWorkers) Use() WorkerStatus {
+	return WorkerStatus{Max: cap(w.slots), InUse: len(w.slots), Waiting: int(w.waiting.Load())}
+}
+
+// Headers the plugin reads from mcpsdk.RequestExtra.Header for its tool
+// call log lines. The host puts its request id in X-Request-ID of the
+// request; the plugin itself sets the JSON-RPC id of the message (a
+// client's own value is dropped).
+const (
+	headerRequestID = "X-Request-ID"
+	headerJSONRPCID = "X-Lakegate-Jsonrpc-Id"
+)
+
+// peekLimit is the most body tagJSONRPCID reads to find the id: the
+// SDK's own body limit, past which it refuses the request anyway.
+const peekLimit = mcpsdk.DefaultMaxRequestBodyBytes
+
+// tagJSONRPCID reads the id of a POSTed JSON-RPC request (not of a batch)
+// into a request header, which the SDK hands to the tool handler in
+// RequestExtra.Header: the SDK does not expose the id itself. The body is
+// put back whole for the SDK.
+func tagJSONRPCID(c *gin.Context) error {
+	c.Request.Header.Del(headerJSONRPCID)
+	if c.Request.Body == nil {
+		return nil
+	}
+	head, err := io.ReadAll(io.LimitReader(c.Request.Body, peekLimit+1))
+	if err != nil {
+		return err
+	}
+	c.Request.Body = readCloser{io.MultiReader(bytes.NewReader(head), c.Request.Body), c.Request.Body}
+	if len(head) > peekLimit {
+		return nil
+	}
+	if id := requestIDOf(head); id != "" {
+		c.Request.Header.Set(headerJSONRPCID, id)
+	}
+	return nil
+}
+
+// requestIDOf is the id of the single JSON-RPC request in body, or "".
+func requestIDOf(body []byte) string {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' {
+		return ""
+	}
+	var msg struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return ""
+	}
+	return idText(msg.ID)
+}
+
+// idText renders a JSON-RPC id (a string or a number) for logs.
+func idText(raw json.RawMessage) string {
+	var id any
+	if json.Unmarshal(raw, &id) != nil {
+		return ""
+	}
+	switch v := id.(type) {
+	case string:
+		return v
+	case float64:
+		return string(raw)
+	}
+	return ""
+}
+
+// tagMessage gives a POSTed SSE message the same request extra the SDK
+// gives Streamable HTTP messages: the host's request id and the JSON-RPC id.
+func tagMessage(msg jsonrpc.Message, requestID string) {
+	r, ok := msg.(*jsonrpc.Request)
+	if !ok || !r.ID.IsValid() {
+		return
+	}
+	h := http.Header{}
+	if requestID != "" {
+		h.Set(headerRequestID, requestID)
+	}
+	h.Set(headerJSONRPCID, fmt.Sprint(r.ID.Raw()))
+	r.Extra = &mcpsdk.RequestExtra{Header: h}
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// callLog adds the correlation ids of a tool call to its log line.
+func callLog(req *mcpsdk.CallToolRequest, attrs []any) []any {
+	if req.Session != nil && req.Session.ID() != "" {
+		attrs = append(attrs, "session_id", req.Session.ID())
+	}
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		if id := ex.Header.Get(headerRequestID); id != "" {
+			attrs = append(attrs, "request_id", id)
+		}
+		if id := ex.Header.Get(headerJSONRPCID); id != "" {
+			attrs = append(attrs, "jsonrpc_id", id)
+		}
+	}
+	return attrs
+}
+
+// observeCall reports a finished tool call to the Observer, if any.
+func (p *Plugin) observeCall(tool string, d time.Duration, out any, res *mcpsdk.CallToolResult, err error) {
+	if p.opts.Observer == nil {
+		return
+	}
+	tc := ToolCall{Tool: tool, Outcome: "ok", Duration: d}
+	if err != nil {
+		tc.Outcome = string(NewErrorBody(err).Kind)
+		p.opts.Observer.ToolCall(tc)
+		return
+	}
+	tc.Rows = resultRows(out)
+	if res != nil {
+		for _, c := range res.Content {
+			if t, ok := c.(*mcpsdk.TextContent); ok {
+				tc.Bytes += int64(len(t.Text))
+			}
+		}
+		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+			tc.Bytes += int64(len(raw))
+		}
+	}
+	p.opts.Observer.ToolCall(tc)
+}
+
+// resultRows is the row count of a tool's result, 0 for results without rows.
+func resultRows(out any) int64 {
+	switch r := out.(type) {
+	case *query.Result:
+		return int64(r.RowCount)
+	case encodedResult:
+		return int64(r.res.RowCount)
+	case *BlockResult:
+		return int64(r.RowCount)
+	}
+	return 0
+}
+
+// Session limits cover SSE and Streamable HTTP sessions together. SSE
+// sessions are in p.sessions; Streamable HTTP sessions live in the SDK,
+// which tells us of their start (the Mcp-Session-Id of the answer to a
+// POST without one) but not of their end: streamOwners is pruned against
+// the SDK's live sessions whenever it is counted.
+
+// reserveStreamable admits a POST that will open a Streamable HTTP session
+// for subject, or refuses it; settleStreamable must follow.
+func (p *Plugin) reserveStreamable(subject string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.admitSessionLocked(subject, "streamable"); err != nil {
+		return err
+	}
+	p.streamPending[subject]++
+	return nil
+}
+
+// settleStreamable ends a reservation; id is the session the POST opened
+// ("" when none).
+func (p *Plugin) settleStreamable(subject, id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.streamPending[subject]--; p.streamPending[subject] <= 0 {
+		delete(p.streamPending, subject)
+	}
+	if id != "" {
+		p.streamOwners[id] = subject
+	}
+}
+
+// admitSessionLocked checks the session limits for one more session of
+// subject on transport. p.mu is held.
+func (p *Plugin) admitSessionLocked(subject, transport string) error {
+	if p.closed {
+		return query.Errorf(query.KindUnavailable, "server is shutting down")
+	}
+	p.pruneStreamableLocked()
+	total, mine := len(p.sessions)+len(p.streamOwners), 0
+	for _, c := range p.sessions {
+		if c.caller.Subject == subject {
+			mine++
+		}
+	}
+	for _, owner := range p.streamOwners {
+		if owner == subject {
+			mine++
+		}
+	}
+	for owner, n := range p.streamPending {
+		total += n
+		if owner == subject {
+			mine += n
+		}
+	}
+	var err error
+	switch {
+	case total >= p.opts.MaxSessions:
+		err = &query.Error{Kind: query.KindRateLimited, Message: fmt.Sprintf("too many open MCP sessions on this server (%d)", p.opts.MaxSessions),
+			Hint: "retry later", RetryAfter: 5 * time.Second}
+	case mine >= p.opts.MaxSessionsPerSubject:
+		err = &query.Error{Kind: query.KindRateLimited, Message: fmt.Sprintf("too many open MCP sessions for this subject (%d, SSE and Streamable HTTP together)", p.opts.MaxSessionsPerSubject),
+			Hint: "close unused sessions (DELETE /mcp, or end the SSE stream)", RetryAfter: 5 * time.Second}
+	default:
+		return nil
+	}
+	if p.opts.Observer != nil {
+		p.opts.Observer.SessionRefused(transport)
+	}
+	return err
+}
+
+// pruneStreamableLocked forgets Streamable HTTP sessions the SDK has
+// closed. p.mu is held.
+func (p *Plugin) pruneStreamableLocked() {
+	if len(p.streamOwners) == 0 {
+		return
+	}
+	live := make(map[string]bool, len(p.streamOwners))
+	for ss := range p.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	for id := range p.streamOwners {
+		if !live[id] {
+			delete(p.streamOwners, id)
+		}
+	}
+}

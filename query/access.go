@@ -1,0 +1,268 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/query/validate"
+)
+
+// grant is what one caller may use of one database, from the access rules
+// (Options.Access) of the roles it holds. A caller none of whose roles has
+// a rule may use every database and table.
+type grant struct {
+	db string
+	// who names the caller's roles that have rules, for messages.
+	who string
+	// tables are the request names of the tables and views the caller may
+	// read; nil means every table.
+	tables map[string]bool
+	// pgRole is the PostgreSQL role its queries run as; empty: none.
+	pgRole string
+}
+
+// grant checks that c may use database db and returns what it may use
+// there, with ctx carrying the PostgreSQL role its queries run as. Every
+// entry point of the engine calls it first.
+func (e *Engine) grant(ctx context.Context, c Caller, db string) (*grant, context.Context, error) {
+	g, err := e.grantFor(c, db)
+	if err != nil {
+		return nil, ctx, err
+	}
+	return g, withPGRole(ctx, g.pgRole), nil
+}
+
+func (e *Engine) grantFor(c Caller, db string) (*grant, error) {
+	roles := e.ruledRoles(c)
+	g := &grant{db: db}
+	if len(roles) == 0 {
+		return g, nil
+	}
+	g.who = roleWords(roles)
+	allowed, allTables := false, false
+	tables := map[string]bool{}
+	var pgRoles []string
+	for _, r := range roles {
+		a := e.opts.Access[r]
+		if len(a.Databases) > 0 && !slices.Contains(a.Databases, db) {
+			continue
+		}
+		allowed = true
+		if list, ok := a.Tables[db]; ok {
+			for _, t := range list {
+				tables[t] = true
+			}
+		} else {
+			allTables = true
+		}
+		if a.PGRole != "" && !slices.Contains(pgRoles, a.PGRole) {
+			pgRoles = append(pgRoles, a.PGRole)
+		}
+	}
+	if !allowed {
+		open := e.databasesOf(roles)
+		hint := "no database is open to " + g.who
+		if len(open) > 0 {
+			hint = "databases open to " + g.who + ": " + strings.Join(open, ", ")
+		}
+		return nil, &Error{Kind: KindForbidden, Message: fmt.Sprintf("database %q is not open to %s", db, g.who), Hint: hint}
+	}
+	if len(pgRoles) > 1 {
+		return nil, &Error{Kind: KindForbidden,
+			Message: fmt.Sprintf("%s run database %q as different PostgreSQL roles (%s)", g.who, db, strings.Join(pgRoles, ", ")),
+			Hint:    "use a token with only one of these roles"}
+	}
+	if !allTables {
+		g.tables = tables
+	}
+	if len(pgRoles) == 1 {
+		g.pgRole = pgRoles[0]
+	}
+	return g, nil
+}
+
+// ruledRoles are the caller's roles that have an access rule, sorted.
+func (e *Engine) ruledRoles(c Caller) []string {
+	var out []string
+	for _, r := range c.Roles {
+		if _, ok := e.opts.Access[r]; ok && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// databasesOf lists the configured databases open to one of roles.
+func (e *Engine) databasesOf(roles []string) []string {
+	var out []string
+	for _, n := range e.names {
+		for _, r := range roles {
+			if a := e.opts.Access[r]; len(a.Databases) == 0 || slices.Contains(a.Databases, n) {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// DatabasesFor lists the databases c may use, sorted by name.
+func (e *Engine) DatabasesFor(c Caller) []Database {
+	out := make([]Database, 0, len(e.names))
+	for _, d := range e.Databases() {
+		if _, err := e.grantFor(c, d.Name); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func roleWords(roles []string) string {
+	if len(roles) == 1 {
+		return "role " + roles[0]
+	}
+	return "roles " + strings.Join(roles, ", ")
+}
+
+// allows reports whether the caller may read table t.
+func (g *grant) allows(t *tableInfo) bool {
+	return g.tables == nil || g.tables[t.Name]
+}
+
+// table looks up name in cat as the caller may see it: a table it may not
+// read is forbidden, and the hint of an unknown one lists only the tables
+// open to it.
+func (g *grant) table(cat *catalog, name string) (*tableInfo, error) {
+	if g.tables == nil {
+		return cat.table(g.db, name)
+	}
+	t, err := cat.table(g.db, name)
+	if err != nil {
+		return g.view(cat).table(g.db, name)
+	}
+	if !g.allows(t) {
+		return nil, &Error{Kind: KindForbidden,
+			Message: fmt.Sprintf("table %q of database %q is not open to %s", t.Name, g.db, g.who),
+			Hint:    g.tablesHint()}
+	}
+	return t, nil
+}
+
+// view is cat with only the tables the caller may read.
+func (g *grant) view(cat *catalog) *catalog {
+	v := &catalog{byName: map[string]*tableInfo{}, loaded: cat.loaded}
+	for _, t := range cat.tables {
+		if g.allows(t) {
+			v.tables = append(v.tables, t)
+			v.byName[t.Name] = t
+		}
+	}
+	return v
+}
+
+func (g *grant) tablesHint() string {
+	names := make([]string, 0, len(g.tables))
+	for t := range g.tables {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("tables of database %q open to %s: %s", g.db, g.who, strings.Join(names, ", "))
+}
+
+// check validates caller-written SQL (validate.Check). With a table list,
+// only its tables may be read: another table is forbidden, and a
+// statement whose tables the validator cannot list is refused.
+func (g *grant) check(d Dialect, sqlText string) error {
+	if g.tables == nil {
+		if _, err := validate.Check(sqlText, nil); err != nil {
+			return refusal(err)
+		}
+		return nil
+	}
+	var denied *validate.TableRef
+	opts := &validate.Options{AllowTable: func(t validate.TableRef) bool {
+		ok := g.allowsRef(d, t)
+		if !ok && denied == nil {
+			denied = &t
+		}
+		return ok
+	}}
+	_, err := validate.Check(sqlText, opts)
+	switch {
+	case err == nil:
+		return nil
+	case denied != nil:
+		return &Error{Kind: KindForbidden,
+			Message: fmt.Sprintf("table %s of database %q is not open to %s", denied, g.db, g.who),
+			Hint:    g.tablesHint(), Err: err}
+	}
+	return refusal(err)
+}
+
+// allowsRef matches a table named in SQL against the table list. An
+// unqualified PostgreSQL name is taken as the public schema's (the
+// default search_path); SQLite names ignore case, as SQLite does.
+func (g *grant) allowsRef(d Dialect, t validate.TableRef) bool {
+	if d == SQLite {
+		if t.Schema != "" && !strings.EqualFold(t.Schema, "main") {
+			return false
+		}
+		for name := range g.tables {
+			if strings.EqualFold(name, t.Name) {
+				return true
+			}
+		}
+		return false
+	}
+	name := t.Name
+	if t.Schema != "" && t.Schema != "public" {
+		name = t.Schema + "." + t.Name
+	}
+	return g.tables[name]
+}
+
+// checkAccess validates the access rules against the databases opened:
+// every database a rule names must exist, every PostgreSQL role be a plain
+// name (config.ValidPGRole).
+func (e *Engine) checkAccess() error {
+	for role, a := range e.opts.Access {
+		for _, db := range a.Databases {
+			if _, ok := e.sources[db]; !ok {
+				return Errorf(KindValidation, "access rule of role %q names database %q, which is not configured (configured: %s)",
+					role, db, strings.Join(e.names, ", "))
+			}
+		}
+		for db := range a.Tables {
+			if _, ok := e.sources[db]; !ok {
+				return Errorf(KindValidation, "access rule of role %q lists tables of database %q, which is not configured (configured: %s)",
+					role, db, strings.Join(e.names, ", "))
+			}
+		}
+		if a.PGRole != "" && !config.ValidPGRole(a.PGRole) {
+			return Errorf(KindValidation, "access rule of role %q: pg_role %q is not a plain PostgreSQL role name", role, a.PGRole)
+		}
+	}
+	return nil
+}
+
+type pgRoleKey struct{}
+
+// withPGRole returns ctx whose PostgreSQL transactions run as role ("":
+// as the connecting user).
+func withPGRole(ctx context.Context, role string) context.Context {
+	if role == "" && pgRoleFrom(ctx) == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, pgRoleKey{}, role)
+}
+
+// pgRoleFrom is the role set by withPGRole, or "".
+func pgRoleFrom(ctx context.Context) string {
+	r, _ := ctx.Value(pgRoleKey{}).(string)
+	return r
+}
