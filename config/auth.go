@@ -60,7 +60,9 @@ func (c *Config) applyAuthEnv(getenv func(string) string) error {
 	}
 	if v := getenv("LAKEGATE_ACCESS"); v != "" {
 		var access map[string]RoleAccess
-		if err := json.Unmarshal([]byte(v), &access); err != nil {
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&access); err != nil {
 			return fmt.Errorf(`LAKEGATE_ACCESS: want a JSON object like {"analyst": {"databases": ["iot"], "tables": {"iot": ["readings"]}, "pg_role": "lakegate_analyst"}}: %v`, err)
 		}
 		c.Access = access

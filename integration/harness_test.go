@@ -5,6 +5,7 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
 	_ "embed"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
@@ -87,10 +90,28 @@ func seed(adminURL string) (string, error) {
 
 // env is one running lakegate server on a loopback port.
 type env struct {
-	base   string
-	engine *query.Engine
-	plugin *mcp.Plugin
-	pool   *pgxpool.Pool // direct access to compare results
+	base      string
+	engine    *query.Engine
+	plugin    *mcp.Plugin
+	pool      *pgxpool.Pool // direct access to compare results
+	blocks    *blocktransport.Store
+	blocksDir string
+	// clientTLS trusts the server's certificate (tls only).
+	clientTLS *tls.Config
+	serve     *serveHandle
+}
+
+// serveHandle stops a running Serve once.
+type serveHandle struct {
+	stop   func() error // cancels Serve's context, returns its result
+	byTest bool         // the test stopped it (env.shutdown)
+}
+
+// shutdown stops the server as SIGTERM does (cancels Serve's context) and
+// returns Serve's result; the test's cleanup then leaves it be.
+func (e *env) shutdown() error {
+	e.serve.byTest = true
+	return e.serve.stop()
 }
 
 type envOptions struct {
@@ -99,12 +120,29 @@ type envOptions struct {
 	queue        int
 	// plugin, when set, adjusts the plugin's options.
 	plugin func(*mcp.Options)
+	// blocks, when set, gives the plugin a block store with these options
+	// (Dir defaults to a temporary directory).
+	blocks *blocktransport.Options
+	// tls serves HTTPS and HTTP/3 with a self-signed certificate.
+	tls bool
+	// config, when set, adjusts the server's configuration.
+	config func(*config.Config)
+	// drain is the server's drain timeout (default 5s).
+	drain time.Duration
 }
 
 // start runs the real server (config, engine, plugin, server) on
-// 127.0.0.1:0 and stops it when the test ends.
+// 127.0.0.1:0 and stops it when the test ends; then no goroutine started
+// since start may be left.
 func start(t *testing.T, o envOptions) *env {
 	t.Helper()
+	// Registered first, so it runs after every cleanup below.
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		if err := goleak.Find(before); err != nil {
+			t.Errorf("goroutines left after the server stopped: %v", err)
+		}
+	})
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.JWTSecret = testSecret
@@ -113,12 +151,19 @@ func start(t *testing.T, o envOptions) *env {
 	if o.keepalive > 0 {
 		cfg.MCPKeepalive = config.Duration(o.keepalive)
 	}
+	var clientTLS *tls.Config
+	if o.tls {
+		cfg.TLSCertFile, cfg.TLSKeyFile, clientTLS = selfSigned(t)
+	}
+	if o.config != nil {
+		o.config(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx := t.Context()
-	engine, err := query.Open(ctx, cfg.Databases, &query.Options{Logger: log})
+	engine, err := query.Open(ctx, cfg.Databases, &query.Options{Logger: log, Access: cfg.Access})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +176,19 @@ func start(t *testing.T, o envOptions) *env {
 		SessionQueue: o.queue,
 		Logger:       log,
 	}
+	var blocks *blocktransport.Store
+	var bo blocktransport.Options
+	if o.blocks != nil {
+		bo = *o.blocks
+		if bo.Dir == "" {
+			bo.Dir = t.TempDir()
+		}
+		if blocks, err = blocktransport.Open(bo); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { blocks.Close() })
+		popts.Blocks = blocks
+	}
 	if o.plugin != nil {
 		o.plugin(popts)
 	}
@@ -138,10 +196,15 @@ func start(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(cfg, engine, plugin, &server.Options{Logger: log, DrainTimeout: 5 * time.Second})
+	drain := o.drain
+	if drain == 0 {
+		drain = 5 * time.Second
+	}
+	srv, err := server.New(cfg, engine, plugin, &server.Options{Logger: log, DrainTimeout: drain})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(srv.Close)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		t.Fatal(err)
@@ -149,9 +212,9 @@ func start(t *testing.T, o envOptions) *env {
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx, ln) }()
+	served := &serveHandle{stop: sync.OnceValue(func() error { stop(); return <-done })}
 	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := served.stop(); err != nil && !served.byTest {
 			t.Errorf("serve: %v", err)
 		}
 	})
@@ -160,7 +223,11 @@ func start(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return &env{base: "http://" + ln.Addr().String(), engine: engine, plugin: plugin, pool: pool}
+	scheme := "http://"
+	if o.tls {
+		scheme = "https://"
+	}
+	return &env{base: scheme + ln.Addr().String(), engine: engine, plugin: plugin, pool: pool, blocks: blocks, blocksDir: bo.Dir, clientTLS: clientTLS, serve: served}
 }
 
 type testWriter struct{ t *testing.T }

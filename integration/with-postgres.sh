@@ -3,7 +3,9 @@
 # If the variable is already set, that database is used as it is. Otherwise a
 # throwaway server is made from the PostgreSQL binaries on this machine
 # (initdb + pg_ctl in a temporary directory, loopback only, trust auth) and
-# removed when the command ends.
+# removed when the command ends; LAKEGATE_TEST_PG_CTL then names a script
+# that stops or starts it (`"$LAKEGATE_TEST_PG_CTL" stop|start`), for tests
+# that restart the database. An external database gets no such script.
 set -euo pipefail
 
 if [[ -n "${LAKEGATE_TEST_DATABASE_URL:-}" ]]; then
@@ -42,10 +44,24 @@ trap cleanup EXIT
 
 "${as[@]}" "$bindir/initdb" -D "$dir/data" -U postgres -A trust --no-sync -E UTF8 >"$dir/initdb.log" 2>&1 ||
   { cat "$dir/initdb.log" >&2; exit 1; }
-"${as[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-  start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+
+# pg-ctl stops (fast: sessions are ended) or starts this throwaway cluster;
+# tests that restart the database under load run it through
+# LAKEGATE_TEST_PG_CTL ("$LAKEGATE_TEST_PG_CTL" stop|start).
+opts="-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+cat >"$dir/pg-ctl" <<EOF_CTL
+#!/usr/bin/env bash
+set -euo pipefail
+case "\${1:-}" in
+  stop)  exec ${as[*]} "$bindir/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop ;;
+  start) exec ${as[*]} "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$opts" start ;;
+  *)     echo "usage: \$0 stop|start" >&2; exit 2 ;;
+esac
+EOF_CTL
+chmod 755 "$dir/pg-ctl"
+"$dir/pg-ctl" start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
 
 export LAKEGATE_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+export LAKEGATE_TEST_PG_CTL="$dir/pg-ctl"
 echo "with-postgres: throwaway PostgreSQL ($("$bindir/postgres" --version)) on 127.0.0.1:$port" >&2
 "$@"

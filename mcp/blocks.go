@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -396,10 +397,10 @@ func blockContent(r *BlockResult) []mcpsdk.Content {
 	preview := (&query.Result{Columns: r.Columns, Rows: r.Rows, RowCount: len(r.Rows)}).Text()
 	preview = preview[:strings.LastIndex(strings.TrimSuffix(preview, "\n"), "\n")+1]
 	m := r.Transfer
-	text := fmt.Sprintf("%s# rows: %d (the first %d above)%s; the whole result is transfer %s: %d %s blocks, %d bytes, sha256 %s, until %s.\n"+
-		"# read blocks with resources/read (links below), the get_result_block tool, or GET /mcp/blocks/%s/all\n",
+	text := fmt.Sprintf("%s# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, sha256 %s, "+
+		"until %s; read them with resources/read (links below), get_result_block, or GET /mcp/blocks/%s/all\n",
 		preview, r.RowCount, len(r.Rows), truncNote(r.Truncated), m.ID, len(m.Blocks), m.Format, m.Bytes, m.SHA256,
-		m.Expires.Format("2006-01-02T15:04:05Z"), m.ID)
+		m.Expires.Format(time.RFC3339), m.ID)
 	content := []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}
 	for _, b := range m.Blocks {
 		content = append(content, &mcpsdk.ResourceLink{

@@ -207,12 +207,12 @@ func required(name, value string) error {
 	return nil
 }
 
-func listDatabases(_ context.Context, p *Plugin, _ query.Caller, args json.RawMessage) (any, error) {
+func listDatabases(_ context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
 	var in struct{}
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
-	return map[string]any{"databases": p.engine.Databases()}, nil
+	return map[string]any{"databases": p.databasesFor(c)}, nil
 }
 
 func listTables(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {

@@ -71,7 +71,7 @@ func (p *Plugin) reportProgress(ctx context.Context, req *mcpsdk.CallToolRequest
 			select {
 			case <-t.C:
 				n++
-				notify(n, fmt.Sprintf("%s: running for %s%s", name, time.Since(start).Round(time.Second), pr))
+				notify(n, fmt.Sprintf("%s: running for %s%s", name, time.Since(start).Round(time.Second), pr.soFar()))
 			case <-done:
 				finished <- n
 				return
@@ -81,7 +81,7 @@ func (p *Plugin) reportProgress(ctx context.Context, req *mcpsdk.CallToolRequest
 	return func() {
 		close(done)
 		n := <-finished
-		notify(n+1, fmt.Sprintf("%s: finished in %s%s", name, time.Since(start).Round(time.Millisecond), pr))
+		notify(n+1, fmt.Sprintf("%s: finished in %s%s", name, time.Since(start).Round(time.Millisecond), pr.soFar()))
 	}
 }
 
@@ -90,13 +90,13 @@ type progress struct{ tap atomic.Pointer[query.Tap] }
 
 type progressKey struct{}
 
-// String is ", N rows, M bytes so far" once a streamed result has begun.
-func (pr *progress) String() string {
+// soFar is ", N rows, M bytes" once a streamed result has begun.
+func (pr *progress) soFar() string {
 	t := pr.tap.Load()
 	if t == nil {
 		return ""
 	}
-	return fmt.Sprintf(", %d rows, %d bytes so far", t.Rows(), t.Bytes())
+	return fmt.Sprintf(", %d rows, %d bytes", t.Rows(), t.Bytes())
 }
 
 // reportTap makes the progress notifications of the call running in ctx

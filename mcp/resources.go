@@ -43,8 +43,9 @@ func (p *Plugin) addResources() {
 	}, p.readSchema)
 }
 
-func (p *Plugin) readDatabases(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-	return jsonResource(req.Params.URI, map[string]any{"databases": p.engine.Databases()})
+func (p *Plugin) readDatabases(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+	caller, _ := query.CallerFrom(ctx)
+	return jsonResource(req.Params.URI, map[string]any{"databases": p.databasesFor(caller)})
 }
 
 func (p *Plugin) readSchema(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {

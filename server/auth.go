@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -24,7 +26,10 @@ const (
 // Roles lists the known roles.
 var Roles = []string{RoleReader, RoleWriter, RoleAdmin}
 
-// Claims are the JWT claims lakegate reads: the standard ones plus the
+// leeway is the clock skew allowed on exp, nbf and iat.
+const leeway = 30 * time.Second
+
+// Claims are the JWT claims NewToken writes: the standard ones plus the
 // caller's role.
 type Claims struct {
 	Role  string   `json:"role,omitempty"`
@@ -55,62 +60,199 @@ func NewToken(secret []byte, subject, role string, ttl time.Duration) (string, e
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
 }
 
-// verifier checks bearer tokens: HS256 only, exp required, small leeway.
+// verifier checks bearer tokens against the configured keys (each pinned
+// to its algorithm), with exp required, iss and aud when configured, and a
+// small leeway; and reads the caller's roles from the roles claim.
 type verifier struct {
-	secret []byte
-	parser *jwt.Parser
+	keys       *keySet
+	parser     *jwt.Parser
+	issuer     string
+	audience   string
+	rolesClaim string
 }
 
-func newVerifier(secret []byte) *verifier {
-	return &verifier{secret: secret, parser: jwt.NewParser(
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithExpirationRequired(),
-		jwt.WithLeeway(30*time.Second),
-	)}
-}
-
-func (v *verifier) verify(token string) (query.Caller, error) {
-	var claims Claims
-	_, err := v.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return v.secret, nil })
+// newVerifier loads the keys of cfg; close ends what it started.
+func newVerifier(cfg config.Config, log *slog.Logger) (*verifier, error) {
+	keys, err := loadKeys(cfg, log)
 	if err != nil {
-		msg := "invalid bearer token"
-		switch {
-		case errors.Is(err, jwt.ErrTokenExpired):
-			msg = "bearer token has expired"
-		case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-			msg = "bearer token has no exp claim"
-		case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
-			msg = "bearer token signature is not valid for this server"
-		}
-		return query.Caller{}, &query.Error{Kind: query.KindAuth, Message: msg, Err: err}
+		return nil, err
 	}
-	if claims.Subject == "" {
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods(keys.algs),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(leeway),
+	}
+	if cfg.JWTIssuer != "" {
+		opts = append(opts, jwt.WithIssuer(cfg.JWTIssuer))
+	}
+	if cfg.JWTAudience != "" {
+		opts = append(opts, jwt.WithAudience(cfg.JWTAudience))
+	}
+	rolesClaim := cfg.JWTRolesClaim
+	if rolesClaim == "" {
+		rolesClaim = config.DefaultRolesClaim
+	}
+	return &verifier{keys: keys, parser: jwt.NewParser(opts...), issuer: cfg.JWTIssuer,
+		audience: cfg.JWTAudience, rolesClaim: rolesClaim}, nil
+}
+
+func (v *verifier) close() { v.keys.close() }
+
+// verify checks token and returns its caller. ctx bounds a JWK Set fetch.
+func (v *verifier) verify(ctx context.Context, token string) (query.Caller, error) {
+	claims := jwt.MapClaims{}
+	_, err := v.parser.ParseWithClaims(token, &claims, v.keys.keyfunc(ctx))
+	if err != nil {
+		return query.Caller{}, &query.Error{Kind: query.KindAuth, Message: v.reason(err, claims), Err: err}
+	}
+	sub, _ := claims.GetSubject()
+	if sub == "" {
 		return query.Caller{}, query.Errorf(query.KindAuth, "bearer token has no sub claim")
 	}
-	roles := claims.Roles
-	if claims.Role != "" {
-		roles = append(roles, claims.Role)
+	roles, err := v.roles(claims)
+	if err != nil {
+		return query.Caller{}, err
 	}
-	return query.Caller{Subject: claims.Subject, Roles: roles}, nil
+	return query.Caller{Subject: sub, Roles: roles}, nil
 }
 
-// authenticate requires a valid bearer token and puts its caller on the
-// request context.
+// reason says why a token was refused, naming what is accepted; never
+// the token or a key.
+func (v *verifier) reason(err error, claims jwt.MapClaims) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "invalid bearer token: not a JWT"
+	case errors.Is(err, errUnknownKID):
+		return "bearer token signature is not valid for this server: its key id (kid) is not in the key set"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "bearer token signature is not valid for this server (accepted algorithms: " + strings.Join(v.keys.algs, ", ") + ")"
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "bearer token has expired"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return fmt.Sprintf("bearer token issuer is not accepted (want iss %q)", v.issuer)
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return fmt.Sprintf("bearer token audience is not accepted (want aud %q)", v.audience)
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		var missing []string
+		for _, c := range []struct{ name, want string }{{"exp", "exp"}, {"iss", v.issuer}, {"aud", v.audience}} {
+			if _, ok := claims[c.name]; !ok && c.want != "" {
+				missing = append(missing, c.name)
+			}
+		}
+		if len(missing) == 0 {
+			return "bearer token lacks a required claim"
+		}
+		return "bearer token has no " + strings.Join(missing, ", ") + " claim"
+	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "bearer token is not valid yet (nbf or iat in the future)"
+	}
+	return "invalid bearer token"
+}
+
+// roles reads the roles claim: a string or a list of strings, found by
+// its name, else as a dotted path into nested claims. With the default
+// claim, today's single "role" claim is read too.
+func (v *verifier) roles(claims jwt.MapClaims) ([]string, error) {
+	var roles []string
+	val, ok := lookupClaim(claims, v.rolesClaim)
+	if ok {
+		switch x := val.(type) {
+		case string:
+			roles = append(roles, x)
+		case []any:
+			for _, r := range x {
+				s, isStr := r.(string)
+				if !isStr {
+					return nil, query.Errorf(query.KindAuth, "bearer token claim %q: want a string or a list of strings", v.rolesClaim)
+				}
+				roles = append(roles, s)
+			}
+		default:
+			return nil, query.Errorf(query.KindAuth, "bearer token claim %q: want a string or a list of strings", v.rolesClaim)
+		}
+	}
+	if v.rolesClaim == config.DefaultRolesClaim {
+		if r, ok := claims["role"].(string); ok && r != "" {
+			roles = append(roles, r)
+		}
+	}
+	return roles, nil
+}
+
+// lookupClaim finds claim name in claims, or follows it as a dotted path
+// ("realm_access.roles").
+func lookupClaim(claims map[string]any, name string) (any, bool) {
+	if v, ok := claims[name]; ok {
+		return v, true
+	}
+	var cur any = claims
+	for part := range strings.SplitSeq(name, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// authenticate puts the caller on the request context: from the bearer
+// token when there is one, else (with tls_client_cert_auth) from the
+// verified client certificate's common name.
 func (s *Server) authenticate(c *gin.Context) {
 	h := c.GetHeader("Authorization")
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		fail(c, &query.Error{Kind: query.KindAuth, Message: "missing bearer token",
-			Hint: "send Authorization: Bearer <JWT>; `lakegate token` makes one"})
-		return
+	var caller query.Caller
+	var err error
+	if h == "" && s.cfg.TLSClientCertAuth && c.Request.TLS != nil && len(c.Request.TLS.VerifiedChains) > 0 {
+		caller, err = s.certCaller(c)
+	} else {
+		caller, err = s.bearerCaller(c, h)
 	}
-	caller, err := s.verifier.verify(strings.TrimSpace(token))
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	c.Request = c.Request.WithContext(query.WithCaller(c.Request.Context(), caller))
 	c.Set(subjectKey, caller.Subject)
+}
+
+func (s *Server) bearerCaller(c *gin.Context, h string) (query.Caller, error) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return query.Caller{}, &query.Error{Kind: query.KindAuth, Message: "missing bearer token", Hint: s.authHint()}
+	}
+	return s.verifier.verify(c.Request.Context(), strings.TrimSpace(token))
+}
+
+// certCaller is the caller of a verified client certificate: its common
+// name, with the configured roles.
+func (s *Server) certCaller(c *gin.Context) (query.Caller, error) {
+	cn := c.Request.TLS.VerifiedChains[0][0].Subject.CommonName
+	if strings.TrimSpace(cn) == "" {
+		return query.Caller{}, &query.Error{Kind: query.KindAuth, Message: "the client certificate has no common name (CN) to use as the subject",
+			Hint: "use a certificate whose subject has a CN, or send Authorization: Bearer <JWT>"}
+	}
+	return query.Caller{Subject: cn, Roles: slices.Clone(s.cfg.TLSClientCertRoles)}, nil
+}
+
+// authHint says how this server accepts callers.
+func (s *Server) authHint() string {
+	ways := []string{"send Authorization: Bearer <JWT>"}
+	if s.cfg.JWTSecret != "" {
+		ways[0] += "; `lakegate token` makes one"
+	}
+	if s.cfg.TLSClientCertAuth {
+		ways = append(ways, "or connect with a client certificate")
+	}
+	return strings.Join(ways, ", ")
+}
+
+// Close releases what New started (the JWK Set refresh). It is
+// idempotent; call it after Serve returns.
+func (s *Server) Close() {
+	s.verifier.close()
 }
 
 // requireRole lets only callers holding role through (admin holds all).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -34,7 +35,13 @@ func TestNewToken(t *testing.T) {
 		{name: "zero ttl", secret: secret, subject: "a", role: RoleReader, wantErr: "ttl"},
 		{name: "negative ttl", secret: secret, subject: "a", role: RoleReader, ttl: -time.Second, wantErr: "ttl"},
 	}
-	v := newVerifier(secret)
+	cfg := config.Default()
+	cfg.JWTSecret = testSecret
+	v, err := newVerifier(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.close)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tok, err := NewToken(tt.secret, tt.subject, tt.role, tt.ttl)
@@ -47,7 +54,7 @@ func TestNewToken(t *testing.T) {
 			if err != nil {
 				t.Fatalf("NewToken: %v", err)
 			}
-			c, err := v.verify(tok)
+			c, err := v.verify(t.Context(), tok)
 			if err != nil {
 				t.Fatalf("verify: %v", err)
 			}

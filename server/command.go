@@ -49,8 +49,8 @@ func commands() []command {
 			return gin.H{"status": "running", "version": s.opts.Version, "mcp_enabled": s.plugin.Enabled(),
 				"uptime_s": int64(time.Since(s.started).Seconds())}, nil
 		}},
-		{"get databases", []string{"get", "databases"}, RoleReader, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
-			return gin.H{"databases": s.engine.Databases()}, nil
+		{"get databases", []string{"get", "databases"}, RoleReader, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
+			return gin.H{"databases": s.engine.DatabasesFor(caller(c))}, nil
 		}},
 		{"get tables where dbms = DB", []string{"get", "tables"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
 			db, err := a.need("dbms")
@@ -110,7 +110,7 @@ func (s *Server) runCommand(c *gin.Context) {
 		fail(c, query.Errorf(query.KindForbidden, "command %q needs the %s role", cmd.usage, cmd.role))
 		return
 	}
-	out, err := cmd.run(s, c, args)
+	out, err := s.runCommandWork(c, cmd, args)
 	if err != nil {
 		fail(c, err)
 		return

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -58,6 +59,8 @@ type keySet struct {
 	public map[string][]any
 	jwks   keyfunc.Keyfunc
 	stop   context.CancelFunc
+	// client fetches the JWK Set; close drops its idle connections.
+	client *http.Client
 	// algs are the accepted algorithms, sorted: no other (none included)
 	// reaches a key.
 	algs []string
@@ -68,6 +71,9 @@ type keySet struct {
 // and every hour) and starts keyfunc's refresh goroutine, which close
 // ends.
 func loadKeys(cfg config.Config, log *slog.Logger) (*keySet, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	k := &keySet{public: map[string][]any{}}
 	if cfg.JWTSecret != "" {
 		if len(cfg.JWTSecret) < config.MinSecretBytes {
@@ -86,7 +92,9 @@ func loadKeys(cfg config.Config, log *slog.Logger) (*keySet, error) {
 	}
 	if cfg.JWTJWKSURL != "" {
 		ctx, stop := context.WithCancel(context.Background())
+		client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 		jwks, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{cfg.JWTJWKSURL}, keyfunc.Override{
+			Client:            client,
 			HTTPTimeout:       jwksTimeout,
 			RefreshInterval:   jwksRefresh,
 			RefreshUnknownKID: rate.NewLimiter(rate.Every(jwksUnknownRefresh), 1),
@@ -104,7 +112,7 @@ func loadKeys(cfg config.Config, log *slog.Logger) (*keySet, error) {
 			stop()
 			return nil, fmt.Errorf("jwt_jwks_url: %w", err)
 		}
-		k.jwks, k.stop = jwks, stop
+		k.jwks, k.stop, k.client = jwks, stop, client
 		k.algs = append(k.algs, algRS256, algES256, algEdDSA)
 	}
 	slices.Sort(k.algs)
@@ -116,6 +124,7 @@ func loadKeys(cfg config.Config, log *slog.Logger) (*keySet, error) {
 func (k *keySet) close() {
 	if k.stop != nil {
 		k.stop()
+		k.client.CloseIdleConnections()
 	}
 }
 

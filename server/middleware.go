@@ -36,6 +36,8 @@ func requestID(c *gin.Context) {
 		id = hex.EncodeToString(b[:])
 	}
 	c.Header("X-Request-ID", id)
+	// On the request too: the MCP plugin reads it there for its log lines.
+	c.Request.Header.Set("X-Request-ID", id)
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), requestIDKey{}, id))
 	c.Next()
 }

@@ -22,7 +22,7 @@ func caller(c *gin.Context) query.Caller {
 }
 
 func (s *Server) listDatabases(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"databases": s.engine.Databases()})
+	c.JSON(http.StatusOK, gin.H{"databases": s.engine.DatabasesFor(caller(c))})
 }
 
 func (s *Server) listTables(c *gin.Context) {
@@ -73,6 +73,7 @@ func (s *Server) runSQL(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	c.Set(rowsKey, res.RowCount)
 	c.JSON(http.StatusOK, res)
 }
 
@@ -103,6 +104,7 @@ func (s *Server) streamSQL(c *gin.Context, req sqlRequest) {
 	}
 	h := c.Writer.Header()
 	h.Set("X-Row-Count", strconv.Itoa(res.RowCount))
+	c.Set(rowsKey, res.RowCount)
 	h.Set("X-Truncated", strconv.FormatBool(res.Truncated))
 }
 

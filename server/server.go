@@ -34,6 +34,11 @@ type Options struct {
 	Version string
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Metrics and Limits are shared with the MCP plugin (its Observer and
+	// Workers); nil: New makes its own from the config, which the plugin
+	// then does not share.
+	Metrics *Metrics
+	Limits  *Limits
 }
 
 // Server is the HTTP data server. Build it with New and run it with Serve.
@@ -48,6 +53,11 @@ type Server struct {
 	started  time.Time
 	tls      *tls.Config  // nil: plain HTTP
 	h3Port   atomic.Int32 // UDP port of HTTP/3 once served
+
+	metrics   *Metrics
+	limits    *Limits
+	readiness readiness
+	draining  atomic.Bool // set when Serve begins its shutdown
 }
 
 // New builds the server and its routes. The engine and plugin stay owned by
@@ -80,6 +90,9 @@ func New(cfg config.Config, engine *query.Engine, plugin *mcp.Plugin, opts *Opti
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.tls = tlsConf
+	if err := s.setupLimits(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	// Last: with a JWKS URL it starts a refresh that Close ends.
 	if s.verifier, err = newVerifier(cfg, s.log); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -94,7 +107,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(requestID, s.accessLog, s.renderErrors, s.recoverPanic, limitBody(s.cfg.MaxBodyBytes))
+	r.Use(requestID, s.accessLog, s.metrics.observeHTTP, s.renderErrors, s.recoverPanic, limitBody(s.cfg.MaxBodyBytes))
 	if s.tls != nil {
 		r.Use(s.altSvc)
 	}
@@ -110,17 +123,18 @@ func (s *Server) routes() *gin.Engine {
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, gin.H{"error": body})
 	})
 	r.GET("/health", s.health)
+	s.mountObservability(r)
 
-	authed := r.Group("", s.authenticate)
+	authed := r.Group("", s.authenticate, s.rateLimit)
 	authed.GET("/", s.runCommand)
 	authed.POST("/", s.runCommand)
 	rest := authed.Group("/rest", requireRole(RoleReader))
 	rest.GET("/databases", s.listDatabases)
-	rest.GET("/databases/:db/tables", s.listTables)
-	rest.GET("/databases/:db/tables/:table", s.describeTable)
-	rest.POST("/sql", s.runSQL)
+	rest.GET("/databases/:db/tables", s.work(workREST), s.listTables)
+	rest.GET("/databases/:db/tables/:table", s.work(workREST), s.describeTable)
+	rest.POST("/sql", s.work(workREST), s.runSQL)
 
-	authed.POST("/data/:db/:table", requireRole(RoleWriter), s.ingest)
+	authed.POST("/data/:db/:table", requireRole(RoleWriter), s.work(workIngest), s.ingest)
 
 	admin := authed.Group("/admin", requireRole(RoleAdmin))
 	admin.POST("/mcp/enable", s.mcpEnable)
@@ -178,6 +192,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve http3: %w", errors.Join(err, hs.Close(), <-errc))
 	case <-ctx.Done():
 	}
+	s.draining.Store(true)
 	s.log.Info("shutting down", "drain_timeout", s.opts.DrainTimeout.String())
 	drain, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout)
 	defer cancel()

@@ -77,7 +77,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	var ttl time.Duration
 	token := &cobra.Command{
 		Use:   "token",
-		Short: "Print a JWT signed with the configured secret",
+		Short: "Print an HS256 JWT signed with the configured secret",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(configFile, getenv)
@@ -85,7 +85,8 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 				return err
 			}
 			if cfg.JWTSecret == "" {
-				return errors.New("no JWT secret configured: set LAKEGATE_JWT_SECRET or jwt_secret in the config file")
+				return errors.New("no JWT secret configured: set LAKEGATE_JWT_SECRET or jwt_secret in the config file " +
+					"(lakegate signs HS256 tokens only; with jwt_public_key_files or jwt_jwks_url, tokens come from their issuer)")
 			}
 			t, err := server.NewToken([]byte(cfg.JWTSecret), sub, role, ttl)
 			if err != nil {
@@ -137,13 +138,19 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	if err := useDemo(ctx, &cfg, log); err != nil {
 		return err
 	}
-	generated := cfg.JWTSecret == ""
+	// A secret is made for the run only when no way to authenticate is
+	// configured: then the connection help prints tokens signed with it.
+	generated := !cfg.HasJWTKeys() && !cfg.TLSClientCertAuth
 	if generated {
 		var b [32]byte
 		_, _ = rand.Read(b[:])
 		cfg.JWTSecret = hex.EncodeToString(b[:])
 	}
-	engine, plugin, closeAll, err := openPlugin(ctx, cfg, cfg.BlockDir(), log, so.conformance)
+	// One worker pool and one set of per-subject limits for REST, ingest
+	// and MCP; one registry for their metrics.
+	metrics := server.NewMetrics()
+	limits := server.NewLimits(cfg, metrics)
+	engine, plugin, closeAll, err := openPlugin(ctx, cfg, cfg.BlockDir(), log, so.conformance, limits.MCP(), metrics)
 	if err != nil {
 		return err
 	}
@@ -151,10 +158,11 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	if so.conformance {
 		log.Warn("serving the MCP conformance fixtures (--conformance): for tests only")
 	}
-	srv, err := server.New(cfg, engine, plugin, &server.Options{Version: version, Logger: log})
+	srv, err := server.New(cfg, engine, plugin, &server.Options{Version: version, Logger: log, Metrics: metrics, Limits: limits})
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
@@ -190,14 +198,17 @@ func useDemo(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 
 // openPlugin opens the query engine and the block store (spooling under
 // blockDir) and builds the MCP plugin on them. The caller closes the
-// plugin (through the server or itself), then calls closeAll.
-func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *slog.Logger, conformance bool) (
+// plugin (through the server or itself), then calls closeAll. workers and
+// observer, when not nil, are the server's shared pool and metrics.
+func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *slog.Logger, conformance bool,
+	workers mcp.Workers, observer mcp.Observer) (
 	engine *query.Engine, plugin *mcp.Plugin, closeAll func(), err error) {
 	engine, err = query.Open(ctx, cfg.Databases, &query.Options{
 		StatementTimeout: time.Duration(cfg.StatementTimeout),
 		DefaultLimit:     cfg.DefaultRowLimit,
 		MaxLimit:         cfg.MaxRowLimit,
 		Logger:           log,
+		Access:           cfg.Access,
 	})
 	if err != nil {
 		return nil, nil, nil, err
@@ -228,6 +239,10 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		WriteTimeout:   time.Duration(cfg.MCPWriteTimeout),
 		SessionQueue:   cfg.MCPSessionQueue,
 		MaxWorkers:     cfg.MCPMaxWorkers,
+		WorkerWait:     time.Duration(cfg.WorkerWait),
+		Workers:        workers,
+		Observer:       observer,
+		MaxSessions:    cfg.MCPMaxSessions,
 		Blocks:         blocks,
 		BlockThreshold: cfg.MCPBlockThreshold,
 		BatchRows:      cfg.MaxRowLimit,
@@ -236,6 +251,8 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		Conformance:    conformance,
 		Version:        version,
 		Logger:         log,
+
+		MaxSessionsPerSubject: cfg.MCPMaxSessionsPerSubject,
 	})
 	if err != nil {
 		closeAll()

@@ -35,8 +35,8 @@ func newStdioCommand(configFile *string, stderr io.Writer, getenv func(string) s
 				return err
 			}
 			for _, r := range roles {
-				if !validRole(r) {
-					return errors.New("--role " + r + ": want reader, writer or admin")
+				if _, ruled := cfg.Access[r]; !validRole(r) && !ruled {
+					return errors.New("--role " + r + ": want reader, writer, admin or a role of the access setting")
 				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -72,7 +72,7 @@ func runStdio(ctx context.Context, cfg config.Config, caller query.Caller, t mcp
 		return fmt.Errorf("block spool: %w", err)
 	}
 	defer os.RemoveAll(spool)
-	_, plugin, closeAll, err := openPlugin(ctx, cfg, spool, log, false)
+	_, plugin, closeAll, err := openPlugin(ctx, cfg, spool, log, false, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,597 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/mcp"
+)
+
+// allReadings is the query whose result the block tests move: 5000 rows,
+// about 600 KB of NDJSON.
+const allReadings = "SELECT * FROM readings ORDER BY id"
+
+// blockEnv starts a server whose results go to blocks past 64 KiB, in
+// blocks of 16 KiB.
+func blockEnv(t *testing.T, bo blocktransport.Options, tlsOn bool) *env {
+	t.Helper()
+	if bo.BlockSize == 0 {
+		bo.BlockSize = 16 << 10
+	}
+	return start(t, envOptions{blocks: &bo, tls: tlsOn, plugin: func(o *mcp.Options) { o.BlockThreshold = 64 << 10 }})
+}
+
+// blockResult is the structured content of a result sent to blocks.
+type blockResult struct {
+	Columns   []map[string]any         `json:"columns"`
+	Rows      [][]any                  `json:"rows"`
+	RowCount  int                      `json:"row_count"`
+	Truncated bool                     `json:"truncated"`
+	Mode      string                   `json:"mode"`
+	Transfer  *blocktransport.Manifest `json:"transfer"`
+}
+
+// export runs sql through run_sql with the given extra arguments and
+// returns the result sent to blocks.
+func export(t *testing.T, cs *mcpsdk.ClientSession, sql string, extra map[string]any) (*blockResult, *mcpsdk.CallToolResult) {
+	t.Helper()
+	args := map[string]any{"database": "iot", "sql": sql}
+	for k, v := range extra {
+		args[k] = v
+	}
+	var br blockResult
+	res := callJSON(t, cs, "run_sql", args, &br)
+	if res.IsError {
+		t.Fatalf("run_sql: %s", res.Content[0].(*mcpsdk.TextContent).Text)
+	}
+	if br.Mode != "blocks" || br.Transfer == nil {
+		t.Fatalf("run_sql %v: got mode %q, want a result in blocks", extra, br.Mode)
+	}
+	return &br, res
+}
+
+// pgRows returns the rows of allReadings as PostgreSQL's JSON arrays.
+func pgRows(t *testing.T, e *env) [][]any {
+	t.Helper()
+	rows, err := e.pool.Query(t.Context(), "SELECT json_build_array(id, device_id, ts, temperature, humidity, power_w, status, note)::text FROM readings ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, decodeRow(t, []byte(text)))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func decodeRow(t *testing.T, line []byte) []any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var row []any
+	if err := dec.Decode(&row); err != nil {
+		t.Fatalf("row %q: %v", line, err)
+	}
+	return row
+}
+
+// sameValue compares a value of ours with PostgreSQL's JSON of it:
+// numbers by value (numeric may come as a string), timestamps by instant.
+func sameValue(ours, pg any) bool {
+	num := func(v any) (float64, bool) {
+		var s string
+		switch x := v.(type) {
+		case json.Number:
+			s = string(x)
+		case string:
+			s = x
+		default:
+			return 0, false
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		return f, err == nil
+	}
+	if a, ok := num(ours); ok {
+		if b, ok := num(pg); ok {
+			return a == b
+		}
+	}
+	as, aok := ours.(string)
+	bs, bok := pg.(string)
+	if aok && bok {
+		if as == bs {
+			return true
+		}
+		ta, err1 := time.Parse(time.RFC3339Nano, as)
+		tb, err2 := time.Parse(time.RFC3339Nano, bs)
+		return err1 == nil && err2 == nil && ta.Equal(tb)
+	}
+	return ours == nil && pg == nil
+}
+
+// checkNDJSON checks that data holds exactly PostgreSQL's rows.
+func checkNDJSON(t *testing.T, data []byte, want [][]any) {
+	t.Helper()
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	if len(lines) != len(want) {
+		t.Fatalf("got %d rows, PostgreSQL has %d", len(lines), len(want))
+	}
+	for i, line := range lines {
+		got := decodeRow(t, line)
+		if len(got) != len(want[i]) {
+			t.Fatalf("row %d: got %d values, want %d", i, len(got), len(want[i]))
+		}
+		for j := range got {
+			if !sameValue(got[j], want[i][j]) {
+				t.Fatalf("row %d column %d: got %v, PostgreSQL has %v", i, j, got[j], want[i][j])
+			}
+		}
+	}
+}
+
+// checkManifest checks the blocks against their manifest: sizes, SHA-256,
+// row alignment and the whole's SHA-256.
+func checkManifest(t *testing.T, m *blocktransport.Manifest, blocks [][]byte) []byte {
+	t.Helper()
+	if len(blocks) != len(m.Blocks) {
+		t.Fatalf("got %d blocks, the manifest lists %d", len(blocks), len(m.Blocks))
+	}
+	var all []byte
+	for i, b := range blocks {
+		sum := sha256.Sum256(b)
+		if int64(len(b)) != m.Blocks[i].Size || hex.EncodeToString(sum[:]) != m.Blocks[i].SHA256 {
+			t.Errorf("block %d: %d bytes sha256 %x, manifest says %d bytes %s", i, len(b), sum, m.Blocks[i].Size, m.Blocks[i].SHA256)
+		}
+		if len(b) == 0 || b[len(b)-1] != '\n' {
+			t.Errorf("block %d does not end on a row", i)
+		}
+		all = append(all, b...)
+	}
+	sum := sha256.Sum256(all)
+	if hex.EncodeToString(sum[:]) != m.SHA256 || int64(len(all)) != m.Bytes {
+		t.Errorf("whole: %d bytes sha256 %x, manifest says %d bytes %s", len(all), sum, m.Bytes, m.SHA256)
+	}
+	return all
+}
+
+func TestBlocksEveryWayOverSSE(t *testing.T) {
+	e := blockEnv(t, blocktransport.Options{}, false)
+	tok := token(t, "alice", "reader")
+	cs := e.connect(t, tok)
+	want := pgRows(t, e)
+
+	br, res := export(t, cs, allReadings, map[string]any{"max_rows": 0})
+	m := br.Transfer
+	if br.RowCount != len(want) || m.Rows != int64(len(want)) || len(br.Rows) != 20 || br.Truncated {
+		t.Errorf("got row_count %d, manifest rows %d, %d preview rows, truncated %v; want %d, %d, 20, false",
+			br.RowCount, m.Rows, len(br.Rows), br.Truncated, len(want), len(want))
+	}
+	if len(m.Blocks) < 10 || m.Format != "ndjson" || !m.Expires.After(m.Created) {
+		t.Errorf("manifest: %d blocks, format %q, created %s expires %s; want >= 10 ndjson blocks", len(m.Blocks), m.Format, m.Created, m.Expires)
+	}
+	var links []*mcpsdk.ResourceLink
+	for _, c := range res.Content[1:] {
+		if l, ok := c.(*mcpsdk.ResourceLink); ok {
+			links = append(links, l)
+		}
+	}
+	if len(links) != len(m.Blocks) {
+		t.Fatalf("got %d resource links, want one per block (%d)", len(links), len(m.Blocks))
+	}
+	text := res.Content[0].(*mcpsdk.TextContent).Text
+	if !strings.Contains(text, m.ID) || !strings.Contains(text, "# rows: 5000") {
+		t.Errorf("text content %q: want the row count and the transfer id", text)
+	}
+
+	// 1. resources/read of every link.
+	var byResource [][]byte
+	for _, l := range links {
+		rr, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: l.URI})
+		if err != nil {
+			t.Fatalf("read %s: %v", l.URI, err)
+		}
+		byResource = append(byResource, []byte(rr.Contents[0].Text))
+	}
+	whole := checkManifest(t, m, byResource)
+	checkNDJSON(t, whole, want)
+
+	// 2. The get_result_block tool.
+	var byTool [][]byte
+	for n := range m.Blocks {
+		r, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_result_block",
+			Arguments: map[string]any{"transfer_id": m.ID, "block": n}})
+		if err != nil || r.IsError {
+			t.Fatalf("get_result_block %d: %v %v", n, err, r)
+		}
+		byTool = append(byTool, []byte(r.Content[0].(*mcpsdk.TextContent).Text))
+	}
+	checkManifest(t, m, byTool)
+
+	// 3. HTTP: the parallel client, /all, one block with Range and ETag.
+	var fetched bytes.Buffer
+	c := &blocktransport.Client{BaseURL: e.base, Token: tok, Parallel: 3}
+	if _, err := c.Fetch(t.Context(), m.ID, &fetched); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fetched.Bytes(), whole) {
+		t.Errorf("parallel fetch: got %d bytes, want the %d bytes of the blocks", fetched.Len(), len(whole))
+	}
+	code, all := get(t, e.base+"/mcp/blocks/"+m.ID+"/all", tok)
+	if code != 200 || all != string(whole) {
+		t.Errorf("GET /all: got %d and %d bytes, want 200 and %d bytes", code, len(all), len(whole))
+	}
+	req, _ := http.NewRequest("GET", e.base+"/mcp/blocks/"+m.ID+"/1", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Range", "bytes=10-19")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(part, byResource[1][10:20]) || resp.Header.Get("ETag") != `"`+m.Blocks[1].SHA256+`"` {
+		t.Errorf("Range: got %d %q etag %s, want 206 %q and the block's SHA-256", resp.StatusCode, part, resp.Header.Get("ETag"), byResource[1][10:20])
+	}
+	req.Header.Del("Range")
+	req.Header.Set("If-None-Match", `"`+m.Blocks[1].SHA256+`"`)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotModified {
+		t.Errorf("If-None-Match: got %d, want 304", resp.StatusCode)
+	}
+}
+
+func TestBlocksInlineUnderThreshold(t *testing.T) {
+	e := blockEnv(t, blocktransport.Options{}, false)
+	cs := e.connect(t, token(t, "alice", "reader"))
+	// No cap, but small: inline, with every row.
+	var r result
+	res := callJSON(t, cs, "run_sql", map[string]any{"database": "iot", "sql": "SELECT id, ts FROM readings WHERE id <= 250 ORDER BY id", "max_rows": 0}, &r)
+	if res.IsError || r.RowCount != 250 || len(r.Rows) != 250 || r.Rows[249][0] != json.Number("250") {
+		t.Errorf("inline: got %d rows (%d listed), error %v; want 250 rows inline", r.RowCount, len(r.Rows), res.IsError)
+	}
+	// The default cap (100 rows) applies without max_rows.
+	res = callJSON(t, cs, "query", map[string]any{"database": "iot", "table": "readings"}, &r)
+	if res.IsError || r.RowCount != 100 || !r.Truncated {
+		t.Errorf("query default: got %d rows truncated %v, want 100 and true", r.RowCount, r.Truncated)
+	}
+	// export sends even a small result to blocks.
+	br, _ := export(t, cs, "SELECT id FROM readings WHERE id <= 5 ORDER BY id", map[string]any{"export": true})
+	if br.RowCount != 5 || len(br.Transfer.Blocks) != 1 {
+		t.Errorf("small export: got %d rows in %d blocks, want 5 rows in 1 block", br.RowCount, len(br.Transfer.Blocks))
+	}
+	// The query tool streams into blocks too.
+	var qb blockResult
+	res = callJSON(t, cs, "query", map[string]any{"database": "iot", "table": "readings", "max_rows": 0, "order_by": []any{map[string]any{"column": "id"}}}, &qb)
+	if res.IsError || qb.Mode != "blocks" || qb.RowCount != 5000 {
+		t.Errorf("query max_rows 0: got mode %q, %d rows; want blocks with 5000 rows", qb.Mode, qb.RowCount)
+	}
+	// The old argument name is refused with the new one.
+	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": "SELECT 1", "limit": 5}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, "max_rows") {
+		t.Errorf("limit: got %v %v, want an error naming max_rows", res, err)
+	}
+}
+
+func TestBlocksCSV(t *testing.T) {
+	e := blockEnv(t, blocktransport.Options{}, false)
+	tok := token(t, "alice", "reader")
+	cs := e.connect(t, tok)
+	br, _ := export(t, cs, allReadings, map[string]any{"export": true, "format": "csv"})
+	rows := 0
+	for n := range br.Transfer.Blocks {
+		r, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_result_block", Arguments: map[string]any{"transfer_id": br.Transfer.ID, "block": n}})
+		if err != nil || r.IsError {
+			t.Fatalf("block %d: %v %v", n, err, r)
+		}
+		recs, err := csv.NewReader(strings.NewReader(r.Content[0].(*mcpsdk.TextContent).Text)).ReadAll()
+		if err != nil {
+			t.Fatalf("block %d does not parse alone as CSV: %v", n, err)
+		}
+		if n == 0 {
+			if strings.Join(recs[0], ",") != "id,device_id,ts,temperature,humidity,power_w,status,note" {
+				t.Errorf("block 0 header: got %v", recs[0])
+			}
+			recs = recs[1:]
+		}
+		rows += len(recs)
+	}
+	if rows != 5000 {
+		t.Errorf("CSV blocks hold %d rows, want 5000", rows)
+	}
+}
+
+func TestBlocksOwnershipAndExpiry(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e := blockEnv(t, blocktransport.Options{TTL: time.Minute, Now: clock}, false)
+	alice := token(t, "alice", "reader")
+	cs := e.connect(t, alice)
+	br, _ := export(t, cs, allReadings, map[string]any{"export": true})
+	id := br.Transfer.ID
+
+	bob := token(t, "bob", "reader")
+	csBob := e.connect(t, bob)
+	if _, err := csBob.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "lakegate://transfers/" + id + "/blocks/0"}); err == nil {
+		t.Error("bob read alice's block by resources/read")
+	}
+	r, err := csBob.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_result_block", Arguments: map[string]any{"transfer_id": id, "block": 0}})
+	if err != nil || !r.IsError || !strings.Contains(r.Content[0].(*mcpsdk.TextContent).Text, "not_found") {
+		t.Errorf("bob get_result_block: got %v %v, want not_found", r, err)
+	}
+	for _, path := range []string{"", "/0", "/all"} {
+		if code, _ := get(t, e.base+"/mcp/blocks/"+id+path, bob); code != http.StatusNotFound {
+			t.Errorf("bob GET /mcp/blocks/%s%s: got %d, want 404", id, path, code)
+		}
+		if code, _ := get(t, e.base+"/mcp/blocks/"+id+path, token(t, "root", "admin")); code != http.StatusOK {
+			t.Errorf("admin GET /mcp/blocks/%s%s: got %d, want 200", id, path, code)
+		}
+	}
+	if code, _ := get(t, e.base+"/mcp/blocks/"+id+"/99", alice); code != http.StatusNotFound {
+		t.Errorf("block 99: got %d, want 404", code)
+	}
+	if code, _ := get(t, e.base+"/mcp/blocks/"+id+"/x", alice); code != http.StatusBadRequest {
+		t.Errorf("block x: got %d, want 400", code)
+	}
+
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	if code, _ := get(t, e.base+"/mcp/blocks/"+id, alice); code != http.StatusNotFound {
+		t.Errorf("after the TTL: got %d, want 404", code)
+	}
+	e.blocks.Expire()
+	if _, err := os.Stat(filepath.Join(e.blocksDir, id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after expiry the transfer's files are still there: %v", err)
+	}
+	if st := e.blocks.Stats(); st.Transfers != 0 || st.Bytes != 0 || st.Expired != 1 {
+		t.Errorf("stats after expiry: %+v, want nothing stored and 1 expired", st)
+	}
+}
+
+func TestBlocksBudgets(t *testing.T) {
+	e := blockEnv(t, blocktransport.Options{MaxBytesPerOwner: 200 << 10, MaxBytes: 1 << 30}, false)
+	cs := e.connect(t, token(t, "alice", "reader"))
+	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": allReadings, "export": true}})
+	if err != nil || !res.IsError {
+		t.Fatalf("over the subject's budget: got %v %v, want a tool error", res, err)
+	}
+	var body struct {
+		Error mcp.ErrorBody `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(res.Content[0].(*mcpsdk.TextContent).Text), &body)
+	if body.Error.Kind != "rate_limited" || body.Error.RetryAfter <= 0 {
+		t.Errorf("got %+v, want rate_limited with retry_after", body.Error)
+	}
+	if st := e.blocks.Stats(); st.Transfers != 0 || st.Bytes != 0 || st.Aborted != 1 {
+		t.Errorf("stats: %+v, want the partial transfer removed", st)
+	}
+	if n := transferDirs(t, e); n != 0 {
+		t.Errorf("%d transfer directories left in the spool, want 0", n)
+	}
+
+	e2 := blockEnv(t, blocktransport.Options{MaxBytes: 200 << 10}, false)
+	cs2 := e2.connect(t, token(t, "alice", "reader"))
+	res, _ = cs2.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": allReadings, "export": true}})
+	if res == nil || !res.IsError || !strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, "unavailable") {
+		t.Errorf("over the store's budget: got %v, want unavailable", res)
+	}
+}
+
+// transferDirs counts the transfer directories in e's spool.
+func transferDirs(t *testing.T, e *env) int {
+	t.Helper()
+	entries, err := os.ReadDir(e.blocksDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+func TestBlocksCancelRemovesPartialTransfer(t *testing.T) {
+	e := blockEnv(t, blocktransport.Options{}, false)
+	progress := make(chan string, 100)
+	cs := e.connectHTTP(t, token(t, "alice", "reader"), "2025-11-25", &mcpsdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcpsdk.ProgressNotificationClientRequest) {
+			progress <- r.Params.Message
+		},
+	})
+	// Seconds of rows: a correlated sum over 20,000 numbers per row.
+	slow := "SELECT r.id, repeat('x', 500) AS pad, (SELECT sum(x) FROM generate_series(1, 20000 + r.id % 2) x) FROM readings r ORDER BY r.id"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	params := &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": slow, "export": true}}
+	params.SetProgressToken("p")
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, params)
+		done <- err
+	}()
+	// Wait for a progress report with bytes written to a transfer, then
+	// cancel.
+	var seen string
+	waitUntil(t, 20*time.Second, func() bool {
+		select {
+		case m := <-progress:
+			if strings.Contains(m, " rows, ") && !strings.Contains(m, " 0 bytes") {
+				seen = m
+			}
+		default:
+		}
+		return seen != "" && e.blocks.Stats().Transfers == 1
+	})
+	t.Logf("progress: %s", seen)
+	cancel()
+	<-done
+	waitUntil(t, 10*time.Second, func() bool { st := e.blocks.Stats(); return st.Aborted == 1 && st.Transfers == 0 && st.Bytes == 0 })
+	if n := transferDirs(t, e); n != 0 {
+		t.Errorf("%d transfer directories left after cancel, want 0", n)
+	}
+}
+
+func TestBlocksCorruptionDetected(t *testing.T) {
+	e := blockEnv(t, blocktransport.Options{}, false)
+	tok := token(t, "alice", "reader")
+	cs := e.connect(t, tok)
+	br, _ := export(t, cs, allReadings, map[string]any{"export": true})
+	m := br.Transfer
+	path := filepath.Join(e.blocksDir, m.ID, "2")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[100] ^= 0x20 // same size, one letter's case
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &blocktransport.Client{BaseURL: e.base, Token: tok, Parallel: 4}
+	_, err = c.Fetch(t.Context(), m.ID, io.Discard)
+	var ce *blocktransport.ChecksumError
+	if !errors.As(err, &ce) {
+		t.Errorf("fetch of a damaged block: got %v, want a checksum error", err)
+	}
+	if _, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "lakegate://transfers/" + m.ID + "/blocks/2"}); err == nil {
+		t.Error("resources/read served a damaged block")
+	}
+	// /all cuts the stream off before the end.
+	resp, err := httpClient(tok).Get(e.base + "/mcp/blocks/" + m.ID + "/all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err == nil || n >= m.Bytes {
+		t.Errorf("/all with a damaged block: read %d of %d bytes, error %v; want a cut-off body", n, m.Bytes, err)
+	}
+}
+
+func TestBlocksOverHTTP3(t *testing.T) {
+	e := blockEnv(t, blocktransport.Options{}, true)
+	tok := token(t, "alice", "reader")
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: e.clientTLS, ForceAttemptHTTP2: true}}
+	defer h2.CloseIdleConnections()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "lakegate-it", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{Endpoint: e.base + "/mcp/sse", HTTPClient: &http.Client{Transport: bearer{token: tok, base: h2.Transport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	br, _ := export(t, cs, allReadings, map[string]any{"export": true})
+
+	// The HTTPS answer advertises HTTP/3.
+	req, _ := http.NewRequest("GET", e.base+"/health", nil)
+	resp, err := h2.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.base, "https://"))
+	if got := resp.Header.Get("Alt-Svc"); got != `h3=":`+port+`"; ma=86400` || resp.ProtoMajor != 2 {
+		t.Errorf("HTTPS: got %s with Alt-Svc %q, want HTTP/2 advertising h3 on port %s", resp.Proto, got, port)
+	}
+
+	h3 := blocktransport.NewHTTP3(e.clientTLS)
+	defer blocktransport.CloseHTTP3(h3)
+	var over3, over2 bytes.Buffer
+	c3 := &blocktransport.Client{BaseURL: e.base, Token: tok, HTTP: h3, Parallel: 4}
+	if _, err := c3.Fetch(t.Context(), br.Transfer.ID, &over3); err != nil {
+		t.Fatalf("fetch over HTTP/3: %v", err)
+	}
+	c2 := &blocktransport.Client{BaseURL: e.base, Token: tok, HTTP: h2, Parallel: 4}
+	if _, err := c2.Fetch(t.Context(), br.Transfer.ID, &over2); err != nil {
+		t.Fatalf("fetch over HTTP/2: %v", err)
+	}
+	checkNDJSON(t, over3.Bytes(), pgRows(t, e))
+	if !bytes.Equal(over3.Bytes(), over2.Bytes()) {
+		t.Error("HTTP/3 and HTTP/2 fetches differ")
+	}
+	// A request over HTTP/3 really is HTTP/3.
+	req, _ = http.NewRequest("GET", e.base+"/mcp/blocks/"+br.Transfer.ID, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if resp, err = h3.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.ProtoMajor != 3 || resp.StatusCode != 200 {
+		t.Errorf("got %s %d, want HTTP/3 200", resp.Proto, resp.StatusCode)
+	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and returns
+// its files and a client config trusting it.
+func selfSigned(t *testing.T) (certFile, keyFile string, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "lakegate-test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	return certFile, keyFile, &tls.Config{RootCAs: roots}
+}

@@ -1,0 +1,180 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// lockDevices holds an exclusive lock on devices until release is called
+// (or the test ends), so that a query reading devices runs exactly as long
+// as the test wants.
+func lockDevices(t *testing.T, pool *pgxpool.Pool) (release func()) {
+	t.Helper()
+	tx, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), "LOCK TABLE devices IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	release = func() {
+		if !done {
+			done = true
+			_ = tx.Rollback(context.Background())
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// activeQueries counts the statements PostgreSQL is running whose text
+// holds marker (other than this one).
+func activeQueries(t *testing.T, pool *pgxpool.Pool, marker string) int {
+	t.Helper()
+	var n int
+	err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+WHERE state = 'active' AND pid <> pg_backend_pid() AND position($1 in query) > 0`, marker).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// restAnswer is a finished REST call, or how it failed.
+type restAnswer struct {
+	code int
+	body string
+	err  error
+}
+
+// sqlAsync posts one /rest/sql call in the background.
+func sqlAsync(client *http.Client, base, tok, sqlText string) <-chan restAnswer {
+	out := make(chan restAnswer, 1)
+	go func() {
+		body, _ := json.Marshal(map[string]any{"database": "iot", "sql": sqlText})
+		req, _ := http.NewRequest(http.MethodPost, base+"/rest/sql", strings.NewReader(string(body)))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := client.Do(req)
+		if err != nil {
+			out <- restAnswer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		out <- restAnswer{code: resp.StatusCode, body: string(b), err: err}
+	}()
+	return out
+}
+
+// Shutdown (Serve's context cancelled, as SIGTERM does): MCP event streams
+// end at once; a REST query that finishes within the drain timeout answers
+// 200; one that does not is cancelled, in PostgreSQL too.
+func TestShutdownDrain(t *testing.T) {
+	tests := []struct {
+		name  string
+		drain time.Duration
+		hold  time.Duration // how long the query runs after shutdown starts; 0: until cancelled
+	}{
+		{"query within the drain finishes", 5 * time.Second, 300 * time.Millisecond},
+		{"query past the drain is cancelled", time.Second, 0},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := start(t, envOptions{drain: tt.drain})
+			tok := token(t, "alice", "reader")
+			client := newClient(t)
+			stream := openSSE(t, e, tok)
+			marker := []string{"drain_marker_short", "drain_marker_long"}[i]
+			release := lockDevices(t, e.pool)
+			answer := sqlAsync(client, e.base, tok, "SELECT count(*) AS n, '"+marker+"' AS m FROM devices")
+			waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 1 })
+
+			begun := time.Now()
+			served := make(chan error, 1)
+			go func() { served <- e.shutdown() }()
+			// The event stream ends first, long before the drain.
+			for {
+				if ev, _ := stream.next(tt.drain); ev == "" {
+					break
+				}
+			}
+			t.Logf("MCP stream ended %v after shutdown began", time.Since(begun).Round(time.Millisecond))
+
+			if tt.hold > 0 {
+				time.Sleep(tt.hold)
+				release()
+				a := <-answer
+				if a.err != nil || a.code != http.StatusOK || !strings.Contains(a.body, `"rows":[[50,"`+marker+`"]]`) {
+					t.Errorf("in-flight query: got %d %s (%v), want 200 with the count", a.code, a.body, a.err)
+				}
+				if err := <-served; err != nil {
+					t.Errorf("Serve: got %v, want nil", err)
+				}
+				return
+			}
+			err := <-served
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("Serve: got %v, want the drain's deadline", err)
+			}
+			drained := time.Now()
+			waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 0 })
+			t.Logf("the query left pg_stat_activity %v after the drain timeout", time.Since(drained).Round(time.Millisecond))
+			a := <-answer
+			if a.err == nil && a.code == http.StatusOK {
+				t.Errorf("cut query: got 200 %s, want a failure", a.body)
+			}
+		})
+	}
+}
+
+// SIGTERM on the binary: it stops accepting connections, lets the
+// in-flight query finish, and exits 0.
+func TestSIGTERMDrain(t *testing.T) {
+	bin := buildBinary(t)
+	p := startProc(t, bin)
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	tok := token(t, "alice", "reader")
+	client := newClient(t)
+	const marker = "sigterm_marker"
+	release := lockDevices(t, pool)
+	answer := sqlAsync(client, p.base, tok, "SELECT count(*) AS n, '"+marker+"' AS m FROM devices")
+	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, pool, marker) == 1 })
+
+	p.signal(syscall.SIGTERM)
+	// New connections are refused while the query still runs.
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	waitUntil(t, 5*time.Second, func() bool {
+		resp, err := fresh.Get(p.base + "/health")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err != nil
+	})
+	if n := activeQueries(t, pool, marker); n != 1 {
+		t.Fatalf("got %d running queries, want the in-flight one", n)
+	}
+	release()
+	if a := <-answer; a.err != nil || a.code != http.StatusOK || !strings.Contains(a.body, `"rows":[[50,"`+marker+`"]]`) {
+		t.Errorf("in-flight query: got %d %s (%v), want 200 with the count", a.code, a.body, a.err)
+	}
+	if code := p.wait(15 * time.Second); code != 0 {
+		t.Errorf("exit code: got %d, want 0; stderr: %s", code, p.stderr.String())
+	}
+	if !strings.Contains(p.stderr.String(), `"msg":"shutting down"`) {
+		t.Errorf("stderr: want a shutting down line, got %s", p.stderr.String())
+	}
+}

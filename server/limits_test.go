@@ -1,0 +1,436 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/mcp"
+	"github.com/lakegate/lakegate/query"
+)
+
+// wired is a Server wired as the binary wires it (one Metrics and one
+// Limits shared by the server and the plugin) on the demo database,
+// answering through Serve on a loopback port.
+type wired struct {
+	base   string
+	srv    *Server
+	plugin *mcp.Plugin
+	limits *Limits
+	logs   *logBuffer
+	client *http.Client
+}
+
+func startWired(t *testing.T, change func(*config.Config)) *wired {
+	t.Helper()
+	cfg := config.Default()
+	cfg.JWTSecret = testSecret
+	if change != nil {
+		change(&cfg)
+	}
+	path := filepath.Join(t.TempDir(), "demo.db")
+	if err := query.CreateDemo(t.Context(), path); err != nil {
+		t.Fatal(err)
+	}
+	engine, err := query.Open(t.Context(), []config.Database{{Name: "demo", URL: "sqlite:" + path}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(engine.Close)
+	logs := &logBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	metrics := NewMetrics()
+	limits := NewLimits(cfg, metrics)
+	plugin, err := mcp.New(engine, &mcp.Options{Tools: lakegate.DefaultTools, Enabled: true,
+		Workers: limits.MCP(), Observer: metrics, Logger: log,
+		MaxSessions: cfg.MCPMaxSessions, MaxSessionsPerSubject: cfg.MCPMaxSessionsPerSubject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, engine, plugin, &Options{Logger: log, Metrics: metrics, Limits: limits, DrainTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	w := &wired{base: "http://" + ln.Addr().String(), srv: s, plugin: plugin, limits: limits, logs: logs,
+		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
+	t.Cleanup(func() {
+		stop()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("Serve did not return")
+		}
+		w.client.CloseIdleConnections()
+		s.Close()
+	})
+	return w
+}
+
+// do sends one request; hdr adds headers in pairs.
+func (w *wired) do(t *testing.T, method, path, tok, body string, hdr ...string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, w.base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return response{code: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// bearerRT adds a bearer token and a fresh X-Request-ID to every request.
+type bearerRT struct {
+	tok  string
+	next *atomic.Int64
+}
+
+func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok)
+	r.Header.Set("X-Request-ID", "rid-"+strconv.FormatInt(b.next.Add(1), 10))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func bearerClient(tok string) *http.Client {
+	return &http.Client{Transport: bearerRT{tok: tok, next: new(atomic.Int64)}}
+}
+
+// sse opens a go-sdk client session over /mcp/sse, closed at cleanup.
+func (w *wired) sse(t *testing.T, tok string) *mcpsdk.ClientSession {
+	t.Helper()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "limits-test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{Endpoint: w.base + "/mcp/sse", HTTPClient: bearerClient(tok)}, nil)
+	if err != nil {
+		t.Fatalf("connect /mcp/sse: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// streamable opens a go-sdk client session over /mcp with a 2025
+// revision (the one with sessions), closed at cleanup.
+func (w *wired) streamable(t *testing.T, tok string) *mcpsdk.ClientSession {
+	t.Helper()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "limits-test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{Endpoint: w.base + "/mcp", HTTPClient: bearerClient(tok), MaxRetries: -1},
+		&mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect /mcp: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// initialize POSTs a raw initialize to /mcp, which opens a Streamable HTTP
+// session when admitted.
+func (w *wired) initialize(t *testing.T, tok string) response {
+	t.Helper()
+	return w.do(t, "POST", "/mcp", tok, initializeBody, "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+}
+
+// openSSE GETs /mcp/sse; an admitted stream is closed at once (which
+// ends its session), a refused one is read whole.
+func (w *wired) openSSE(t *testing.T, tok string) response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", w.base+"/mcp/sse", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := w.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return response{code: resp.StatusCode, header: resp.Header}
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return response{code: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// limitError is an error answer with its retry_after.
+type limitError struct {
+	Error struct {
+		Kind       query.Kind `json:"kind"`
+		Message    string     `json:"message"`
+		RetryAfter float64    `json:"retry_after"`
+	} `json:"error"`
+}
+
+// wantLimited checks a 429 (or code) answer of kind with Retry-After.
+func wantLimited(t *testing.T, r response, code int, kind query.Kind) limitError {
+	t.Helper()
+	var e limitError
+	if err := json.Unmarshal(r.body, &e); err != nil || r.code != code || e.Error.Kind != kind {
+		t.Fatalf("got %d %s, want %d with a %s error", r.code, r.body, code, kind)
+	}
+	if e.Error.RetryAfter <= 0 {
+		t.Errorf("retry_after: got %v, want > 0", e.Error.RetryAfter)
+	}
+	if n, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || n < 1 {
+		t.Errorf("Retry-After header: got %q, want whole seconds >= 1", r.header.Get("Retry-After"))
+	}
+	return e
+}
+
+// toolError calls a tool and returns the error object of its result,
+// failing the test if the call succeeded.
+func toolError(t *testing.T, cs *mcpsdk.ClientSession, name string, args map[string]any) mcp.ErrorBody {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error %v, want a tool error", name, err)
+	}
+	if !res.IsError || len(res.Content) == 0 {
+		t.Fatalf("%s: got a result, want a tool error", name)
+	}
+	var body struct {
+		Error mcp.ErrorBody `json:"error"`
+	}
+	text, _ := res.Content[0].(*mcpsdk.TextContent)
+	if text == nil || json.Unmarshal([]byte(text.Text), &body) != nil {
+		t.Fatalf("%s: got content %+v, want a JSON error object", name, res.Content[0])
+	}
+	return body.Error
+}
+
+func callOK(t *testing.T, cs *mcpsdk.ClientSession, name string, args map[string]any) *mcpsdk.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("%s: got %v %+v, want a result", name, err, res)
+	}
+	return res
+}
+
+func TestRateLimitPerSubject(t *testing.T) {
+	// One request per 100 s after a burst of 2: the third is refused
+	// however slow the machine.
+	w := startWired(t, func(c *config.Config) { c.RateLimitRPS, c.RateLimitBurst = 0.01, 2 })
+	alice, bob := token(t, "alice", RoleReader), token(t, "bob", RoleReader)
+
+	for i := range 2 {
+		if r := w.do(t, "GET", "/rest/databases", alice, ""); r.code != http.StatusOK {
+			t.Fatalf("request %d: got %d %s, want 200 within the burst", i+1, r.code, r.body)
+		}
+	}
+	e := wantLimited(t, w.do(t, "GET", "/rest/databases", alice, ""), http.StatusTooManyRequests, query.KindRateLimited)
+	if e.Error.RetryAfter < 50 {
+		t.Errorf("retry_after: got %v s, want about 100 s (one token per 100 s)", e.Error.RetryAfter)
+	}
+	if r := w.do(t, "GET", "/rest/databases", bob, ""); r.code != http.StatusOK {
+		t.Errorf("another subject: got %d %s, want 200 (buckets are per subject)", r.code, r.body)
+	}
+
+	// Tool calls draw from the same bucket; opening the session does not.
+	got := toolError(t, w.sse(t, alice), "list_databases", nil)
+	if got.Kind != query.KindRateLimited || got.RetryAfter <= 0 {
+		t.Errorf("tool call over the limit: got %+v, want rate_limited with retry_after", got)
+	}
+	callOK(t, w.sse(t, bob), "list_databases", nil)
+
+	fams := scrape(t, w)
+	if v := value(t, fams, "lakegate_rate_limited_total", "limit", "requests"); v != 2 {
+		t.Errorf("lakegate_rate_limited_total{limit=requests}: got %v, want 2", v)
+	}
+	if v := value(t, fams, "lakegate_mcp_tool_calls_total", "tool", "list_databases", "outcome", "rate_limited"); v != 1 {
+		t.Errorf("tool calls refused: got %v, want 1", v)
+	}
+}
+
+func TestSessionLimits(t *testing.T) {
+	w := startWired(t, func(c *config.Config) { c.MCPMaxSessions, c.MCPMaxSessionsPerSubject = 2, 1 })
+	alice, bob, carol := token(t, "alice", RoleReader), token(t, "bob", RoleReader), token(t, "carol", RoleReader)
+
+	w.sse(t, alice)
+	// Per subject, across both transports.
+	e := wantLimited(t, w.openSSE(t, alice), http.StatusTooManyRequests, query.KindRateLimited)
+	if !strings.Contains(e.Error.Message, "for this subject") {
+		t.Errorf("message: got %q, want it to name the per-subject limit", e.Error.Message)
+	}
+	wantLimited(t, w.initialize(t, alice), http.StatusTooManyRequests, query.KindRateLimited)
+
+	// The total: alice and bob hold both sessions.
+	bobs := w.streamable(t, bob)
+	for name, r := range map[string]response{"sse": w.openSSE(t, carol), "streamable": w.initialize(t, carol)} {
+		e := wantLimited(t, r, http.StatusTooManyRequests, query.KindRateLimited)
+		if !strings.Contains(e.Error.Message, "on this server") {
+			t.Errorf("%s: message %q, want it to name the server-wide limit", name, e.Error.Message)
+		}
+	}
+	if got := w.plugin.Status().Sessions; got["sse"] != 1 || got["streamable"] != 1 {
+		t.Errorf("open sessions: got %v, want one sse and one streamable", got)
+	}
+
+	// A closed Streamable HTTP session (DELETE /mcp) frees its place.
+	if err := bobs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the closed session to leave the SDK", func() bool { return w.plugin.Status().Sessions["streamable"] == 0 })
+	if r := w.initialize(t, carol); r.code != http.StatusOK || r.header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("after a session closed: got %d %s, want 200 with a session", r.code, r.body)
+	}
+	if v := value(t, scrape(t, w), "lakegate_rate_limited_total", "limit", "sessions"); v != 4 {
+		t.Errorf("lakegate_rate_limited_total{limit=sessions}: got %v, want 4", v)
+	}
+}
+
+func TestLimitsQueriesPerSubject(t *testing.T) {
+	cfg := config.Default()
+	cfg.MaxQueriesPerSubject = 2
+	l := NewLimits(cfg, nil)
+	ctx := t.Context()
+	var held []func()
+	for range 2 {
+		release, err := l.admit(ctx, "alice", workREST)
+		if err != nil {
+			t.Fatalf("within the limit: %v", err)
+		}
+		held = append(held, release)
+	}
+	_, err := l.admit(ctx, "alice", workIngest)
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Kind != query.KindRateLimited || qe.RetryAfter <= 0 {
+		t.Fatalf("third query: got %v, want rate_limited with RetryAfter", err)
+	}
+	if _, err := l.admit(ctx, "bob", workREST); err != nil {
+		t.Errorf("another subject: got %v, want a slot", err)
+	}
+	held[0]()
+	held[0]() // a second release must not free a second place
+	if release, err := l.admit(ctx, "alice", workREST); err != nil {
+		t.Errorf("after one finished: got %v, want a slot", err)
+	} else {
+		release()
+	}
+	if _, err := l.admit(ctx, "alice", workREST); err != nil {
+		t.Errorf("got %v, want a slot: one running query, limit 2", err)
+	}
+}
+
+func TestWorkerPoolShares(t *testing.T) {
+	cfg := config.Default()
+	cfg.MaxWorkers, cfg.MCPMaxWorkers, cfg.WorkerWait, cfg.MaxQueriesPerSubject = 3, 2, config.Duration(20*time.Millisecond), 0
+	l := NewLimits(cfg, nil)
+	mcpCtx := query.WithCaller(t.Context(), query.Caller{Subject: "agent"})
+	m := l.MCP()
+	for i := range 2 {
+		if _, err := m.Acquire(mcpCtx); err != nil {
+			t.Fatalf("MCP slot %d: %v", i+1, err)
+		}
+	}
+	_, err := m.Acquire(mcpCtx)
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Kind != query.KindUnavailable || qe.RetryAfter <= 0 || !strings.Contains(qe.Message, "MCP workers") {
+		t.Fatalf("MCP over its share: got %v, want unavailable (MCP workers busy) with RetryAfter", err)
+	}
+	if got := m.Use(); got.Max != 2 || got.InUse != 2 || got.PoolMax != 3 || got.PoolInUse != 2 {
+		t.Errorf("use: got %+v, want MCP 2 of 2, pool 2 of 3", got)
+	}
+	rest, err := l.admit(t.Context(), "client", workREST)
+	if err != nil {
+		t.Fatalf("REST while MCP holds its share: got %v, want a slot", err)
+	}
+	if _, err := l.admit(t.Context(), "client", workREST); !errors.As(err, &qe) || qe.Kind != query.KindUnavailable || !strings.Contains(qe.Message, "database workers") {
+		t.Fatalf("REST with the pool full: got %v, want unavailable (database workers busy)", err)
+	}
+	rest()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := l.admit(ctx, "client", workREST); err != nil {
+		t.Errorf("a free slot with a cancelled context: got %v; a free slot is taken at once or not at all", err)
+	}
+}
+
+func TestLimitsForgetIdleSubjects(t *testing.T) {
+	cfg := config.Default()
+	cfg.RateLimitRPS, cfg.RateLimitBurst, cfg.MaxQueriesPerSubject = 1, 2, 4
+	l := NewLimits(cfg, nil)
+	now := time.Unix(1_000_000, 0)
+	l.now = func() time.Time { return now }
+	for _, s := range []string{"a", "b", "c"} {
+		if err := l.allow(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end, err := l.begin("busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.subjects); n != 4 {
+		t.Fatalf("got %d subjects, want 4", n)
+	}
+	// A minute later every bucket is full again: only the subject with a
+	// running query is worth keeping.
+	now = now.Add(sweepEvery)
+	if err := l.allow("d"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.subjects["busy"]; !ok || len(l.subjects) != 2 {
+		t.Errorf("after the sweep: got %d subjects (busy kept: %v), want busy and d", len(l.subjects), ok)
+	}
+	end()
+
+	// Many subjects at once: the map stays bounded even before buckets refill.
+	for i := range maxSubjects + 10 {
+		if err := l.allow("s" + strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(l.subjects); n > maxSubjects {
+		t.Errorf("got %d subjects, want at most %d", n, maxSubjects)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
