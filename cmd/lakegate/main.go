@@ -72,6 +72,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.AddCommand(serveCmd)
 	root.AddCommand(newStdioCommand(&configFile, stderr, getenv))
 	root.AddCommand(newAdminCommand(stdout, getenv))
+	root.AddCommand(newFetchCommand(stdout, stderr, getenv))
 
 	var sub, role string
 	var ttl time.Duration

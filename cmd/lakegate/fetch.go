@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/lakegate/lakegate/blocktransport"
+)
+
+// fetchFlags are the options of `lakegate fetch`.
+type fetchFlags struct {
+	server, token, out, caFile string
+	parallel                   int
+	http3                      bool
+	database, sql, format      string
+}
+
+// newFetchCommand is `lakegate fetch`: it downloads the blocks of a
+// transfer in parallel over HTTP/2 or HTTP/3, checks every block and the
+// whole, and writes the result in order. With --sql it first runs the
+// statement as an export (run_sql with export: true) over /mcp.
+func newFetchCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	var f fetchFlags
+	cmd := &cobra.Command{
+		Use:   "fetch [TRANSFER_ID]",
+		Short: "Download a large result's blocks in parallel, checking every one",
+		Long: "Download the blocks of TRANSFER_ID (from a result's manifest), or with --database and --sql\n" +
+			"run one SELECT as an export first. Blocks are fetched in parallel and checked against\n" +
+			"their SHA-256; the output is written only when all of it checks out.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (len(args) == 1) == (f.sql != "") {
+				return errors.New("give a TRANSFER_ID or --sql (with --database), not both")
+			}
+			f.server = firstOf(f.server, getenv("LAKEGATE_SERVER"), defaultServer)
+			f.token = firstOf(f.token, getenv("LAKEGATE_TOKEN"))
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			return runFetch(cmd.Context(), f, id, stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.server, "server", "", "server URL (default LAKEGATE_SERVER, else "+defaultServer+")")
+	fl.StringVar(&f.token, "token", "", "token (default LAKEGATE_TOKEN; prefer it, it stays out of shell history)")
+	fl.StringVarP(&f.out, "output", "o", "-", "file to write (- for standard output)")
+	fl.IntVar(&f.parallel, "parallel", blocktransport.DefaultParallel, "blocks fetched at once")
+	fl.BoolVar(&f.http3, "http3", false, "fetch over HTTP/3 (QUIC; the server must have TLS)")
+	fl.StringVar(&f.caFile, "ca-file", "", "PEM file of the CA that signed the server's certificate")
+	fl.StringVar(&f.database, "database", "", "with --sql: the database")
+	fl.StringVar(&f.sql, "sql", "", "run this SELECT as an export, then fetch its blocks")
+	fl.StringVar(&f.format, "format", "ndjson", "with --sql: ndjson or csv")
+	return cmd
+}
+
+func runFetch(ctx context.Context, f fetchFlags, id string, stdout, stderr io.Writer) error {
+	if f.parallel < 1 || f.parallel > 64 {
+		return fmt.Errorf("--parallel %d: want 1 to 64", f.parallel)
+	}
+	tlsConf, err := clientTLS(f.caFile)
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConf, ForceAttemptHTTP2: true}}
+	defer hc.CloseIdleConnections()
+	if f.sql != "" {
+		if id, err = startExport(ctx, f, hc, stderr); err != nil {
+			return err
+		}
+	}
+	blocksClient := hc
+	if f.http3 {
+		blocksClient = blocktransport.NewHTTP3(tlsConf)
+		defer blocktransport.CloseHTTP3(blocksClient)
+	}
+	c := &blocktransport.Client{BaseURL: f.server, Token: f.token, HTTP: blocksClient, Parallel: f.parallel}
+	if isTerminal(stderr) {
+		start := time.Now()
+		c.Progress = func(done, total int64) { drawProgress(stderr, done, total, time.Since(start)) }
+	}
+	w, commit, err := output(f.out, stdout)
+	if err != nil {
+		return err
+	}
+	m, err := c.Fetch(ctx, id, w)
+	if err = commit(err); err != nil {
+		return err
+	}
+	if c.Progress != nil {
+		fmt.Fprintln(stderr)
+	}
+	fmt.Fprintf(stderr, "lakegate fetch: transfer %s: %d rows, %d blocks, %d bytes, sha256 %s\n", m.ID, m.Rows, len(m.Blocks), m.Bytes, m.SHA256)
+	return nil
+}
+
+// startExport runs f.sql through run_sql with export: true over /mcp and
+// returns the transfer id.
+func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.Writer) (string, error) {
+	if f.database == "" {
+		return "", errors.New("--sql needs --database")
+	}
+	authed := &http.Client{Transport: bearerTransport{token: f.token, base: hc.Transport}}
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "lakegate-fetch", Version: version}, nil)
+	cs, err := client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: strings.TrimSuffix(f.server, "/") + "/mcp", HTTPClient: authed}, nil)
+	if err != nil {
+		return "", fmt.Errorf("connect to %s/mcp: %w", f.server, err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
+		"database": f.database, "sql": f.sql, "export": true, "max_rows": 0, "format": f.format}})
+	if err != nil {
+		return "", fmt.Errorf("run_sql: %w", err)
+	}
+	if res.IsError {
+		text := ""
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcpsdk.TextContent); ok {
+				text = tc.Text
+			}
+		}
+		return "", fmt.Errorf("run_sql: %s", text)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	var out struct {
+		RowCount int `json:"row_count"`
+		Transfer struct {
+			ID string `json:"transfer_id"`
+		} `json:"transfer"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || out.Transfer.ID == "" {
+		return "", errors.New("run_sql: the answer has no transfer")
+	}
+	fmt.Fprintf(stderr, "lakegate fetch: exported %d rows as transfer %s\n", out.RowCount, out.Transfer.ID)
+	return out.Transfer.ID, nil
+}
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.base.RoundTrip(r)
+}
+
+// clientTLS trusts the system roots, or the CA in caFile.
+func clientTLS(caFile string) (*tls.Config, error) {
+	if caFile == "" {
+		return &tls.Config{}, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca-file: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", caFile)
+	}
+	return &tls.Config{RootCAs: roots}, nil
+}
+
+// output opens where the result goes. A file is written under a temporary
+// name and renamed by commit only when the fetch succeeded, so a failed
+// fetch never leaves a partial file under the asked name.
+func output(path string, stdout io.Writer) (io.Writer, func(error) error, error) {
+	if path == "-" || path == "" {
+		return stdout, func(err error) error { return err }, nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".part-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("output: %w", err)
+	}
+	commit := func(err error) error {
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), path)
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+		return err
+	}
+	return tmp, commit, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// drawProgress redraws a one-line progress bar.
+func drawProgress(w io.Writer, done, total int64, elapsed time.Duration) {
+	const width = 30
+	frac := 1.0
+	if total > 0 {
+		frac = float64(done) / float64(total)
+	}
+	bar := strings.Repeat("=", int(frac*width)) + strings.Repeat(" ", width-int(frac*width))
+	rate := float64(done) / max(elapsed.Seconds(), 0.001) / 1e6
+	fmt.Fprintf(w, "\r[%s] %3.0f%% %.1f/%.1f MB %.0f MB/s", bar, frac*100, float64(done)/1e6, float64(total)/1e6, rate)
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakegate/lakegate/config"
+)
+
+// TestFetch exports a demo table with `lakegate fetch --sql`, fetches the
+// same transfer again by id, and checks both files hold every row.
+func TestFetch(t *testing.T) {
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.MCPEnabled = true
+	cfg.MCPBlockThreshold = 4096
+	cfg.MCPBlockSize = 2048
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, &stdout, &stderr) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	var m []string
+	for deadline := time.Now().Add(20 * time.Second); m == nil; time.Sleep(20 * time.Millisecond) {
+		if m = connectLine.FindStringSubmatch(stdout.String()); m == nil && time.Now().After(deadline) {
+			t.Fatalf("no connect line; stderr: %s", stderr.String())
+		}
+	}
+	env := map[string]string{"LAKEGATE_SERVER": m[1], "LAKEGATE_TOKEN": m[2]}
+	dir := t.TempDir()
+
+	first := filepath.Join(dir, "first.ndjson")
+	_, errOut, err := run(t, env, "fetch", "--database", "demo", "--sql", "SELECT * FROM readings ORDER BY id", "-o", first, "--parallel", "3")
+	if err != nil {
+		t.Fatalf("fetch --sql: %v; stderr: %s", err, errOut)
+	}
+	id := ""
+	if _, after, ok := strings.Cut(errOut, "as transfer "); ok {
+		id, _, _ = strings.Cut(after, "\n")
+	}
+	a, err := os.ReadFile(first)
+	if err != nil || id == "" {
+		t.Fatalf("got file error %v and transfer %q; stderr: %s", err, id, errOut)
+	}
+	rows := bytes.Count(a, []byte("\n"))
+	if rows < 100 || !strings.Contains(errOut, "exported "+strconv.Itoa(rows)+" rows") {
+		t.Errorf("got %d rows in the file; stderr: %s", rows, errOut)
+	}
+
+	second := filepath.Join(dir, "second.ndjson")
+	if _, errOut, err = run(t, env, "fetch", id, "-o", second); err != nil {
+		t.Fatalf("fetch %s: %v; stderr: %s", id, err, errOut)
+	}
+	if b, _ := os.ReadFile(second); !bytes.Equal(a, b) {
+		t.Errorf("fetch by id: %d bytes, want the %d bytes of the export", len(b), len(a))
+	}
+
+	// Errors: an unknown transfer leaves no file behind; bad arguments.
+	missing := filepath.Join(dir, "missing.ndjson")
+	if _, _, err = run(t, env, "fetch", strings.Repeat("0", 32), "-o", missing); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("unknown transfer: got %v, want a 404", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("got %d files in the output directory, want 2 (no partial file)", len(entries))
+	}
+	if _, _, err = run(t, env, "fetch"); err == nil || !strings.Contains(err.Error(), "TRANSFER_ID or --sql") {
+		t.Errorf("no arguments: got %v", err)
+	}
+	if _, _, err = run(t, env, "fetch", id, "--parallel", "0"); err == nil || !strings.Contains(err.Error(), "--parallel") {
+		t.Errorf("--parallel 0: got %v", err)
+	}
+}
