@@ -49,3 +49,63 @@ for f in csv json ndjson; do
   rps=$(awk -v f="BenchmarkStreamReadings/$f-" 'index($1, f) == 1 { for (i = 1; i < NF; i++) if ($(i+1) == "rows/s") print $i }' "$out/go.txt" | tail -1)
   [[ -n "$rps" ]] && printf '%-6s %12.0f rows/s  ratio %.2f\n' "$f" "$rps" "$(echo "$rps / $psql_rps" | bc -l)"
 done
+
+# The block transport end to end: run_sql with export (query → blocks on
+# disk) and a parallel fetch to a file (lakegate fetch), beside psql \copy
+# of the same query to a file; the server's peak RSS; and the export call
+# beside the same stream answered inline (/rest/sql, ndjson, to a file).
+echo "== block transport: export + parallel fetch vs psql \\copy to a file"
+"$GO" build -o "$out/lakegate" ./cmd/lakegate
+secret="bench-secret-0123456789abcdef0123456789"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+server="http://127.0.0.1:$port"
+export LAKEGATE_JWT_SECRET="$secret"
+tok="$("$out/lakegate" token --sub bench --role reader --ttl 1h)"
+now() { date +%s.%N; }
+secs() { echo "$2 - $1" | bc -l; }
+# export_run SQL LABEL: starts a fresh server, exports SQL and fetches it,
+# then prints wall time, the export call's time and the server's peak RSS.
+export_run() {
+  local sql="$1" label="$2"
+  LAKEGATE_LISTEN="127.0.0.1:$port" LAKEGATE_DATABASES="bench=$bench_url" LAKEGATE_MCP_ENABLED=true \
+    LAKEGATE_DATA_DIR="$out/data" LAKEGATE_MCP_BLOCK_BUDGET=$((8 << 30)) LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT=$((4 << 30)) \
+    LAKEGATE_LOG_LEVEL=warn "$out/lakegate" serve >"$out/serve.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do curl -sf "$server/health" >/dev/null && break; sleep 0.1; done
+  local s e
+  s=$(now)
+  LAKEGATE_SERVER="$server" LAKEGATE_TOKEN="$tok" "$out/lakegate" fetch --database bench --sql "$sql" \
+    -o "$out/export.ndjson" --parallel 4 2>"$out/fetch.log"
+  e=$(now)
+  local call rss bytes
+  call=$(sed -n 's/.* in \([0-9.]*\)s$/\1/p' "$out/fetch.log")
+  rss=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
+  bytes=$(stat -c %s "$out/export.ndjson")
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  printf '%-28s wall %.3f s (export call %.3f s), %d MB, server peak RSS %.1f MiB\n' \
+    "$label" "$(secs "$s" "$e")" "$call" $((bytes / 1000000)) "$(echo "$rss / 1024" | bc -l)"
+  export_wall=$(secs "$s" "$e"); export_call="$call"
+  rm -f "$out/export.ndjson"
+}
+s=$(now); psql "$bench_url" -qc "\\copy (SELECT * FROM readings) to '$out/psql.csv' csv"; e=$(now)
+psql_file=$(secs "$s" "$e"); rm -f "$out/psql.csv"
+printf '%-28s wall %.3f s\n' "psql \\copy to a file" "$psql_file"
+export_run "SELECT * FROM readings" "export $ROWS rows"
+printf 'ratio export wall / psql: %.2f (target <= 1.5)\n' "$(echo "$export_wall / $psql_file" | bc -l)"
+blocks_call="$export_call"
+export_run "SELECT r.* FROM readings r, generate_series(1, 4) g" "export $((ROWS * 4)) rows"
+
+# The same stream answered inline: /rest/sql ndjson to a file.
+LAKEGATE_LISTEN="127.0.0.1:$port" LAKEGATE_DATABASES="bench=$bench_url" LAKEGATE_DATA_DIR="$out/data" \
+  LAKEGATE_LOG_LEVEL=warn "$out/lakegate" serve >"$out/serve.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do curl -sf "$server/health" >/dev/null && break; sleep 0.1; done
+s=$(now)
+curl -sf -H "Authorization: Bearer $tok" -d '{"database":"bench","sql":"SELECT * FROM readings","format":"ndjson"}' \
+  "$server/rest/sql" -o "$out/inline.ndjson"
+e=$(now)
+kill "$pid"; wait "$pid" 2>/dev/null || true
+inline=$(secs "$s" "$e"); rm -f "$out/inline.ndjson"
+printf 'inline stream (/rest/sql)    wall %.3f s\n' "$inline"
+printf 'block transport overhead (export call / inline stream - 1): %.1f%% (target < 10%%)\n' \
+  "$(echo "($blocks_call / $inline - 1) * 100" | bc -l)"

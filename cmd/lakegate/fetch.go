@@ -120,6 +120,7 @@ func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.W
 		return "", fmt.Errorf("connect to %s/mcp: %w", f.server, err)
 	}
 	defer cs.Close()
+	start := time.Now()
 	res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
 		"database": f.database, "sql": f.sql, "export": true, "max_rows": 0, "format": f.format}})
 	if err != nil {
@@ -144,7 +145,7 @@ func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.W
 	if err := json.Unmarshal(raw, &out); err != nil || out.Transfer.ID == "" {
 		return "", errors.New("run_sql: the answer has no transfer")
 	}
-	fmt.Fprintf(stderr, "lakegate fetch: exported %d rows as transfer %s\n", out.RowCount, out.Transfer.ID)
+	fmt.Fprintf(stderr, "lakegate fetch: exported %d rows as transfer %s in %.3fs\n", out.RowCount, out.Transfer.ID, time.Since(start).Seconds())
 	return out.Transfer.ID, nil
 }
 

@@ -48,7 +48,7 @@ func TestFetch(t *testing.T) {
 	}
 	id := ""
 	if _, after, ok := strings.Cut(errOut, "as transfer "); ok {
-		id, _, _ = strings.Cut(after, "\n")
+		id, _, _ = strings.Cut(after, " ")
 	}
 	a, err := os.ReadFile(first)
 	if err != nil || id == "" {
