@@ -53,7 +53,7 @@ func runNode(t *testing.T, env []string, timeout time.Duration, name string, arg
 var toolArgs = map[string]any{
 	"list_tables":    map[string]any{"database": "iot"},
 	"describe_table": map[string]any{"database": "iot", "table": "readings"},
-	"query":          map[string]any{"database": "iot", "table": "devices", "limit": 3},
+	"query":          map[string]any{"database": "iot", "table": "devices", "max_rows": 3},
 	"run_sql":        map[string]any{"database": "iot", "sql": "SELECT count(*) FROM readings"},
 	"explain":        map[string]any{"database": "iot", "sql": "SELECT count(*) FROM readings"},
 	"query_time_series": map[string]any{"database": "iot", "table": "readings", "time_column": "ts", "bucket": map[string]any{"unit": "hour", "count": 1},

@@ -175,7 +175,7 @@ func TestMCPToolsOverSSE(t *testing.T) {
 				{"column": "status", "op": "in", "value": []string{"warn", "fail"}},
 			},
 			"order_by": []map[string]any{{"column": "id", "desc": true}},
-			"limit":    10,
+			"max_rows": 10,
 		}, &out)
 		rows, err := e.pool.Query(ctx, `SELECT id, device_id, status FROM readings
 			WHERE device_id = 7 AND status IN ('warn','fail') ORDER BY id DESC LIMIT 11`)

@@ -100,7 +100,7 @@ func TestQueryToolsOverSSE(t *testing.T) {
 			"group_by": []string{"devices.site"},
 			"having":   []any{map[string]any{"agg": "count", "op": ">", "value": 100}},
 			"order_by": []any{map[string]any{"column": "n", "desc": true}, map[string]any{"column": "site"}},
-			"limit":    3,
+			"max_rows": 3,
 		}, &out)
 		want := e.pgRows(t, `SELECT d.site, count(*) AS n, max(r.temperature) FROM readings r JOIN devices d ON d.id = r.device_id
 			WHERE r.status = 'fail' OR d.kind = 'power' GROUP BY d.site HAVING count(*) > 100 ORDER BY n DESC, d.site`)

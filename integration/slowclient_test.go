@@ -50,7 +50,7 @@ func TestSlowSSEClientIsDropped(t *testing.T) {
 	post(t, endpoint, tok, initialize("2025-06-18"))
 	post(t, endpoint, tok, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	big := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_sql","arguments":` +
-		`{"database":"iot","sql":"SELECT repeat('x', 10000) AS pad FROM generate_series(1, 100)","limit":100}}}`
+		`{"database":"iot","sql":"SELECT repeat('x', 10000) AS pad FROM generate_series(1, 100)","max_rows":100}}}`
 	deadline := time.Now().Add(30 * time.Second)
 	dropped := false
 	for i := 2; time.Now().Before(deadline); i++ {

@@ -218,7 +218,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	for _, t := range tools {
 		p.server.AddTool(t.tool(), p.observe(t.Name, p.handle(t)))
 	}
-	p.server.AddReceivingMiddleware(p.catalogCheck)
+	p.server.AddReceivingMiddleware(p.catalogCheck, p.visibleResources)
 	if o.Trace {
 		p.server.AddReceivingMiddleware(p.trace("in"))
 		p.server.AddSendingMiddleware(p.trace("out"))
@@ -238,7 +238,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 
 const instructions = "lakegate serves SQL databases read-only. Start with list_databases, " +
 	"then list_tables and describe_table; use query for structured questions and run_sql " +
-	"for one SELECT. Results are capped (see truncated)."
+	"for one SELECT. Results are capped by max_rows (see truncated); large ones come back as blocks (see get_result_block)."
 
 func orDefault[T comparable](v, def T) T {
 	var zero T
