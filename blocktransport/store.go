@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"log/slog"
 	"os"
@@ -284,7 +283,8 @@ func (s *Store) oldestExpiryLocked(owner string) time.Duration {
 
 // Create starts a transfer for owner in format (a name like "ndjson" or
 // "csv", recorded in the manifest). Write the records to the returned
-// Writer, then Commit or Abort it.
+// Writer, then Commit or Abort it: one of them must be called, as the
+// Writer runs a goroutine until then.
 func (s *Store) Create(owner, format string) (*Writer, error) {
 	var raw [16]byte
 	_, _ = rand.Read(raw[:])
@@ -304,8 +304,48 @@ func (s *Store) Create(owner, format string) (*Writer, error) {
 		return nil, fmt.Errorf("blocktransport: create transfer: %w", err)
 	}
 	now := s.opts.Now().UTC()
-	return &Writer{s: s, owner: owner, dir: dir, total: sha256.New(), block: sha256.New(),
-		m: Manifest{ID: id, Format: format, Created: now, Blocks: []Block{}}}, nil
+	w := &Writer{s: s, owner: owner, dir: dir, hashq: make(chan hashItem, hashQueue), hashed: make(chan hashSums, 1),
+		m: Manifest{ID: id, Format: format, Created: now, Blocks: []Block{}}}
+	go hashLoop(w.hashq, w.hashed)
+	return w, nil
+}
+
+// The SHA-256 sums are computed off the writing goroutine, on copies of
+// the writes, so that hashing overlaps encoding: hashQueue bounds the
+// copies waiting (each about one encoder flush, 32-64 KiB).
+const hashQueue = 16
+
+// hashItem is a write to hash, or the end of a block.
+type hashItem struct {
+	data     *[]byte
+	endBlock bool
+}
+
+type hashSums struct {
+	blocks []string
+	total  string
+}
+
+var chunkPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// hashLoop hashes the writes of one transfer until q is closed, then
+// sends the sums of the blocks and of the whole.
+func hashLoop(q <-chan hashItem, out chan<- hashSums) {
+	total, block := sha256.New(), sha256.New()
+	var sums hashSums
+	for it := range q {
+		if it.data != nil {
+			total.Write(*it.data)
+			block.Write(*it.data)
+			chunkPool.Put(it.data)
+		}
+		if it.endBlock {
+			sums.blocks = append(sums.blocks, hex.EncodeToString(block.Sum(nil)))
+			block.Reset()
+		}
+	}
+	sums.total = hex.EncodeToString(total.Sum(nil))
+	out <- sums
 }
 
 // Writer writes one transfer. Each Write must hold whole records (rows):
@@ -318,10 +358,21 @@ type Writer struct {
 	m     Manifest
 	f     *os.File
 	cur   int64 // bytes in the open block
-	total hash.Hash
-	block hash.Hash
-	done  bool
-	err   error
+	// hashq feeds hashLoop, which answers on hashed once hashq is closed.
+	hashq  chan hashItem
+	hashed chan hashSums
+	done   bool
+	err    error
+}
+
+// stopHashing closes the hash queue and waits for the sums.
+func (w *Writer) stopHashing() hashSums {
+	if w.hashq == nil {
+		return hashSums{}
+	}
+	close(w.hashq)
+	w.hashq = nil
+	return <-w.hashed
 }
 
 // ID is the transfer's id.
@@ -364,8 +415,9 @@ func (w *Writer) Write(p []byte) (int, error) {
 		return 0, w.fail(err)
 	}
 	w.cur += int64(len(p))
-	w.block.Write(p)
-	w.total.Write(p)
+	buf := chunkPool.Get().(*[]byte)
+	*buf = append((*buf)[:0], p...)
+	w.hashq <- hashItem{data: buf}
 	return len(p), nil
 }
 
@@ -380,8 +432,8 @@ func (w *Writer) blockPath(n int) string { return filepath.Join(w.dir, strconv.I
 func (w *Writer) closeBlock() error {
 	err := w.f.Close()
 	w.f = nil
-	w.m.Blocks = append(w.m.Blocks, Block{N: len(w.m.Blocks), Size: w.cur, SHA256: hex.EncodeToString(w.block.Sum(nil))})
-	w.block.Reset()
+	w.m.Blocks = append(w.m.Blocks, Block{N: len(w.m.Blocks), Size: w.cur}) // SHA256 at Commit
+	w.hashq <- hashItem{endBlock: true}
 	w.cur = 0
 	w.s.mu.Lock()
 	w.s.stats.Blocks++
@@ -406,14 +458,19 @@ func (w *Writer) Commit(rows int64, columns json.RawMessage) (*Manifest, error) 
 		}
 	}
 	w.done = true
+	sums := w.stopHashing()
+	for i := range w.m.Blocks {
+		w.m.Blocks[i].SHA256 = sums.blocks[i]
+	}
 	w.m.Rows = rows
 	w.m.Columns = columns
-	w.m.SHA256 = hex.EncodeToString(w.total.Sum(nil))
+	w.m.SHA256 = sums.total
 	w.m.Expires = w.m.Created.Add(w.s.opts.TTL)
 	s := w.s
 	s.mu.Lock()
 	s.pending--
 	if s.closed {
+		s.releaseLocked(w.owner, w.m.Bytes)
 		s.mu.Unlock()
 		_ = os.RemoveAll(w.dir)
 		return nil, ErrClosed
@@ -434,6 +491,7 @@ func (w *Writer) Abort() {
 		return
 	}
 	w.done = true
+	w.stopHashing()
 	if w.f != nil {
 		_ = w.f.Close()
 		w.f = nil
