@@ -454,6 +454,20 @@ func TestAccessRules(t *testing.T) {
 		if r := callJSON(t, cs, "run_sql", map[string]any{"database": "iot", "sql": "SELECT id FROM readings ORDER BY id LIMIT 2"}, &res); r.IsError || res.RowCount != 2 {
 			t.Errorf("run_sql on readings: got %+v, want 2 rows", res)
 		}
+		var uris []string
+		for r, err := range cs.Resources(t.Context(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			uris = append(uris, r.URI)
+		}
+		got := strings.Join(uris, " ")
+		if !strings.Contains(got, "/iot/tables/readings/schema") || strings.Contains(got, "devices") || strings.Contains(got, "iot2") {
+			t.Errorf("resources/list: got %s, want the schema of iot's readings only", got)
+		}
+		if _, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "lakegate://databases/iot/tables/devices/schema"}); err == nil {
+			t.Error("reading the devices schema: got it, want an error")
+		}
 	})
 }
 

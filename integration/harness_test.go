@@ -168,6 +168,9 @@ func start(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(engine.Close)
+	// Wired as the binary wires them: one pool and one registry.
+	metrics := server.NewMetrics()
+	limits := server.NewLimits(cfg, metrics)
 	popts := &mcp.Options{
 		Tools:        lakegate.DefaultTools,
 		Enabled:      true,
@@ -175,6 +178,11 @@ func start(t *testing.T, o envOptions) *env {
 		WriteTimeout: o.writeTimeout,
 		SessionQueue: o.queue,
 		Logger:       log,
+		Workers:      limits.MCP(),
+		Observer:     metrics,
+
+		MaxSessions:           cfg.MCPMaxSessions,
+		MaxSessionsPerSubject: cfg.MCPMaxSessionsPerSubject,
 	}
 	var blocks *blocktransport.Store
 	var bo blocktransport.Options
@@ -200,7 +208,7 @@ func start(t *testing.T, o envOptions) *env {
 	if drain == 0 {
 		drain = 5 * time.Second
 	}
-	srv, err := server.New(cfg, engine, plugin, &server.Options{Logger: log, DrainTimeout: drain})
+	srv, err := server.New(cfg, engine, plugin, &server.Options{Logger: log, DrainTimeout: drain, Metrics: metrics, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,13 +186,20 @@ func callLog(req *mcpsdk.CallToolRequest, attrs []any) []any {
 	if req.Session != nil && req.Session.ID() != "" {
 		attrs = append(attrs, "session_id", req.Session.ID())
 	}
-	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
-		if id := ex.Header.Get(headerRequestID); id != "" {
-			attrs = append(attrs, "request_id", id)
-		}
-		if id := ex.Header.Get(headerJSONRPCID); id != "" {
-			attrs = append(attrs, "jsonrpc_id", id)
-		}
+	return extraIDs(req.GetExtra(), attrs)
+}
+
+// extraIDs adds the request id and JSON-RPC id a message carries in its
+// request extra (HTTP transports) to log attributes.
+func extraIDs(ex *mcpsdk.RequestExtra, attrs []any) []any {
+	if ex == nil || ex.Header == nil {
+		return attrs
+	}
+	if id := ex.Header.Get(headerRequestID); id != "" {
+		attrs = append(attrs, "request_id", id)
+	}
+	if id := ex.Header.Get(headerJSONRPCID); id != "" {
+		attrs = append(attrs, "jsonrpc_id", id)
 	}
 	return attrs
 }

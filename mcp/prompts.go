@@ -129,9 +129,12 @@ func (p *Plugin) complete(ctx context.Context, req *mcpsdk.CompleteRequest) (*mc
 	}
 	arg := req.Params.Argument
 	var candidates []string
+	caller, _ := query.CallerFrom(ctx)
 	switch arg.Name {
 	case "database", "db":
-		candidates = p.databaseNames()
+		for _, d := range p.databasesFor(caller) {
+			candidates = append(candidates, d.Name)
+		}
 	case "table":
 		var db string
 		if req.Params.Context != nil {
@@ -140,7 +143,6 @@ func (p *Plugin) complete(ctx context.Context, req *mcpsdk.CompleteRequest) (*mc
 				db = req.Params.Context.Arguments["db"]
 			}
 		}
-		caller, _ := query.CallerFrom(ctx)
 		for _, d := range p.databaseNames() {
 			if db != "" && d != db {
 				continue

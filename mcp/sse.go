@@ -40,7 +40,7 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 		return
 	}
 	defer p.closeSession(sess)
-	log := p.log.With("session_id", sess.id, "subject", caller.Subject)
+	log := p.log.With("session_id", sess.id, "subject", caller.Subject, "request_id", c.Request.Header.Get(headerRequestID))
 
 	// The session's protocol context carries the caller but not the
 	// request's cancellation: the session ends through sess.Close.

@@ -24,7 +24,8 @@ const modernRevision = "2026-07-28"
 // the subject that opened it.
 func (p *Plugin) streamableHandlers() (stateful, stateless http.Handler) {
 	getServer := func(*http.Request) *mcpsdk.Server { return p.server }
-	owner := auth.RequireBearerToken(callerTokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	bearer := auth.RequireBearerToken(callerTokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	owner := func(h http.Handler) http.Handler { return hostAuthenticated(bearer(h)) }
 	stateful = owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
 		Logger:         p.log,
 		SessionTimeout: p.opts.SessionTimeout,

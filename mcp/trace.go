@@ -28,6 +28,7 @@ func (p *Plugin) trace(direction string) mcpsdk.Middleware {
 			if s := req.GetSession(); s != nil {
 				attrs = append(attrs, "session_id", s.ID())
 			}
+			attrs = extraIDs(req.GetExtra(), attrs)
 			attrs = append(attrs, "params", traceJSON(req.GetParams()))
 			if err != nil {
 				attrs = append(attrs, "error", err.Error())

@@ -17,11 +17,13 @@ import (
 	"modernc.org/sqlite"
 )
 
-// Defaults of the retry and breaker Options.
+// Defaults of the retry and breaker Options. The cooldown is short so
+// that calls succeed again within a second of the database being back (a
+// probe every half second costs a database that is down nothing).
 const (
 	DefaultRetryAttempts   = 3
 	DefaultBreakerFailures = 5
-	DefaultBreakerCooldown = 5 * time.Second
+	DefaultBreakerCooldown = 500 * time.Millisecond
 )
 
 // Backoff between attempts: retryBase doubled per attempt up to retryCap,

@@ -175,7 +175,7 @@ type Options struct {
 	// database's circuit (default 5).
 	BreakerFailures int
 	// BreakerCooldown is how long an open circuit answers unavailable
-	// before one probe may try (default 5s).
+	// before one probe may try (default 500ms).
 	BreakerCooldown time.Duration
 	// KeyTTL is how long an ingest's idempotency key is remembered
 	// (default 24h).

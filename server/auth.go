@@ -123,7 +123,7 @@ func (v *verifier) reason(err error, claims jwt.MapClaims) string {
 	case errors.Is(err, jwt.ErrTokenMalformed):
 		return "invalid bearer token: not a JWT"
 	case errors.Is(err, errUnknownKID):
-		return "bearer token signature is not valid for this server: its key id (kid) is not in the key set"
+		return "bearer token signature is not valid for this server: the key set has no key with its kid for its algorithm"
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
 		return "bearer token signature is not valid for this server (accepted algorithms: " + strings.Join(v.keys.algs, ", ") + ")"
 	case errors.Is(err, jwt.ErrTokenExpired):
