@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakegate/lakegate/blocktransport"
 )
 
 // jsDir holds the Node clients (package.json pins their versions);
@@ -62,11 +65,16 @@ var toolArgs = map[string]any{
 
 func TestTypeScriptSDKClient(t *testing.T) {
 	env := nodeEnv(t)
-	e := start(t, envOptions{})
-	args, _ := json.Marshal(toolArgs)
+	e := start(t, envOptions{blocks: &blocktransport.Options{}})
 	for _, tc := range []struct{ name, path string }{{"sse", "/mcp/sse"}, {"http", "/mcp"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := runNode(t, env, 2*time.Minute, "node", "client.mjs", e.base+tc.path, tc.name, token(t, "ts-"+tc.name, "reader"), string(args))
+			// A transfer of the same subject for get_result_block to read.
+			tok := token(t, "ts-"+tc.name, "reader")
+			br, _ := export(t, e.connect(t, tok), "SELECT id FROM devices", map[string]any{"export": true})
+			withBlock := maps.Clone(toolArgs)
+			withBlock["get_result_block"] = map[string]any{"transfer_id": br.Transfer.ID, "block": 0}
+			args, _ := json.Marshal(withBlock)
+			out, err := runNode(t, env, 2*time.Minute, "node", "client.mjs", e.base+tc.path, tc.name, tok, string(args))
 			if err != nil {
 				t.Fatalf("node client.mjs: %v\n%s", err, out)
 			}
@@ -83,16 +91,16 @@ func TestTypeScriptSDKClient(t *testing.T) {
 				t.Fatalf("summary: %v\n%s", err, out)
 			}
 			t.Logf("TypeScript SDK over %s: %s", tc.path, lines[len(lines)-1])
-			if len(sum.Tools) != 7 {
-				t.Errorf("tools called: got %d, want all 7", len(sum.Tools))
+			if len(sum.Tools) != 8 {
+				t.Errorf("tools called: got %d, want all 8", len(sum.Tools))
 			}
 			for name, r := range sum.Tools {
 				if r.IsError {
 					t.Errorf("tool %s: got an isError result, want success", name)
 				}
 			}
-			if sum.Server != "lakegate" || len(sum.Resources) < 2 || len(sum.Templates) != 1 || len(sum.Prompts) != 3 {
-				t.Errorf("got server %q, %d resources, templates %v, prompts %v; want lakegate, >=2, 1, 3",
+			if sum.Server != "lakegate" || len(sum.Resources) < 2 || len(sum.Templates) != 2 || len(sum.Prompts) != 3 {
+				t.Errorf("got server %q, %d resources, templates %v, prompts %v; want lakegate, >=2, 2, 3",
 					sum.Server, len(sum.Resources), sum.Templates, sum.Prompts)
 			}
 			if strings.Join(sum.Completion, ",") != "devices" {

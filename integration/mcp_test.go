@@ -89,7 +89,7 @@ func TestMCPToolsOverSSE(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"describe_table", "explain", "list_databases", "list_tables", "query", "query_time_series", "run_sql"}
+	want := []string{"describe_table", "explain", "get_result_block", "list_databases", "list_tables", "query", "query_time_series", "run_sql"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools: got %v, want %v", names, want)
 	}

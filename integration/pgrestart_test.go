@@ -220,7 +220,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	// Nothing left over: no goroutine beyond those before the load, and
 	// no more connections than the pool holds.
 	client.CloseIdleConnections()
-	if err := goleak.Find(baseline); err != nil {
+	if err := findLeaks(baseline); err != nil {
 		t.Errorf("goroutines left after the restart: %v", err)
 	}
 	st := e.engine.PoolStats()
