@@ -302,6 +302,16 @@ func TestBlocksInlineUnderThreshold(t *testing.T) {
 	if res.IsError || qb.Mode != "blocks" || qb.RowCount != 5000 {
 		t.Errorf("query max_rows 0: got mode %q, %d rows; want blocks with 5000 rows", qb.Mode, qb.RowCount)
 	}
+	// The planner expects about every row here (<> is 99.5% selective to
+	// it), far over the threshold, so the rows go straight to a transfer;
+	// only three come, and the answer is inline after all.
+	before := e.blocks.Stats().Aborted
+	res = callJSON(t, cs, "run_sql", map[string]any{"database": "iot", "max_rows": 0,
+		"sql": "SELECT * FROM readings WHERE md5(status) <> md5(status) OR id <= 3 ORDER BY id"}, &r)
+	if res.IsError || r.RowCount != 3 || len(r.Rows) != 3 || e.blocks.Stats().Aborted != before+1 {
+		t.Errorf("over-estimated: got %d rows inline, %d transfers dropped; want 3 rows inline after one dropped transfer",
+			len(r.Rows), e.blocks.Stats().Aborted-before)
+	}
 	// The old argument name is refused with the new one.
 	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": "SELECT 1", "limit": 5}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, "max_rows") {

@@ -104,15 +104,17 @@ func (a resultArgs) check(batchRows int) (limit int, stream bool, f query.Format
 func (p *Plugin) toBlocks(ctx context.Context, c query.Caller, f query.Format, export bool,
 	estimate func() (float64, bool), run func(ctx context.Context, w io.Writer) (*query.Result, error)) (any, error) {
 	sp := &spill{p: p, owner: c.Subject, format: f, threshold: p.opts.BlockThreshold}
-	tap := &query.Tap{KeepRows: previewRows, KeepBytes: p.opts.BlockThreshold}
-	if !export && f != query.FormatNDJSON {
-		// Inline rows come from the tap when the buffer is not NDJSON.
-		tap.KeepRows = math.MaxInt
-	}
 	if export {
 		sp.direct = true
 	} else if est, ok := estimate(); ok && est > 2*float64(p.opts.BlockThreshold) {
 		sp.direct = true
+	}
+	// The tap keeps the rows of a possible inline answer (up to the
+	// threshold) unless the NDJSON buffer already holds them; else only
+	// the preview.
+	tap := &query.Tap{KeepRows: previewRows, KeepBytes: p.opts.BlockThreshold}
+	if !export && (sp.direct || f != query.FormatNDJSON) {
+		tap.KeepRows = math.MaxInt
 	}
 	reportTap(ctx, tap)
 	res, err := run(query.WithTap(ctx, tap), sp)
@@ -121,18 +123,17 @@ func (p *Plugin) toBlocks(ctx context.Context, c query.Caller, f query.Format, e
 		return nil, err
 	}
 	kept, all := tap.Kept()
-	if sp.w == nil && !sp.direct {
-		if f == query.FormatNDJSON {
-			kept, err = ndjsonRows(sp.buf)
-			if err != nil {
-				return nil, err
-			}
-			all = true
+	if !export && sp.w == nil && !sp.direct && f == query.FormatNDJSON {
+		if kept, err = ndjsonRows(sp.buf); err != nil {
+			return nil, err
 		}
-		if all {
-			res.Rows, res.Mode, res.Bytes = kept, query.ModeBatch, 0
-			return res, nil
-		}
+		all = true
+	}
+	if !export && all {
+		// Under the threshold after all (a high estimate was wrong): inline.
+		sp.abort()
+		res.Rows, res.Mode, res.Bytes = kept, query.ModeBatch, 0
+		return res, nil
 	}
 	return p.commitBlocks(sp, res, kept)
 }
