@@ -121,3 +121,6 @@ kill "$pid"; wait "$pid" 2>/dev/null || true
 printf 'inline stream (/rest/sql)    wall %.3f s (best of 3)\n' "$inline"
 printf 'block transport overhead (export call / inline stream - 1): %.1f%% (target < 10%%)\n' \
   "$(echo "($blocks_call / $inline - 1) * 100" | bc -l)"
+
+echo "== memory per idle SSE session (1,000 sessions held by the binary; target < 50 KiB)"
+LAKEGATE_BENCH_SESSIONS=1 "$GO" test -run '^TestIdleSessionMemory$' -count=1 -v ./integration/ | grep -E 'per idle session|FAIL|ok' || true

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // lockDevices holds an exclusive lock on devices until release is called
@@ -177,4 +178,52 @@ func TestSIGTERMDrain(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), `"msg":"shutting down"`) {
 		t.Errorf("stderr: want a shutting down line, got %s", p.stderr.String())
 	}
+}
+
+// Shutdown with a Streamable HTTP tool call in flight that outlasts the
+// drain timeout: the call is cancelled when the drain ends, in PostgreSQL
+// too, and Serve returns then, not when the query's statement timeout
+// (30s) would have stopped it. (Its answer is lost either way: closing the
+// session ends the streams it would travel on.)
+func TestShutdownDrainMCP(t *testing.T) {
+	const drain = time.Second
+	e := start(t, envOptions{drain: drain})
+	cs := e.connectHTTP(t, token(t, "alice", "reader"), "2025-06-18", nil)
+	const marker = "mcp_drain_marker"
+	lockDevices(t, e.pool)
+	called := make(chan error, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: "run_sql",
+			Arguments: map[string]any{"database": "iot", "sql": "SELECT count(*) AS n, '" + marker + "' AS m FROM devices"}})
+		if err == nil && !res.IsError {
+			err = errors.New("the call answered: " + textOf(res))
+		}
+		called <- err
+	}()
+	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 1 })
+
+	begun := time.Now()
+	served := make(chan error, 1)
+	go func() { served <- e.shutdown() }()
+	select {
+	case <-served:
+		t.Logf("Serve returned %v after shutdown began (drain %v)", time.Since(begun).Round(time.Millisecond), drain)
+	case <-time.After(15 * time.Second):
+		t.Fatal("Serve did not return after the drain timeout")
+	}
+	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 0 })
+	if err := <-called; err == nil {
+		t.Error("cut call: got no error")
+	}
+}
+
+// textOf joins a tool result's text content.
+func textOf(res *mcpsdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcpsdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }

@@ -118,6 +118,7 @@ type Plugin struct {
 	stdio         int // open stdio sessions
 	closed        bool
 	wg            sync.WaitGroup
+	requests      inflight // protocol requests in flight, for Close
 
 	syncMu    sync.Mutex
 	lastSync  time.Time // of the last catalog check, under syncMu
@@ -218,7 +219,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	for _, t := range tools {
 		p.server.AddTool(t.tool(), p.observe(t.Name, p.handle(t)))
 	}
-	p.server.AddReceivingMiddleware(p.catalogCheck, p.visibleResources)
+	p.server.AddReceivingMiddleware(p.cancelOnClose, p.catalogCheck, p.visibleResources)
 	if o.Trace {
 		p.server.AddReceivingMiddleware(p.trace("in"))
 		p.server.AddSendingMiddleware(p.trace("out"))
@@ -325,21 +326,30 @@ func (p *Plugin) ToolNames() []string {
 }
 
 // Close closes every session (SSE and Streamable HTTP) and waits for
-// their streams to end. New sessions are
-// refused afterwards. Safe to call more than once.
+// their streams to end; Streamable HTTP requests in flight may finish
+// meanwhile. When ctx ends first, the requests still running are
+// cancelled (their queries stop) and Close returns ctx's error once they
+// have ended. New sessions are refused afterwards. Safe to call more than
+// once.
 func (p *Plugin) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	p.closeSessions()
 	done := make(chan struct{})
-	go func() { p.wg.Wait(); close(done) }()
+	go func() {
+		// The SDK's session Close waits for the session's requests.
+		p.closeSessions()
+		p.wg.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	p.requests.cancelAll()
+	<-done
+	return ctx.Err()
 }
 
 // closeSessions ends every open SSE and Streamable HTTP session.

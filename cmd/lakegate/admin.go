@@ -32,8 +32,8 @@ const defaultServer = "http://127.0.0.1:32049"
 // never printed.
 func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Command {
 	var (
-		server, token string
-		asJSON        bool
+		server, token, caFile string
+		asJSON                bool
 	)
 	admin := &cobra.Command{
 		Use:   "admin",
@@ -41,6 +41,7 @@ func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Comman
 	}
 	admin.PersistentFlags().StringVar(&server, "server", "", "server URL (default LAKEGATE_SERVER, else "+defaultServer+")")
 	admin.PersistentFlags().StringVar(&token, "token", "", "admin token (default LAKEGATE_TOKEN; prefer it, it stays out of shell history)")
+	admin.PersistentFlags().StringVar(&caFile, "ca-file", "", "PEM file of the CA that signed the server's certificate (https)")
 
 	mcpCmd := &cobra.Command{
 		Use:   "mcp",
@@ -50,7 +51,7 @@ func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Comman
 	call := func(method, path string) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, _ []string) error {
 			c := adminClient{server: firstOf(server, getenv("LAKEGATE_SERVER"), defaultServer),
-				token: firstOf(token, getenv("LAKEGATE_TOKEN"))}
+				token: firstOf(token, getenv("LAKEGATE_TOKEN")), caFile: caFile}
 			body, err := c.do(cmd.Context(), method, path)
 			if err != nil {
 				return err
@@ -93,7 +94,7 @@ func firstOf(vals ...string) string {
 
 // adminClient sends admin requests with a bearer token.
 type adminClient struct {
-	server, token string
+	server, token, caFile string
 }
 
 // do sends one request and returns the body of a 2xx answer. Any other
@@ -114,7 +115,11 @@ func (c adminClient) do(ctx context.Context, method, path string) ([]byte, error
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	tr := &http.Transport{Proxy: http.ProxyFromEnvironment}
+	tlsConf, err := clientTLS(c.caFile)
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConf}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {

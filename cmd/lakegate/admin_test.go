@@ -94,6 +94,7 @@ func TestAdminMCP(t *testing.T) {
 		{"no server", viaEnv, []string{"admin", "mcp", "status", "--server", refused}, nil, []string{"connection refused"}},
 		{"bad server URL", viaEnv, []string{"admin", "mcp", "status", "--server", "127.0.0.1:1"}, nil, []string{"--server"}},
 		{"unknown route", viaEnv, []string{"admin", "mcp", "status", "--server", base + "/nope"}, nil, []string{"404", "not_found"}},
+		{"missing CA file", viaEnv, []string{"admin", "mcp", "status", "--server", base, "--ca-file", "/nonexistent.pem"}, nil, []string{"--ca-file"}},
 		{"extra argument", viaEnv, []string{"admin", "mcp", "status", "now", "--server", base}, nil, []string{"now"}},
 	}
 	for _, tt := range tests {
