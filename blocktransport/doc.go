@@ -1,8 +1,11 @@
-// Package blocktransport moves results too large for one message: it cuts
-// an encoded stream into row-aligned blocks with checksums, keeps them in a
-// store with a TTL and a byte budget, serves them over HTTP (and HTTP/3),
-// and fetches them back in parallel, verifying every block.
+// Package blocktransport moves results too large for one message. A Store
+// keeps each transfer as block files under a spool directory: a Writer
+// cuts the encoded stream between writes (so blocks end on a row), sums
+// every block and the whole with SHA-256, and holds to byte budgets; a
+// transfer expires after a TTL. ServeBlock and ServeAll serve blocks over
+// HTTP (any version, HTTP/3 included), and a Client fetches the blocks of
+// a transfer in parallel and writes them in order, checking every one.
 //
-// It moves bytes only: it must not import anything about SQL or MCP.
-// (Empty for now; the block-transport work fills it.)
+// It moves bytes only: it imports nothing about SQL, MCP or auth; callers
+// decide who may read a transfer.
 package blocktransport
