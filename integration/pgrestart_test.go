@@ -27,8 +27,8 @@ func pgCtl(t *testing.T, script, action string) {
 	}
 }
 
-// appConnections counts the connections PostgreSQL has from app.
-func appConnections(ctx context.Context, app string) (int, error) {
+// appConnections counts the connections the PostgreSQL at dbURL has from app.
+func appConnections(ctx context.Context, dbURL, app string) (int, error) {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return 0, err
@@ -53,13 +53,14 @@ type call struct {
 // succeed soon after the database is back, and neither goroutines nor
 // connections are left over.
 func TestPostgresRestartUnderLoad(t *testing.T) {
-	script := os.Getenv("LAKEGATE_TEST_PG_CTL")
-	if script == "" {
-		t.Skip("LAKEGATE_TEST_PG_CTL is not set: the database is not ours to restart (with-postgres.sh sets it for its throwaway cluster)")
+	// A cluster of its own: other packages' tests run meanwhile.
+	script, restartURL := os.Getenv("LAKEGATE_TEST_PG_CTL"), os.Getenv("LAKEGATE_TEST_RESTART_DATABASE_URL")
+	if script == "" || restartURL == "" {
+		t.Skip("LAKEGATE_TEST_PG_CTL and LAKEGATE_TEST_RESTART_DATABASE_URL are not set: no database is ours to restart (with-postgres.sh sets them)")
 	}
 	// The server's connections carry an application name, to count them.
 	const app = "lakegate_restart_test"
-	u, err := url.Parse(dbURL)
+	u, err := url.Parse(restartURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for {
-			n, err := appConnections(ctx, app)
+			n, err := appConnections(ctx, restartURL, app)
 			if err == nil && n == 0 {
 				return
 			}
@@ -224,7 +225,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		t.Errorf("goroutines left after the restart: %v", err)
 	}
 	st := e.engine.PoolStats()
-	n, err := appConnections(t.Context(), app)
+	n, err := appConnections(t.Context(), restartURL, app)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,10 @@
 # If the variable is already set, that database is used as it is. Otherwise a
 # throwaway server is made from the PostgreSQL binaries on this machine
 # (initdb + pg_ctl in a temporary directory, loopback only, trust auth) and
-# removed when the command ends; LAKEGATE_TEST_PG_CTL then names a script
-# that stops or starts it (`"$LAKEGATE_TEST_PG_CTL" stop|start`), for tests
-# that restart the database. An external database gets no such script.
+# removed when the command ends, with a second one of the same kind for the
+# test that stops and starts its database: LAKEGATE_TEST_RESTART_DATABASE_URL
+# and LAKEGATE_TEST_PG_CTL (`"$LAKEGATE_TEST_PG_CTL" stop|start`). An
+# external database gets no second cluster, and that test skips.
 set -euo pipefail
 
 if [[ -n "${LAKEGATE_TEST_DATABASE_URL:-}" ]]; then
@@ -26,30 +27,36 @@ if [[ -z "$bindir" ]]; then
   exit 1
 fi
 
-dir="$(mktemp -d /tmp/lakegate-pgtest.XXXXXX)"
 as=()
+owner=""
 if [[ "$(id -u)" == 0 ]]; then
   # initdb refuses to run as root.
-  chown postgres "$dir" 2>/dev/null || chown nobody "$dir"
-  owner="$(stat -c %U "$dir")"
+  owner="$(id -u postgres >/dev/null 2>&1 && echo postgres || echo nobody)"
   as=(runuser -u "$owner" --)
 fi
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 55432)"
-
+dirs=()
 cleanup() {
-  "${as[@]}" "$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
-  rm -rf "$dir"
+  for d in "${dirs[@]}"; do
+    "${as[@]}" "$bindir/pg_ctl" -D "$d/data" -m immediate stop >/dev/null 2>&1 || true
+    rm -rf "$d"
+  done
 }
 trap cleanup EXIT
 
-"${as[@]}" "$bindir/initdb" -D "$dir/data" -U postgres -A trust --no-sync -E UTF8 >"$dir/initdb.log" 2>&1 ||
-  { cat "$dir/initdb.log" >&2; exit 1; }
-
-# pg-ctl stops (fast: sessions are ended) or starts this throwaway cluster;
-# tests that restart the database under load run it through
+# cluster makes and starts one throwaway cluster and sets $url to it. Its
+# directory holds pg-ctl, which stops (fast: sessions are ended) or starts
+# it: tests that restart a database under load run it through
 # LAKEGATE_TEST_PG_CTL ("$LAKEGATE_TEST_PG_CTL" stop|start).
-opts="-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-cat >"$dir/pg-ctl" <<EOF_CTL
+cluster() {
+  local dir port opts
+  dir="$(mktemp -d /tmp/lakegate-pgtest.XXXXXX)"
+  dirs+=("$dir")
+  [[ -n "$owner" ]] && chown "$owner" "$dir"
+  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 55432)"
+  "${as[@]}" "$bindir/initdb" -D "$dir/data" -U postgres -A trust --no-sync -E UTF8 >"$dir/initdb.log" 2>&1 ||
+    { cat "$dir/initdb.log" >&2; exit 1; }
+  opts="-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+  cat >"$dir/pg-ctl" <<EOF_CTL
 #!/usr/bin/env bash
 set -euo pipefail
 case "\${1:-}" in
@@ -58,10 +65,17 @@ case "\${1:-}" in
   *)     echo "usage: \$0 stop|start" >&2; exit 2 ;;
 esac
 EOF_CTL
-chmod 755 "$dir/pg-ctl"
-"$dir/pg-ctl" start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+  chmod 755 "$dir/pg-ctl"
+  "$dir/pg-ctl" start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+  url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+  ctl="$dir/pg-ctl"
+}
 
-export LAKEGATE_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
-export LAKEGATE_TEST_PG_CTL="$dir/pg-ctl"
-echo "with-postgres: throwaway PostgreSQL ($("$bindir/postgres" --version)) on 127.0.0.1:$port" >&2
+# One cluster for the tests, and one of its own for the test that stops and
+# starts its database (other packages' tests run at the same time).
+cluster
+export LAKEGATE_TEST_DATABASE_URL="$url"
+cluster
+export LAKEGATE_TEST_RESTART_DATABASE_URL="$url" LAKEGATE_TEST_PG_CTL="$ctl"
+echo "with-postgres: throwaway PostgreSQL ($("$bindir/postgres" --version)) on ${LAKEGATE_TEST_DATABASE_URL#*@}" >&2
 "$@"
