@@ -259,7 +259,7 @@ func blockErr(err error) error {
 		return &query.Error{Kind: query.KindRateLimited, Message: "your stored results would pass their budget of " + strconv.FormatInt(be.Limit, 10) + " bytes",
 			Hint: "ask for fewer rows, or wait for earlier transfers to expire", RetryAfter: be.RetryAfter, Err: err}
 	case errors.As(err, &be):
-		return &query.Error{Kind: query.KindUnavailable, Message: "the server's block store is full", Hint: "try again later", RetryAfter: 30e9, Err: err}
+		return &query.Error{Kind: query.KindUnavailable, Message: "the server's block store is full", Hint: "try again later", RetryAfter: 30 * time.Second, Err: err}
 	case errors.Is(err, blocktransport.ErrNotFound):
 		return &query.Error{Kind: query.KindNotFound, Message: "no such transfer",
 			Hint: "transfers expire after a while and can be read only by the subject that made them", Err: err}
