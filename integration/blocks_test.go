@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
@@ -311,6 +312,25 @@ func TestBlocksInlineUnderThreshold(t *testing.T) {
 	if res.IsError || r.RowCount != 3 || len(r.Rows) != 3 || e.blocks.Stats().Aborted != before+1 {
 		t.Errorf("over-estimated: got %d rows inline, %d transfers dropped; want 3 rows inline after one dropped transfer",
 			len(r.Rows), e.blocks.Stats().Aborted-before)
+	}
+	// A capped (batch) result whose JSON passes the threshold goes to blocks
+	// too, every cell intact.
+	tok := token(t, "alice", "reader")
+	wide, _ := export(t, cs, "SELECT id, status, repeat(md5(id::text), 40) AS pad FROM readings ORDER BY id", map[string]any{"max_rows": 100})
+	var body bytes.Buffer
+	if _, err := (&blocktransport.Client{BaseURL: e.base, Token: tok}).Fetch(t.Context(), wide.Transfer.ID, &body); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(body.String(), "\n"), "\n")
+	for i, line := range lines {
+		row := decodeRow(t, []byte(line))
+		sum := md5.Sum([]byte(strconv.Itoa(i + 1)))
+		if len(row) != 3 || row[0] != json.Number(strconv.Itoa(i+1)) || row[2] != strings.Repeat(hex.EncodeToString(sum[:]), 40) {
+			t.Fatalf("wide batch row %d: got %.80v", i, row)
+		}
+	}
+	if len(lines) != 100 || wide.RowCount != 100 || !wide.Truncated {
+		t.Errorf("wide batch: got %d rows (row_count %d, truncated %v), want 100 and truncated", len(lines), wide.RowCount, wide.Truncated)
 	}
 	// The old argument name is refused with the new one.
 	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": "SELECT 1", "limit": 5}})

@@ -94,13 +94,17 @@ func EncodeRows(res *Result, f Format, w io.Writer) error {
 	if err := enc.Begin(res.Columns); err != nil {
 		return err
 	}
-	var scratch []byte
+	// One scratch buffer per column: a cell's bytes must live until Row.
+	scratch := make([][]byte, len(res.Columns))
 	var cells []Cell
 	for _, row := range res.Rows {
 		cells = cells[:0]
-		for _, v := range row {
+		for i, v := range row {
+			if i >= len(scratch) {
+				scratch = append(scratch, nil)
+			}
 			var c Cell
-			if err := valueCell(&scratch, v, &c); err != nil {
+			if err := valueCell(&scratch[i], v, &c); err != nil {
 				return internalErr("encode result", err)
 			}
 			cells = append(cells, c)
