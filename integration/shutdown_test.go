@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"syscall"
@@ -205,6 +206,23 @@ func TestShutdownDrainMCP(t *testing.T) {
 	begun := time.Now()
 	served := make(chan error, 1)
 	go func() { served <- e.shutdown() }()
+	// While the call drains, the server takes no new connection.
+	addr := strings.TrimPrefix(e.base, "http://")
+	refused := false
+	for !refused {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			refused = true
+			break
+		}
+		c.Close()
+		select {
+		case err := <-served:
+			served <- err
+			t.Fatal("Serve returned before new connections were refused")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	select {
 	case <-served:
 		t.Logf("Serve returned %v after shutdown began (drain %v)", time.Since(begun).Round(time.Millisecond), drain)

@@ -196,10 +196,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("shutting down", "drain_timeout", s.opts.DrainTimeout.String())
 	drain, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout)
 	defer cancel()
-	// Event streams never finish by themselves: close the sessions first.
-	if err := s.plugin.Close(drain); err != nil {
-		s.log.Warn("mcp sessions did not close in time", "error", err.Error())
-	}
+	// Stop accepting at once (Shutdown closes the listeners first) while the
+	// MCP sessions close: event streams never finish by themselves, and
+	// tool calls still running when the drain ends are cancelled.
+	pluginDone := make(chan error, 1)
+	go func() { pluginDone <- s.plugin.Close(drain) }()
 	var h3err chan error
 	if h3 != nil {
 		h3err = make(chan error, 1)
@@ -212,6 +213,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
+	}
+	if perr := <-pluginDone; perr != nil {
+		s.log.Warn("mcp sessions did not close in time", "error", perr.Error())
 	}
 	if h3 != nil {
 		if serr := <-h3err; serr != nil {
