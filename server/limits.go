@@ -1,8 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -283,7 +288,8 @@ func (l *Limits) sweepLocked(now time.Time) {
 // routes are skipped: the plugin takes one per tool call, answering over
 // the limit with a tool error an agent can act on.
 func (s *Server) rateLimit(c *gin.Context) {
-	if strings.HasPrefix(c.FullPath(), "/mcp") {
+	// Tool calls take their token in the plugin; block reads take one here.
+	if p := c.FullPath(); strings.HasPrefix(p, "/mcp") && !strings.HasPrefix(p, "/mcp/blocks") {
 		return
 	}
 	if err := s.limits.allow(caller(c).Subject); err != nil {
@@ -296,6 +302,12 @@ func (s *Server) rateLimit(c *gin.Context) {
 // handler under rowsKey) and bytes returned.
 func (s *Server) work(class workClass) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		// The body is read before a slot is taken, within bodyReadTimeout,
+		// so that a slow upload cannot hold a worker.
+		if err := readBody(c); err != nil {
+			fail(c, err)
+			return
+		}
 		release, err := s.limits.admit(c.Request.Context(), caller(c).Subject, class)
 		if err != nil {
 			fail(c, err)
@@ -307,6 +319,33 @@ func (s *Server) work(class workClass) gin.HandlerFunc {
 			s.metrics.returned(class, int64(c.GetInt(rowsKey)), int64(max(c.Writer.Size(), 0)))
 		}
 	}
+}
+
+// bodyReadTimeout bounds the upload of a request body that needs a worker.
+const bodyReadTimeout = 30 * time.Second
+
+// readBody reads the request body into memory (bounded by max_body_bytes)
+// within bodyReadTimeout and puts it back as the body.
+func readBody(c *gin.Context) error {
+	if c.Request.Body == nil || c.Request.Body == http.NoBody {
+		return nil
+	}
+	rc := http.NewResponseController(c.Writer)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	data, err := io.ReadAll(c.Request.Body)
+	_ = rc.SetReadDeadline(time.Time{})
+	c.Request.Body.Close()
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return err // rendered as 413
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("the request body did not arrive within %s", bodyReadTimeout)}
+	case err != nil:
+		return &query.Error{Kind: query.KindValidation, Message: "reading the request body failed", Err: err}
+	}
+	c.Request.Body = io.NopCloser(bytes.NewReader(data))
+	return nil
 }
 
 // rowsKey is where a handler leaves the row count of its result.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -432,5 +433,30 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A slow upload does not hold a worker: the body is read before a slot is
+// taken, so with one worker another request is served meanwhile.
+func TestSlowBodyHoldsNoWorker(t *testing.T) {
+	w := startWired(t, func(c *config.Config) {
+		c.MaxWorkers, c.MCPMaxWorkers, c.WorkerWait = 1, 1, config.Duration(100*time.Millisecond)
+	})
+	tok, err := NewToken([]byte(testSecret), "slow", RoleReader, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(w.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Headers and half of the body, then nothing.
+	body := `{"database":"demo","sql":"SELECT 1"}`
+	fmt.Fprintf(conn, "POST /rest/sql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		tok, len(body), body[:10])
+	time.Sleep(200 * time.Millisecond) // longer than the worker wait
+	if r := w.do(t, "POST", "/rest/sql", tok, body); r.code != http.StatusOK {
+		t.Errorf("while another body is uploading: got %d %s, want 200", r.code, r.body)
 	}
 }
