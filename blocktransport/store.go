@@ -80,9 +80,15 @@ type BudgetError struct {
 	Limit int64
 	// RetryAfter is when the owner's oldest transfer expires (Owner only).
 	RetryAfter time.Duration
+	// Whole is true when this transfer alone is over the budget: waiting
+	// will not help.
+	Whole bool
 }
 
 func (e *BudgetError) Error() string {
+	if e.Whole {
+		return fmt.Sprintf("the transfer alone is over the budget of %d bytes", e.Limit)
+	}
 	if e.Owner {
 		return fmt.Sprintf("the transfers of this caller would pass their budget of %d bytes", e.Limit)
 	}
@@ -243,12 +249,18 @@ func (s *Store) Expire() {
 	}
 }
 
-// reserve takes n bytes of the budgets for owner.
-func (s *Store) reserve(owner string, n int64) error {
+// reserve takes n more bytes of the budgets for a transfer of owner that
+// holds have bytes already.
+func (s *Store) reserve(owner string, have, n int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
+	}
+	for _, limit := range []int64{s.opts.MaxBytesPerOwner, s.opts.MaxBytes} {
+		if limit > 0 && have+n > limit {
+			return &BudgetError{Owner: limit == s.opts.MaxBytesPerOwner, Limit: limit, Whole: true}
+		}
 	}
 	if s.opts.MaxBytesPerOwner > 0 && s.usedBy[owner]+n > s.opts.MaxBytesPerOwner {
 		return &BudgetError{Owner: true, Limit: s.opts.MaxBytesPerOwner, RetryAfter: s.oldestExpiryLocked(owner)}
@@ -394,7 +406,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if err := w.s.reserve(w.owner, int64(len(p))); err != nil {
+	if err := w.s.reserve(w.owner, w.m.Bytes, int64(len(p))); err != nil {
 		w.err = err
 		return 0, err
 	}

@@ -106,14 +106,15 @@ func TestBlocksEndOnWrites(t *testing.T) {
 
 func TestBudgetsAndAbort(t *testing.T) {
 	s := open(t, Options{BlockSize: 256, MaxBytes: 4000, MaxBytesPerOwner: 3000})
+	var be *BudgetError
+	// One transfer alone over the owner's budget: waiting will not help.
 	w, _ := s.Create("alice", "ndjson")
 	var err error
 	for i := 0; err == nil && i < 100; i++ {
 		_, err = w.Write(bytes.Repeat([]byte("a"), 99))
 	}
-	var be *BudgetError
-	if !errors.As(err, &be) || !be.Owner || be.Limit != 3000 || be.RetryAfter < time.Second {
-		t.Fatalf("got %v, want the owner's budget error", err)
+	if !errors.As(err, &be) || !be.Owner || !be.Whole || be.Limit != 3000 {
+		t.Fatalf("got %v, want the owner's budget error for the whole transfer", err)
 	}
 	if _, err := w.Commit(1, nil); err == nil {
 		t.Error("commit after a budget error succeeded")
@@ -124,16 +125,22 @@ func TestBudgetsAndAbort(t *testing.T) {
 	if entries, _ := os.ReadDir(s.opts.Dir); len(entries) != 0 {
 		t.Errorf("%d entries left in the spool", len(entries))
 	}
+	// Over the owner's budget with earlier transfers: retry when they expire.
+	write(t, s, "alice", [][]byte{bytes.Repeat([]byte("a"), 2000)})
+	w, _ = s.Create("alice", "ndjson")
+	if _, err := w.Write(bytes.Repeat([]byte("a"), 1500)); !errors.As(err, &be) || !be.Owner || be.Whole || be.RetryAfter < time.Second {
+		t.Errorf("got %v, want the owner's budget error with a retry time", err)
+	}
+	w.Abort()
 	// The store's budget binds across owners.
-	write(t, s, "bob", [][]byte{bytes.Repeat([]byte("b"), 2500)})
 	w, _ = s.Create("carol", "ndjson")
-	if _, err := w.Write(bytes.Repeat([]byte("c"), 2000)); !errors.As(err, &be) || be.Owner {
+	if _, err := w.Write(bytes.Repeat([]byte("c"), 2500)); !errors.As(err, &be) || be.Owner || be.Whole {
 		t.Errorf("got %v, want the store's budget error", err)
 	}
 	w.Abort()
 	w.Abort() // twice is fine
-	if st := s.Stats(); st.Bytes != 2500 || st.Transfers != 1 {
-		t.Errorf("stats: %+v, want bob's 2500 bytes only", st)
+	if st := s.Stats(); st.Bytes != 2000 || st.Transfers != 1 {
+		t.Errorf("stats: %+v, want alice's 2000 bytes only", st)
 	}
 }
 

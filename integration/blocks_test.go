@@ -418,31 +418,39 @@ func TestBlocksOwnershipAndExpiry(t *testing.T) {
 }
 
 func TestBlocksBudgets(t *testing.T) {
-	e := blockEnv(t, blocktransport.Options{MaxBytesPerOwner: 200 << 10, MaxBytes: 1 << 30}, false)
-	cs := e.connect(t, token(t, "alice", "reader"))
-	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": allReadings, "export": true}})
-	if err != nil || !res.IsError {
-		t.Fatalf("over the subject's budget: got %v %v, want a tool error", res, err)
+	// allReadings is about 310 KB of NDJSON.
+	e := blockEnv(t, blocktransport.Options{MaxBytesPerOwner: 500 << 10, MaxBytes: 900 << 10}, false)
+	alice := e.connect(t, token(t, "alice", "reader"))
+	kind := func(cs *mcpsdk.ClientSession, sql string) mcp.ErrorBody {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": sql, "export": true}})
+		if err != nil || !res.IsError {
+			t.Fatalf("got %v %v, want a tool error", res, err)
+		}
+		var body struct {
+			Error mcp.ErrorBody `json:"error"`
+		}
+		_ = json.Unmarshal([]byte(res.Content[0].(*mcpsdk.TextContent).Text), &body)
+		return body.Error
 	}
-	var body struct {
-		Error mcp.ErrorBody `json:"error"`
+	// One result alone over the budget (1.2 MB): no retry will help.
+	carol := e.connect(t, token(t, "carol", "reader"))
+	if got := kind(carol, "SELECT r.*, s.* FROM readings r, readings s WHERE s.id <= 2"); got.Kind != "validation_error" || !strings.Contains(got.Hint, "max_rows") {
+		t.Errorf("a result over the budget by itself: got %+v, want validation_error hinting max_rows", got)
 	}
-	_ = json.Unmarshal([]byte(res.Content[0].(*mcpsdk.TextContent).Text), &body)
-	if body.Error.Kind != "rate_limited" || body.Error.RetryAfter <= 0 {
-		t.Errorf("got %+v, want rate_limited with retry_after", body.Error)
+	export(t, alice, allReadings, map[string]any{"export": true})
+	// A second one passes alice's budget: retry once the first expires.
+	if got := kind(alice, allReadings); got.Kind != "rate_limited" || got.RetryAfter <= 0 {
+		t.Errorf("over the subject's budget: got %+v, want rate_limited with retry_after", got)
 	}
-	if st := e.blocks.Stats(); st.Transfers != 0 || st.Bytes != 0 || st.Aborted != 1 {
-		t.Errorf("stats: %+v, want the partial transfer removed", st)
+	// bob's export fits; dave's fits his budget but not the store's.
+	export(t, e.connect(t, token(t, "bob", "reader")), allReadings, map[string]any{"export": true})
+	if got := kind(e.connect(t, token(t, "dave", "reader")), allReadings); got.Kind != "unavailable" {
+		t.Errorf("over the store's budget: got %+v, want unavailable", got)
 	}
-	if n := transferDirs(t, e); n != 0 {
-		t.Errorf("%d transfer directories left in the spool, want 0", n)
-	}
-
-	e2 := blockEnv(t, blocktransport.Options{MaxBytes: 200 << 10}, false)
-	cs2 := e2.connect(t, token(t, "alice", "reader"))
-	res, _ = cs2.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": allReadings, "export": true}})
-	if res == nil || !res.IsError || !strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, "unavailable") {
-		t.Errorf("over the store's budget: got %v, want unavailable", res)
+	st := e.blocks.Stats()
+	if st.Transfers != 2 || st.Aborted != 3 || transferDirs(t, e) != 2 {
+		t.Errorf("stats: %+v, %d directories; want the partial transfers removed and two kept", st, transferDirs(t, e))
 	}
 }
 

@@ -255,6 +255,9 @@ func blockErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &be) && be.Whole:
+		return &query.Error{Kind: query.KindValidation, Message: "the result is larger than the block budget of " + strconv.FormatInt(be.Limit, 10) + " bytes",
+			Hint: "ask for fewer rows (max_rows) or columns", Err: err}
 	case errors.As(err, &be) && be.Owner:
 		return &query.Error{Kind: query.KindRateLimited, Message: "your stored results would pass their budget of " + strconv.FormatInt(be.Limit, 10) + " bytes",
 			Hint: "ask for fewer rows, or wait for earlier transfers to expire", RetryAfter: be.RetryAfter, Err: err}

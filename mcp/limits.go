@@ -84,7 +84,7 @@ func (w *localWorkers) Acquire(ctx context.Context) (func(), error) {
 	case w.slots <- struct{}{}:
 		return release, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, &query.Error{Kind: query.KindUnavailable, Message: "the request ended while waiting for a worker", Err: ctx.Err()}
 	case <-timer.C:
 		return nil, &query.Error{Kind: query.KindUnavailable, Message: "all MCP workers are busy",
 			Hint: "retry shortly", RetryAfter: time.Second}

@@ -221,7 +221,7 @@ func (l *Limits) acquire(ctx context.Context, class workClass) (func(), error) {
 		case ch <- struct{}{}:
 		case <-ctx.Done():
 			free(slots[:i])
-			return nil, ctx.Err()
+			return nil, &query.Error{Kind: query.KindUnavailable, Message: "the request ended while waiting for a worker", Err: ctx.Err()}
 		case <-timer.C:
 			free(slots[:i])
 			l.metrics.workerTimeouts.WithLabelValues(class.String()).Inc()
