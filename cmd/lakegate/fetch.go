@@ -39,7 +39,8 @@ func newFetchCommand(stdout, stderr io.Writer, getenv func(string) string) *cobr
 		Short: "Download a large result's blocks in parallel, checking every one",
 		Long: "Download the blocks of TRANSFER_ID (from a result's manifest), or with --database and --sql\n" +
 			"run one SELECT as an export first. Blocks are fetched in parallel and checked against\n" +
-			"their SHA-256; the output is written only when all of it checks out.",
+			"their SHA-256; a file given with -o appears only when all of it checks out (standard\n" +
+			"output may get a prefix before an error).",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (len(args) == 1) == (f.sql != "") {
@@ -113,7 +114,9 @@ func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.W
 	if f.database == "" {
 		return "", errors.New("--sql needs --database")
 	}
-	authed := &http.Client{Transport: bearerTransport{token: f.token, base: hc.Transport}}
+	// The token is added by the transport: never follow a redirect with it.
+	authed := &http.Client{Transport: bearerTransport{token: f.token, base: hc.Transport},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "lakegate-fetch", Version: version}, nil)
 	cs, err := client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: strings.TrimSuffix(f.server, "/") + "/mcp", HTTPClient: authed}, nil)
 	if err != nil {

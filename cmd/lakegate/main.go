@@ -169,6 +169,9 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	base := "http://" + ln.Addr().String()
+	if cfg.TLSCertFile != "" {
+		base = "https://" + ln.Addr().String()
+	}
 	log.Info("lakegate listening", "url", base, "mcp_enabled", plugin.Enabled(), "version", version)
 	if generated {
 		if err := printConnectHelp(stdout, cfg, base); err != nil {

@@ -113,8 +113,9 @@ func isDeniedFunc(name string) bool {
 }
 
 // isSystemName reports whether a name refers to PostgreSQL's system schemas or
-// catalogs: pg_catalog, information_schema, pg_toast and every pg_* name.
+// catalogs (pg_catalog, information_schema, pg_toast and every pg_* name),
+// or to lakegate's own ingest key table, which holds other callers' keys.
 func isSystemName(name string) bool {
 	name = strings.ToLower(name)
-	return name == "information_schema" || strings.HasPrefix(name, "pg_")
+	return name == "information_schema" || name == "lakegate_idempotency" || strings.HasPrefix(name, "pg_")
 }

@@ -229,6 +229,7 @@ func TestParserLayer(t *testing.T) {
 		{"system schema", "SELECT * FROM pg_catalog.pg_class", "system table pg_catalog.pg_class"},
 		{"system table", "SELECT * FROM pg_shadow", "system table pg_shadow"},
 		{"information_schema", "SELECT * FROM information_schema.tables", "information_schema.tables"},
+		{"ingest keys", "SELECT * FROM public.lakegate_idempotency", "public.lakegate_idempotency"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
