@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate/config"
@@ -687,4 +689,31 @@ func TestMTLSSubject(t *testing.T) {
 		code, body, _ = tlsDo(t, client, "GET", e.base+"/rest/databases", "not.a.jwt", "", "")
 		wantRefused(t, code, body, "invalid bearer token")
 	})
+}
+
+// Under a table allow-list, unqualified names resolve in public, as the
+// allow-list reads them: a schema earlier in search_path ("$user") cannot
+// stand in for an allowed table.
+func TestAccessPinsSearchPath(t *testing.T) {
+	e := start(t, envOptions{config: func(c *config.Config) {
+		c.Access = map[string]config.RoleAccess{
+			"analyst": {Databases: []string{"iot"}, Tables: map[string][]string{"iot": {"readings"}}},
+		}
+	}})
+	ctx := t.Context()
+	var user string
+	if err := e.pool.QueryRow(ctx, "SELECT current_user").Scan(&user); err != nil {
+		t.Fatal(err)
+	}
+	schema := pgx.Identifier{user}.Sanitize()
+	for _, stmt := range []string{"CREATE SCHEMA " + schema, "CREATE TABLE " + schema + ".readings (id int)", "INSERT INTO " + schema + ".readings VALUES (1)"} {
+		if _, err := e.pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _, _ = e.pool.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	code, body := post(t, e.base+"/rest/sql", roleToken(t, "ann", "reader", "analyst"), `{"database":"iot","sql":"SELECT count(*) AS n FROM readings"}`)
+	if code != http.StatusOK || !strings.Contains(body, `"rows":[[5000]]`) {
+		t.Errorf("got %d %s, want public.readings' 5000 rows", code, body)
+	}
 }

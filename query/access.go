@@ -33,7 +33,22 @@ func (e *Engine) grant(ctx context.Context, c Caller, db string) (*grant, contex
 	if err != nil {
 		return nil, ctx, err
 	}
-	return g, withPGRole(ctx, g.pgRole), nil
+	ctx = withPGRole(ctx, g.pgRole)
+	if g.tables != nil {
+		// The allow-list reads unqualified names as public.x: so must
+		// PostgreSQL, whatever search_path the connection has.
+		ctx = context.WithValue(ctx, pinPathKey{}, true)
+	}
+	return g, ctx, nil
+}
+
+type pinPathKey struct{}
+
+// pinnedPath reports whether ctx's transactions run with search_path
+// public, because a table allow-list applies.
+func pinnedPath(ctx context.Context) bool {
+	pin, _ := ctx.Value(pinPathKey{}).(bool)
+	return pin
 }
 
 func (e *Engine) grantFor(c Caller, db string) (*grant, error) {

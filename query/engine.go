@@ -291,7 +291,7 @@ func (e *Engine) catalog(ctx context.Context, db string) (*catalog, source, erro
 	}
 	// The catalog is shared by every caller: it is read as the
 	// connecting user, never as a caller's PostgreSQL role.
-	ctx = withPGRole(ctx, "")
+	ctx = context.WithValue(withPGRole(ctx, ""), pinPathKey{}, false)
 	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout)
 	defer cancel()
 	tables, err := src.loadCatalog(ctx)

@@ -79,9 +79,12 @@ func (s *pgSource) close() { s.pool.Close() }
 // that nothing the caller sends can run before the timeout is in place.
 const setTimeout = "SELECT set_config('statement_timeout', $1, true)"
 
-// setTimeoutRole also switches to a role for the transaction (SET LOCAL
-// ROLE, with the name a bind parameter: nothing to quote).
-const setTimeoutRole = "SELECT set_config('statement_timeout', $1, true), set_config('role', $2, true)"
+// setRole switches to a role for the transaction (SET LOCAL ROLE, with the
+// name a bind parameter: nothing to quote).
+const setRole = ", set_config('role', $2, true)"
+
+// setPublicPath pins search_path for a caller under a table allow-list.
+const setPublicPath = ", set_config('search_path', 'public', true)"
 
 // begin opens a transaction (read-only unless write) with the statement
 // timeout set locally, and for reads the caller's PostgreSQL role (see
@@ -101,7 +104,10 @@ func (s *pgSource) begin(ctx context.Context, write bool) (pgx.Tx, error) {
 	stmt, args := setTimeout, []any{fmt.Sprintf("%dms", ms)}
 	role := pgRoleFrom(ctx)
 	if role != "" && !write {
-		stmt, args = setTimeoutRole, append(args, role)
+		stmt, args = stmt+setRole, append(args, role)
+	}
+	if pinnedPath(ctx) {
+		stmt += setPublicPath
 	}
 	rows, err := tx.Query(ctx, stmt, args...)
 	if err == nil {
