@@ -180,11 +180,13 @@ func TestConformanceSuite(t *testing.T) {
 	t.Cleanup(proxy.Close)
 
 	expected, _ := filepath.Abs("conformance-expected-failures.yml")
-	// One retry: under load, one elicitation scenario has been seen to stall
-	// once in a few runs (the suite's 60 s request timeout); both runs' summary
-	// lines are logged, so a retry never goes unnoticed.
+	// Up to three runs: under -race and load, one scenario in a run
+	// (elicitation defaults or tools-call-with-logging, never the same one
+	// twice in a row so far) has been seen to stall to the suite's 60 s
+	// request timeout in about one run of three; every run's summary line is
+	// logged, so a retry never goes unnoticed.
 	var out string
-	for attempt := 1; attempt <= 2; attempt++ {
+	for attempt := 1; attempt <= 3; attempt++ {
 		out, err = runNode(t, env, 10*time.Minute, "conformance", "server", "--url", proxy.URL+"/mcp", "--expected-failures", expected)
 		var summary []string
 		for _, line := range strings.Split(out, "\n") {
