@@ -526,8 +526,8 @@ func TestBlocksCorruptionDetected(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Errorf("fetch of a damaged block: got %v, want a checksum error", err)
 	}
-	if _, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "lakegate://transfers/" + m.ID + "/blocks/2"}); err == nil {
-		t.Error("resources/read served a damaged block")
+	if _, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "lakegate://transfers/" + m.ID + "/blocks/2"}); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("resources/read of a damaged block: got %v, want an error saying it is damaged", err)
 	}
 	// /all cuts the stream off before the end.
 	resp, err := httpClient(tok).Get(e.base + "/mcp/blocks/" + m.ID + "/all")

@@ -271,6 +271,11 @@ func blockErr(err error) error {
 	case errors.Is(err, blocktransport.ErrClosed):
 		return &query.Error{Kind: query.KindUnavailable, Message: "server is shutting down", Err: err}
 	}
+	var ce *blocktransport.ChecksumError
+	if errors.As(err, &ce) {
+		return &query.Error{Kind: query.KindInternal, Message: "a block of this transfer is damaged on the server (" + err.Error() + ")",
+			Hint: "run the query again", Err: err}
+	}
 	var qe *query.Error
 	if errors.As(err, &qe) {
 		return err
@@ -336,10 +341,7 @@ func (p *Plugin) readBlock(ctx context.Context, req *mcpsdk.ReadResourceRequest)
 	caller, _ := query.CallerFrom(ctx)
 	data, m, err := p.blockData(caller, id, n)
 	if err != nil {
-		if query.KindOf(err) == query.KindNotFound {
-			return nil, mcpsdk.ResourceNotFoundError(uri)
-		}
-		return nil, fmt.Errorf("read %s: %s", uri, NewErrorBody(err).Message)
+		return nil, resourceErr("read", uri, err)
 	}
 	return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{
 		{URI: uri, MIMEType: blocktransport.MIMEType(m.Format), Text: string(data)},

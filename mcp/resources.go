@@ -57,12 +57,18 @@ func (p *Plugin) readSchema(ctx context.Context, req *mcpsdk.ReadResourceRequest
 	caller, _ := query.CallerFrom(ctx)
 	t, err := p.engine.Describe(ctx, caller, db, table)
 	if err != nil {
-		if query.KindOf(err) == query.KindNotFound {
-			return nil, mcpsdk.ResourceNotFoundError(uri)
-		}
-		return nil, fmt.Errorf("describe %s: %s", uri, NewErrorBody(err).Message)
+		return nil, resourceErr("describe", uri, err)
 	}
 	return jsonResource(uri, t)
+}
+
+// resourceErr answers a failed resources/read: not_found as the protocol's
+// resource-not-found error, anything else with the taxonomy's message.
+func resourceErr(what, uri string, err error) error {
+	if query.KindOf(err) == query.KindNotFound {
+		return mcpsdk.ResourceNotFoundError(uri)
+	}
+	return fmt.Errorf("%s %s: %s", what, uri, NewErrorBody(err).Message)
 }
 
 func jsonResource(uri string, v any) (*mcpsdk.ReadResourceResult, error) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"sync/atomic"
-	"time"
 )
 
 // Tap watches a streamed result while it is encoded: the rows and bytes so
@@ -114,58 +113,6 @@ func EncodeRows(res *Result, f Format, w io.Writer) error {
 		}
 	}
 	return enc.End()
-}
-
-// EstimateSQL is PostgreSQL's estimate, in bytes, of the result of r with
-// at most limit rows (0: no cap); ok is false when there is none (SQLite,
-// or the planner failed). Estimates are cached briefly by SQL text.
-func (e *Engine) EstimateSQL(ctx context.Context, c Caller, r SQLRequest, limit int) (bytes float64, ok bool) {
-	g, ctx, err := e.grant(ctx, c, r.Database)
-	if err != nil {
-		return 0, false
-	}
-	src, text, args, err := e.prepareSQL(g, r)
-	if err != nil {
-		return 0, false
-	}
-	return e.estimate(ctx, r.Database, src, text, args, limit)
-}
-
-// EstimateQuery is EstimateSQL for a structured request.
-func (e *Engine) EstimateQuery(ctx context.Context, c Caller, r Request, limit int) (bytes float64, ok bool) {
-	g, ctx, err := e.grant(ctx, c, r.Database)
-	if err != nil {
-		return 0, false
-	}
-	nr := r
-	nr.Limit = 0
-	b, err := e.build(ctx, g, nr)
-	if err != nil {
-		return 0, false
-	}
-	return e.estimate(ctx, r.Database, b.src, b.withLimit(e.opts.MaxStreamRows), b.args, limit)
-}
-
-// estimate returns the planner's rows × width for sqlText, capped at
-// limit rows when limit > 0.
-func (e *Engine) estimate(ctx context.Context, db string, src source, sqlText string, args []any, limit int) (float64, bool) {
-	if src.dialect() != Postgres {
-		return 0, false
-	}
-	rows, width, ok := e.plans.get(db, sqlText)
-	if !ok {
-		ctx, cancel := context.WithTimeout(ctx, min(e.opts.StatementTimeout, 5*time.Second))
-		defer cancel()
-		var err error
-		if rows, width, err = src.estimate(ctx, sqlText, args); err != nil {
-			return 0, false
-		}
-		e.plans.put(db, sqlText, rows, width)
-	}
-	if limit > 0 {
-		rows = min(rows, float64(limit))
-	}
-	return rows * width, true
 }
 
 // JSONValue turns one encoded JSON value back into the Go value a batch

@@ -150,11 +150,18 @@ func (r response) decode(t *testing.T, v any) {
 // headers.
 func (s *stack) do(t *testing.T, method, path, tok string, body string, hdr ...string) response {
 	t.Helper()
+	return send(t, s.client, s.http.URL, method, path, tok, body, hdr...)
+}
+
+// send sends one request with client to base+path and reads the answer;
+// tok "" sends no Authorization header; hdr adds headers in pairs.
+func send(t *testing.T, client *http.Client, base, method, path, tok, body string, hdr ...string) response {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, s.http.URL+path, rd)
+	req, err := http.NewRequestWithContext(t.Context(), method, base+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +171,7 @@ func (s *stack) do(t *testing.T, method, path, tok string, body string, hdr ...s
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := s.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

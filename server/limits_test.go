@@ -94,30 +94,7 @@ func startWired(t *testing.T, change func(*config.Config)) *wired {
 // do sends one request; hdr adds headers in pairs.
 func (w *wired) do(t *testing.T, method, path, tok, body string, hdr ...string) response {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, w.base+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := w.client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, path, err)
-	}
-	return response{code: resp.StatusCode, header: resp.Header, body: b}
+	return send(t, w.client, w.base, method, path, tok, body, hdr...)
 }
 
 // bearerRT adds a bearer token and a fresh X-Request-ID to every request.
