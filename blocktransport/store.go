@@ -360,9 +360,10 @@ func hashLoop(q <-chan hashItem, out chan<- hashSums) {
 	out <- sums
 }
 
-// Writer writes one transfer. Each Write must hold whole records (rows):
-// a block is closed between two writes, never inside one, so every block
-// parses alone. It is not safe for concurrent use.
+// Writer writes one transfer. Each Write ends at a record (row) boundary;
+// a record too large for one write goes in WritePart pieces ending with a
+// Write. A block is closed only between records, so every block parses
+// alone. It is not safe for concurrent use.
 type Writer struct {
 	s     *Store
 	owner string
@@ -370,6 +371,8 @@ type Writer struct {
 	m     Manifest
 	f     *os.File
 	cur   int64 // bytes in the open block
+	// inRecord is set while a record begun with WritePart is open.
+	inRecord bool
 	// hashq feeds hashLoop, which answers on hashed once hashq is closed.
 	hashq  chan hashItem
 	hashed chan hashSums
@@ -393,10 +396,19 @@ func (w *Writer) ID() string { return w.m.ID }
 // Written is the number of bytes written so far.
 func (w *Writer) Written() int64 { return w.m.Bytes }
 
-// Write appends p (whole records) to the transfer, closing the open block
-// first when p would take it past the block size. Over a budget it fails
-// with a *BudgetError; after any failure every Write fails.
-func (w *Writer) Write(p []byte) (int, error) {
+// Write appends p, which ends at a record boundary (whole records, or the
+// last piece of one begun with WritePart), to the transfer, closing the
+// open block first when p would take it past the block size and no record
+// is open. Over a budget it fails with a *BudgetError; after any failure
+// every write fails.
+func (w *Writer) Write(p []byte) (int, error) { return w.write(p, false) }
+
+// WritePart appends a piece of a record that goes on in the next write:
+// no block is closed until a Write ends the record, so a record larger
+// than a block makes one larger block, and every block still parses alone.
+func (w *Writer) WritePart(p []byte) (int, error) { return w.write(p, true) }
+
+func (w *Writer) write(p []byte, part bool) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
@@ -411,7 +423,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	w.m.Bytes += int64(len(p))
-	if w.f != nil && w.cur+int64(len(p)) > w.s.opts.BlockSize {
+	if w.f != nil && !w.inRecord && w.cur+int64(len(p)) > w.s.opts.BlockSize {
 		if err := w.closeBlock(); err != nil {
 			return 0, w.fail(err)
 		}
@@ -427,6 +439,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 		return 0, w.fail(err)
 	}
 	w.cur += int64(len(p))
+	w.inRecord = part
 	buf := chunkPool.Get().(*[]byte)
 	*buf = append((*buf)[:0], p...)
 	w.hashq <- hashItem{data: buf}

@@ -35,7 +35,8 @@ const (
 	DefaultKeepalive        = 30 * time.Second
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultRowLimit         = 100
-	DefaultMaxRowLimit      = 10000
+	DefaultMaxRowLimit      = 10_000_000
+	DefaultMaxRowBytes      = 64 << 20
 	DefaultMaxBodyBytes     = 32 << 20
 	DefaultSessionQueue     = 64
 	DefaultWriteTimeout     = 10 * time.Second
@@ -152,8 +153,12 @@ type Config struct {
 	MCPTrace                 bool   `json:"mcp_trace"`
 	// MCPKeepalive is the interval of ": keepalive" comments on SSE streams.
 	MCPKeepalive Duration `json:"mcp_keepalive"`
-	// MCPSessionQueue bounds the messages waiting for one slow SSE client.
-	MCPSessionQueue int `json:"mcp_session_queue"`
+	// MCPSessionQueue and MCPSessionQueueBytes bound the messages waiting
+	// for one slow SSE client, in count and in bytes (0: 4 ×
+	// mcp_block_threshold); a client whose queue stays full for
+	// mcp_write_timeout is dropped.
+	MCPSessionQueue      int   `json:"mcp_session_queue"`
+	MCPSessionQueueBytes int64 `json:"mcp_session_queue_bytes"`
 	// MCPWriteTimeout bounds one write to an SSE client before the session
 	// is closed.
 	MCPWriteTimeout Duration `json:"mcp_write_timeout"`
@@ -186,7 +191,10 @@ type Config struct {
 	StatementTimeout Duration `json:"statement_timeout"`
 	DefaultRowLimit  int      `json:"default_row_limit"`
 	MaxRowLimit      int      `json:"max_row_limit"`
-	MaxBodyBytes     int64    `json:"max_body_bytes"`
+	// MaxRowBytes bounds one row of a result as the database sends it: a
+	// larger row is refused with a hint to read the value in parts.
+	MaxRowBytes  int64 `json:"max_row_bytes"`
+	MaxBodyBytes int64 `json:"max_body_bytes"`
 
 	// LogFormat is "text" or "json".
 	LogFormat string `json:"log_format"`
@@ -221,6 +229,7 @@ func Default() Config {
 		StatementTimeout:         Duration(DefaultStatementTimeout),
 		DefaultRowLimit:          DefaultRowLimit,
 		MaxRowLimit:              DefaultMaxRowLimit,
+		MaxRowBytes:              DefaultMaxRowBytes,
 		MaxBodyBytes:             DefaultMaxBodyBytes,
 		LogFormat:                "text",
 		LogLevel:                 "info",
@@ -366,6 +375,8 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		"LAKEGATE_MCP_BLOCK_SIZE":               &c.MCPBlockSize,
 		"LAKEGATE_MCP_BLOCK_BUDGET":             &c.MCPBlockBudget,
 		"LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT": &c.MCPBlockBudgetPerSubject,
+		"LAKEGATE_MCP_SESSION_QUEUE_BYTES":      &c.MCPSessionQueueBytes,
+		"LAKEGATE_MAX_ROW_BYTES":                &c.MaxRowBytes,
 	} {
 		if v := getenv(key); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -521,6 +532,12 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultRowLimit < 1 || c.MaxRowLimit < c.DefaultRowLimit {
 		bad("default_row_limit %d / max_row_limit %d: want 1 <= default <= max", c.DefaultRowLimit, c.MaxRowLimit)
+	}
+	if c.MaxRowBytes < 1024 {
+		bad("max_row_bytes %d: want at least 1024", c.MaxRowBytes)
+	}
+	if c.MCPSessionQueueBytes < 0 {
+		bad("mcp_session_queue_bytes %d: want 0 (4 × mcp_block_threshold) or more", c.MCPSessionQueueBytes)
 	}
 	if c.MaxBodyBytes < 1024 {
 		bad("max_body_bytes %d: want at least 1024", c.MaxBodyBytes)

@@ -1,13 +1,10 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -19,235 +16,6 @@ import (
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/query"
 )
-
-// previewRows is how many leading rows a result sent to blocks shows.
-const previewRows = 20
-
-// blockEngine is what results sent to blocks need of the engine beyond
-// Engine; *query.Engine has it.
-type blockEngine interface {
-	Stream(ctx context.Context, c query.Caller, r query.SQLRequest, f query.Format, w io.Writer) (*query.Result, error)
-	StreamQuery(ctx context.Context, c query.Caller, r query.Request, f query.Format, w io.Writer) (*query.Result, error)
-	EstimateSQL(ctx context.Context, c query.Caller, r query.SQLRequest, limit int) (float64, bool)
-	EstimateQuery(ctx context.Context, c query.Caller, r query.Request, limit int) (float64, bool)
-}
-
-var _ blockEngine = (*query.Engine)(nil)
-
-// BlockResult is a tool result sent to the block store: the leading rows,
-// the row count and the manifest of the transfer holding every row.
-type BlockResult struct {
-	Columns   []query.ResultColumn `json:"columns"`
-	Rows      [][]any              `json:"rows"`
-	RowCount  int                  `json:"row_count"`
-	Truncated bool                 `json:"truncated"`
-	SQL       string               `json:"sql,omitempty"`
-	// Mode is "blocks".
-	Mode      string                   `json:"mode"`
-	Transfer  *blocktransport.Manifest `json:"transfer"`
-	ElapsedMS int64                    `json:"elapsed_ms"`
-}
-
-// resultArgs are the arguments query and run_sql share about the size and
-// destination of their result.
-type resultArgs struct {
-	// MaxRows caps the rows: absent is the server's default, 0 no cap.
-	MaxRows *int `json:"max_rows"`
-	// Export sends the whole result to blocks, whatever its size.
-	Export bool `json:"export"`
-	// Format of the blocks: ndjson (default) or csv.
-	Format string `json:"format"`
-}
-
-// refuseLimit refuses the argument "limit", which query and run_sql
-// called max_rows before results could go to blocks.
-func refuseLimit(args json.RawMessage) error {
-	var probe struct {
-		Limit *int `json:"limit"`
-	}
-	if json.Unmarshal(args, &probe) == nil && probe.Limit != nil {
-		return &query.Error{Kind: query.KindValidation, Message: `argument "limit" is now "max_rows"`,
-			Hint: "max_rows: rows to return; 0 for no cap (large results come back as blocks)"}
-	}
-	return nil
-}
-
-// check resolves the arguments: the row cap to ask for (0: the engine's
-// default), whether to stream, and the block format.
-func (a resultArgs) check(batchRows int) (limit int, stream bool, f query.Format, err error) {
-	switch a.Format {
-	case "", "ndjson":
-		f = query.FormatNDJSON
-	case "csv":
-		f = query.FormatCSV
-	default:
-		return 0, false, "", &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", a.Format), Hint: "use ndjson or csv"}
-	}
-	switch {
-	case a.MaxRows == nil:
-		// An export without a cap is the whole result.
-		return 0, a.Export, f, nil
-	case *a.MaxRows < 0:
-		return 0, false, "", &query.Error{Kind: query.KindValidation, Message: "max_rows must not be negative", Hint: "give a row count, or 0 for no cap"}
-	case *a.MaxRows == 0 || *a.MaxRows > batchRows:
-		return *a.MaxRows, true, f, nil
-	}
-	return *a.MaxRows, a.Export, f, nil
-}
-
-// toBlocks runs a streamed query into the block store. The rows are
-// encoded as they come and held in memory while they fit under the block
-// threshold; past it they continue into a transfer without re-running the
-// query. A result that stays under it comes back inline (as a
-// *query.Result) unless export is set. estimate is the planner's size,
-// asked first: a result far over the threshold goes straight to blocks.
-func (p *Plugin) toBlocks(ctx context.Context, c query.Caller, f query.Format, export bool,
-	estimate func() (float64, bool), run func(ctx context.Context, w io.Writer) (*query.Result, error)) (any, error) {
-	sp := &spill{p: p, owner: c.Subject, format: f, threshold: p.opts.BlockThreshold}
-	if export {
-		sp.direct = true
-	} else if est, ok := estimate(); ok && est > 2*float64(p.opts.BlockThreshold) {
-		sp.direct = true
-	}
-	// The tap keeps the rows of a possible inline answer (up to the
-	// threshold) unless the NDJSON buffer already holds them; else only
-	// the preview.
-	tap := &query.Tap{KeepRows: previewRows, KeepBytes: p.opts.BlockThreshold}
-	if !export && (sp.direct || f != query.FormatNDJSON) {
-		tap.KeepRows = math.MaxInt
-	}
-	reportTap(ctx, tap)
-	res, err := run(query.WithTap(ctx, tap), sp)
-	if err != nil {
-		sp.abort()
-		return nil, err
-	}
-	kept, all := tap.Kept()
-	if !export && sp.w == nil && !sp.direct && f == query.FormatNDJSON {
-		if kept, err = ndjsonRows(sp.buf); err != nil {
-			return nil, err
-		}
-		all = true
-	}
-	if !export && all {
-		// Under the threshold after all (a high estimate was wrong): inline.
-		sp.abort()
-		res.Rows, res.Mode, res.Bytes = kept, query.ModeBatch, 0
-		return res, nil
-	}
-	return p.commitBlocks(sp, res, kept)
-}
-
-// commitBlocks finishes the transfer of sp and describes it.
-func (p *Plugin) commitBlocks(sp *spill, res *query.Result, kept [][]any) (*BlockResult, error) {
-	if err := sp.toStore(); err != nil {
-		sp.abort()
-		return nil, err
-	}
-	cols, _ := json.Marshal(res.Columns)
-	m, err := sp.w.Commit(int64(res.RowCount), cols)
-	if err != nil {
-		return nil, blockErr(err)
-	}
-	return &BlockResult{Columns: res.Columns, Rows: kept[:min(len(kept), previewRows)], RowCount: res.RowCount,
-		Truncated: res.Truncated, SQL: res.SQL, Mode: "blocks", Transfer: m, ElapsedMS: res.ElapsedMS}, nil
-}
-
-// batchToBlocks sends a batch result whose JSON passed the threshold to
-// the block store.
-func (p *Plugin) batchToBlocks(c query.Caller, res *query.Result, f query.Format) (*BlockResult, error) {
-	sp := &spill{p: p, owner: c.Subject, format: f, direct: true}
-	if err := query.EncodeRows(res, f, sp); err != nil {
-		sp.abort()
-		return nil, blockErr(err)
-	}
-	return p.commitBlocks(sp, res, res.Rows)
-}
-
-// spill is the writer of a streamed result: it keeps the encoded bytes in
-// memory up to the threshold, then moves them into a block transfer and
-// writes through to it. Each Write holds whole rows (the encoders flush
-// at row boundaries), and the bounds of the buffered writes are kept so
-// that blocks still end on a row.
-type spill struct {
-	p         *Plugin
-	owner     string
-	format    query.Format
-	threshold int64
-	direct    bool // write to the store from the first byte
-
-	buf    []byte
-	bounds []int // end offsets of the buffered writes
-	w      *blocktransport.Writer
-}
-
-func (s *spill) Write(b []byte) (int, error) {
-	if s.w == nil && (s.direct || int64(len(s.buf)+len(b)) > s.threshold) {
-		if err := s.toStore(); err != nil {
-			return 0, err
-		}
-	}
-	if s.w != nil {
-		n, err := s.w.Write(b)
-		return n, blockErr(err)
-	}
-	s.buf = append(s.buf, b...)
-	s.bounds = append(s.bounds, len(s.buf))
-	return len(b), nil
-}
-
-// toStore starts the transfer and moves the buffered writes into it.
-func (s *spill) toStore() error {
-	if s.w != nil {
-		return nil
-	}
-	if s.p.opts.Blocks == nil {
-		return &query.Error{Kind: query.KindValidation,
-			Message: fmt.Sprintf("the result is over %d bytes and this server has no block store", s.p.opts.BlockThreshold),
-			Hint:    "ask for fewer rows (max_rows) or columns"}
-	}
-	w, err := s.p.opts.Blocks.Create(s.owner, string(s.format))
-	if err != nil {
-		return blockErr(err)
-	}
-	s.w = w
-	start := 0
-	for _, end := range s.bounds {
-		if _, err := w.Write(s.buf[start:end]); err != nil {
-			return blockErr(err)
-		}
-		start = end
-	}
-	s.buf, s.bounds = nil, nil
-	return nil
-}
-
-// abort removes a partial transfer.
-func (s *spill) abort() {
-	if s.w != nil {
-		s.w.Abort()
-	}
-}
-
-// ndjsonRows parses NDJSON rows (one JSON array per line).
-func ndjsonRows(data []byte) ([][]any, error) {
-	rows := make([][]any, 0, bytes.Count(data, []byte{'\n'}))
-	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
-		if len(line) == 0 {
-			continue
-		}
-		var cells []json.RawMessage
-		if err := json.Unmarshal(line, &cells); err != nil {
-			return nil, fmt.Errorf("read back result row: %w", err)
-		}
-		row := make([]any, len(cells))
-		for i, c := range cells {
-			row[i] = query.JSONValue(c)
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
 
 // blockErr maps the block store's errors into the taxonomy.
 func blockErr(err error) error {
@@ -363,7 +131,7 @@ func (p *Plugin) blockData(c query.Caller, id string, n int) ([]byte, *blocktran
 
 // getResultBlock is the get_result_block tool, for clients that cannot
 // read resources.
-func getResultBlock(_ context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+func getResultBlock(_ context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
 	var in struct {
 		TransferID string `json:"transfer_id"`
 		Block      *int   `json:"block"`
@@ -377,7 +145,7 @@ func getResultBlock(_ context.Context, p *Plugin, c query.Caller, args json.RawM
 	if in.Block == nil {
 		return nil, &query.Error{Kind: query.KindValidation, Message: `argument "block" is required`, Hint: "blocks are numbered from 0"}
 	}
-	data, m, err := p.blockData(c, in.TransferID, *in.Block)
+	data, m, err := p.blockData(c.Caller, in.TransferID, *in.Block)
 	if err != nil {
 		return nil, err
 	}
@@ -395,36 +163,6 @@ type blockText struct {
 	Size       int64  `json:"size"`
 	SHA256     string `json:"sha256"`
 	data       []byte
-}
-
-// blockContent renders a BlockResult for the model: the preview as CSV,
-// a footer on where the rest is, and one resource link per block.
-func blockContent(r *BlockResult) []mcpsdk.Content {
-	preview := (&query.Result{Columns: r.Columns, Rows: r.Rows, RowCount: len(r.Rows)}).Text()
-	preview = preview[:strings.LastIndex(strings.TrimSuffix(preview, "\n"), "\n")+1]
-	m := r.Transfer
-	text := fmt.Sprintf("%s# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, sha256 %s, "+
-		"until %s; read them with resources/read (links below), get_result_block, or GET /mcp/blocks/%s/all\n",
-		preview, r.RowCount, len(r.Rows), truncNote(r.Truncated), m.ID, len(m.Blocks), m.Format, m.Bytes, m.SHA256,
-		m.Expires.Format(time.RFC3339), m.ID)
-	content := []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}
-	for _, b := range m.Blocks {
-		content = append(content, &mcpsdk.ResourceLink{
-			URI:      blockURI(m.ID, b.N),
-			Name:     fmt.Sprintf("block-%d", b.N),
-			Title:    fmt.Sprintf("Block %d of %d", b.N+1, len(m.Blocks)),
-			MIMEType: blocktransport.MIMEType(m.Format),
-			Size:     &b.Size,
-		})
-	}
-	return content
-}
-
-func truncNote(t bool) string {
-	if t {
-		return ", truncated at max_rows"
-	}
-	return ""
 }
 
 // HTTP: GET /mcp/blocks/{id} (manifest), /mcp/blocks/{id}/{n} (one block,

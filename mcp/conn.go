@@ -18,14 +18,15 @@ var errSlowClient = errors.New("client is not reading its event stream")
 
 // conn is one legacy-SSE session seen as an mcpsdk.Connection: POSTed
 // messages come in through in, answers leave through out to the goroutine
-// that owns the event stream. Both queues are bounded, so a client that stops
-// reading costs at most queue messages and writeTimeout before its session is
-// closed; it never blocks another session.
+// that owns the event stream. Both queues are bounded (out in messages and
+// in bytes), so a client that stops reading costs at most the queue and
+// writeTimeout before its session is closed; it never blocks another
+// session.
 type conn struct {
 	id           string
 	caller       query.Caller
 	in           chan jsonrpc.Message
-	out          chan []byte
+	out          *outQueue
 	writeTimeout time.Duration
 
 	closeOnce sync.Once
@@ -38,12 +39,12 @@ type conn struct {
 
 var _ mcpsdk.Connection = (*conn)(nil)
 
-func newConn(id string, caller query.Caller, queue int, writeTimeout time.Duration) *conn {
+func newConn(id string, caller query.Caller, queue int, queueBytes int64, writeTimeout time.Duration) *conn {
 	return &conn{
 		id:           id,
 		caller:       caller,
 		in:           make(chan jsonrpc.Message, queue),
-		out:          make(chan []byte, queue),
+		out:          newOutQueue(queue, queueBytes),
 		writeTimeout: writeTimeout,
 		closed:       make(chan struct{}),
 	}
@@ -68,7 +69,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	err = enqueue(ctx, c, c.out, data)
+	err = c.out.push(ctx, c, data)
 	if errors.Is(err, errQueueFull) {
 		c.closeWith(errSlowClient)
 		return errSlowClient
@@ -153,3 +154,87 @@ func (t sseTransport) Connect(context.Context) (mcpsdk.Connection, error) { retu
 // SupportsProtocolVersion keeps 2026-07-28 off this transport: that revision
 // defines only stdio and Streamable HTTP.
 func (sseTransport) SupportsProtocolVersion(v string) bool { return v < "2026-07-28" }
+
+// outQueue holds the messages waiting for a session's event stream,
+// bounded in count and in bytes. A message larger than the byte bound
+// still goes when the queue is empty, so the bound is on what waits
+// behind the one being sent.
+type outQueue struct {
+	mu       sync.Mutex
+	msgs     [][]byte
+	bytes    int64
+	maxMsgs  int
+	maxBytes int64
+	ready    chan struct{} // a message was added (capacity 1)
+	room     chan struct{} // a message was taken (capacity 1)
+}
+
+func newOutQueue(maxMsgs int, maxBytes int64) *outQueue {
+	return &outQueue{maxMsgs: maxMsgs, maxBytes: maxBytes,
+		ready: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// tryPush adds data if it fits.
+func (q *outQueue) tryPush(data []byte) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := int64(len(data))
+	if len(q.msgs) > 0 && (len(q.msgs) >= q.maxMsgs || q.bytes+n > q.maxBytes) {
+		return false
+	}
+	q.msgs = append(q.msgs, data)
+	q.bytes += n
+	signal(q.ready)
+	return true
+}
+
+// push adds data, waiting at most c.writeTimeout for room; it fails at
+// once once the session is closed, and with errQueueFull on timeout.
+func (q *outQueue) push(ctx context.Context, c *conn, data []byte) error {
+	var timer *time.Timer
+	for {
+		select {
+		case <-c.closed:
+			return mcpsdk.ErrConnectionClosed
+		default:
+		}
+		if q.tryPush(data) {
+			return nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(c.writeTimeout)
+			defer timer.Stop()
+		}
+		select {
+		case <-q.room:
+		case <-c.closed:
+			return mcpsdk.ErrConnectionClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return errQueueFull
+		}
+	}
+}
+
+// pop takes the oldest message, if any.
+func (q *outQueue) pop() ([]byte, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.msgs) == 0 {
+		return nil, false
+	}
+	data := q.msgs[0]
+	q.msgs[0] = nil
+	q.msgs = q.msgs[1:]
+	q.bytes -= int64(len(data))
+	signal(q.room)
+	return data, true
+}

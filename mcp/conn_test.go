@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -24,7 +25,7 @@ func notification(t *testing.T) jsonrpc.Message {
 }
 
 func TestConnSlowClientIsClosed(t *testing.T) {
-	c := newConn("s1", query.Caller{Subject: "a"}, 2, 50*time.Millisecond)
+	c := newConn("s1", query.Caller{Subject: "a"}, 2, 1<<20, 50*time.Millisecond)
 	ctx := t.Context()
 	for i := range 2 {
 		if err := c.Write(ctx, notification(t)); err != nil {
@@ -52,8 +53,43 @@ func TestConnSlowClientIsClosed(t *testing.T) {
 	}
 }
 
+// TestConnQueueBytes: the messages waiting for one SSE client are bounded
+// in bytes, not only in count; a message alone may pass the bound.
+func TestConnQueueBytes(t *testing.T) {
+	msg := notification(t)
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(data))
+	c := newConn("s1", query.Caller{}, 64, 2*n+n/2, 50*time.Millisecond)
+	ctx := t.Context()
+	for i := range 2 {
+		if err := c.Write(ctx, msg); err != nil {
+			t.Fatalf("write %d within the byte bound: %v", i, err)
+		}
+	}
+	if err := c.Write(ctx, msg); !errors.Is(err, errSlowClient) {
+		t.Fatalf("write past the byte bound with nobody reading: got %v, want errSlowClient", err)
+	}
+
+	big := newConn("s2", query.Caller{}, 64, n/2, 50*time.Millisecond)
+	if err := big.Write(ctx, msg); err != nil {
+		t.Fatalf("a message larger than the bound into an empty queue: %v", err)
+	}
+	if got, ok := big.out.pop(); !ok || !bytes.Equal(got, data) {
+		t.Fatalf("pop: got %q %v, want the message", got, ok)
+	}
+	if err := big.Write(ctx, msg); err != nil {
+		t.Fatalf("write after the queue was read: %v", err)
+	}
+	if err := big.Write(ctx, msg); !errors.Is(err, errSlowClient) {
+		t.Fatalf("second large message with nobody reading: got %v, want errSlowClient", err)
+	}
+}
+
 func TestConnReadAndDeliver(t *testing.T) {
-	c := newConn("s1", query.Caller{}, 1, 50*time.Millisecond)
+	c := newConn("s1", query.Caller{}, 1, 1<<20, 50*time.Millisecond)
 	ctx := t.Context()
 	if err := c.deliver(ctx, notification(t)); err != nil {
 		t.Fatal(err)
@@ -76,7 +112,7 @@ func TestConnReadAndDeliver(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	c2 := newConn("s2", query.Caller{}, 1, time.Second)
+	c2 := newConn("s2", query.Caller{}, 1, 1<<20, time.Second)
 	if _, err := c2.Read(cctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("read with a cancelled context: got %v, want context.Canceled", err)
 	}
@@ -89,7 +125,11 @@ func TestMessageEventFraming(t *testing.T) {
 		{"an empty line cannot end the event", "a\n\nb", "event: message\ndata: a\ndata: \ndata: b\n\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := string(messageEvent([]byte(tc.in))); got != tc.want {
+			var b bytes.Buffer
+			if err := writeMessageEvent(&b, []byte(tc.in)); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.String(); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})

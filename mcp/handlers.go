@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"sort"
 	"strings"
@@ -19,7 +18,14 @@ import (
 
 // handlerFunc runs one tool: it decodes its arguments and returns the
 // structured result.
-type handlerFunc func(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error)
+type handlerFunc func(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error)
+
+// call is who calls a tool, and the tool's own statement timeout (zero:
+// the engine's).
+type call struct {
+	query.Caller
+	timeout time.Duration
+}
 
 // handlers maps the handler names usable in tools.json to their code.
 func handlers() map[string]handlerFunc {
@@ -57,9 +63,10 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := time.Now()
 		caller, _ := query.CallerFrom(ctx)
-		ctx = query.WithStatementTimeout(ctx, t.timeout)
+		ctx, stop := p.untilSessionEnds(ctx, req)
+		defer stop()
 		out, err := p.withWorker(ctx, func() (any, error) {
-			return fn(ctx, p, caller, req.Params.Arguments)
+			return fn(ctx, p, call{Caller: caller, timeout: t.timeout}, req.Params.Arguments)
 		})
 		p.count(t.Name, err != nil)
 		d := time.Since(start)
@@ -69,7 +76,7 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 			log.Info("tool call failed", "kind", string(query.KindOf(err)), "error", err.Error())
 			return errorResult(err), nil
 		}
-		res, err := structuredResult(out)
+		res, err := p.structuredResult(out)
 		p.observeCall(t.Name, d, out, res, err)
 		log.Info("tool call")
 		return res, err
@@ -88,38 +95,26 @@ func (p *Plugin) withWorker(ctx context.Context, fn func() (any, error)) (any, e
 }
 
 // structuredResult returns v as structured content and as text. Query
-// results go to the model as compact CSV with a footer (a fraction of the
-// JSON's bytes); results sent to blocks as their preview, a footer and a
-// resource link per block; a block read by get_result_block as its rows;
-// everything else as the same JSON.
-func structuredResult(v any) (*mcpsdk.CallToolResult, error) {
-	var data []byte
-	if e, ok := v.(encodedResult); ok {
-		v, data = e.res, e.data
-	} else {
-		var err error
-		if data, err = json.Marshal(v); err != nil {
-			return nil, fmt.Errorf("encode tool result: %w", err)
-		}
+// results render themselves (answer.render: CSV text, metadata as
+// structured content); a block read by get_result_block is its rows as
+// text; everything else is the same JSON as text and structured content.
+func (p *Plugin) structuredResult(v any) (*mcpsdk.CallToolResult, error) {
+	switch r := v.(type) {
+	case *answer:
+		return r.render(p.opts.PreviewCellBytes)
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode tool result: %w", err)
 	}
 	var content []mcpsdk.Content
 	switch r := v.(type) {
-	case *query.Result:
-		content = []mcpsdk.Content{&mcpsdk.TextContent{Text: r.Text()}}
-	case *BlockResult:
-		content = blockContent(r)
 	case *blockText:
 		content = []mcpsdk.Content{&mcpsdk.TextContent{Text: string(r.data)}}
 	default:
 		content = []mcpsdk.Content{&mcpsdk.TextContent{Text: string(data)}}
 	}
 	return &mcpsdk.CallToolResult{Content: content, StructuredContent: json.RawMessage(data)}, nil
-}
-
-// encodedResult is a query result with its JSON already made.
-type encodedResult struct {
-	res  *query.Result
-	data []byte
 }
 
 // ErrorBody is the JSON error object of the taxonomy, shared by REST
@@ -207,15 +202,15 @@ func required(name, value string) error {
 	return nil
 }
 
-func listDatabases(_ context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+func listDatabases(_ context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
 	var in struct{}
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
 	}
-	return map[string]any{"databases": p.databasesFor(c)}, nil
+	return map[string]any{"databases": p.databasesFor(c.Caller)}, nil
 }
 
-func listTables(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+func listTables(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
 	var in struct {
 		Database string `json:"database"`
 	}
@@ -225,14 +220,14 @@ func listTables(ctx context.Context, p *Plugin, c query.Caller, args json.RawMes
 	if err := required("database", in.Database); err != nil {
 		return nil, err
 	}
-	tables, err := p.engine.Tables(ctx, c, in.Database)
+	tables, err := p.engine.Tables(ctx, c.Caller, in.Database)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"database": in.Database, "tables": tables}, nil
 }
 
-func describeTable(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+func describeTable(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
 	var in struct {
 		Database string `json:"database"`
 		Table    string `json:"table"`
@@ -243,10 +238,10 @@ func describeTable(ctx context.Context, p *Plugin, c query.Caller, args json.Raw
 	if err := errors.Join(required("database", in.Database), required("table", in.Table)); err != nil {
 		return nil, firstError(err)
 	}
-	return p.engine.Describe(ctx, c, in.Database, in.Table)
+	return p.engine.Describe(ctx, c.Caller, in.Database, in.Table)
 }
 
-func runQuery(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+func runQuery(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
 	var in struct {
 		query.Request
 		resultArgs
@@ -260,25 +255,20 @@ func runQuery(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessa
 	if err := errors.Join(required("database", in.Database), required("table", in.Table)); err != nil {
 		return nil, firstError(err)
 	}
-	limit, stream, f, err := in.check(p.opts.BatchRows)
+	limit, f, err := in.check()
 	if err != nil {
 		return nil, err
 	}
 	r := in.Request
 	r.Limit = limit
-	if !stream {
-		return p.inlineOrBlocks(c, f)(p.engine.Query(ctx, c, r))
-	}
-	be, err := p.blockEngine()
+	st, err := p.engine.PrepareQuery(ctx, c.Caller, r)
 	if err != nil {
 		return nil, err
 	}
-	return p.toBlocks(ctx, c, f, in.Export,
-		func() (float64, bool) { return be.EstimateQuery(ctx, c, r, limit) },
-		func(ctx context.Context, w io.Writer) (*query.Result, error) { return be.StreamQuery(ctx, c, r, f, w) })
+	return p.answer(ctx, c, st, f, in.Export)
 }
 
-func runSQL(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+func runSQL(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
 	var in struct {
 		Database string `json:"database"`
 		SQL      string `json:"sql"`
@@ -294,46 +284,15 @@ func runSQL(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage
 	if err := errors.Join(required("database", in.Database), required("sql", in.SQL)); err != nil {
 		return nil, firstError(err)
 	}
-	limit, stream, f, err := in.check(p.opts.BatchRows)
+	limit, f, err := in.check()
 	if err != nil {
 		return nil, err
 	}
-	r := query.SQLRequest{Database: in.Database, SQL: in.SQL, Params: in.Params, Limit: limit}
-	if !stream {
-		return p.inlineOrBlocks(c, f)(p.engine.RunSQL(ctx, c, r))
-	}
-	be, err := p.blockEngine()
+	st, err := p.engine.PrepareSQL(ctx, c.Caller, query.SQLRequest{Database: in.Database, SQL: in.SQL, Params: in.Params, Limit: limit})
 	if err != nil {
 		return nil, err
 	}
-	return p.toBlocks(ctx, c, f, in.Export,
-		func() (float64, bool) { return be.EstimateSQL(ctx, c, r, limit) },
-		func(ctx context.Context, w io.Writer) (*query.Result, error) { return be.Stream(ctx, c, r, f, w) })
-}
-
-// inlineOrBlocks passes a batch result through, unless its JSON is over
-// the block threshold: then it goes to the block store.
-func (p *Plugin) inlineOrBlocks(c query.Caller, f query.Format) func(*query.Result, error) (any, error) {
-	return func(res *query.Result, err error) (any, error) {
-		if err != nil {
-			return nil, err
-		}
-		data, err := json.Marshal(res)
-		if err != nil {
-			return nil, fmt.Errorf("encode tool result: %w", err)
-		}
-		if int64(len(data)) <= p.opts.BlockThreshold {
-			return encodedResult{res, data}, nil
-		}
-		return p.batchToBlocks(c, res, f)
-	}
-}
-
-func (p *Plugin) blockEngine() (blockEngine, error) {
-	if be, ok := p.engine.(blockEngine); ok {
-		return be, nil
-	}
-	return nil, query.Errorf(query.KindUnavailable, "this server's engine cannot stream results")
+	return p.answer(ctx, c, st, f, in.Export)
 }
 
 // firstError unwraps a joined error to its first part, keeping its kind.
@@ -347,7 +306,7 @@ func firstError(err error) error {
 // analysisEngine is what query_time_series and explain need of the
 // engine beyond Engine; *query.Engine has it.
 type analysisEngine interface {
-	TimeSeries(ctx context.Context, c query.Caller, r query.TimeSeriesRequest) (*query.Result, error)
+	PrepareTimeSeries(ctx context.Context, c query.Caller, r query.TimeSeriesRequest) (*query.Stmt, error)
 	Explain(ctx context.Context, c query.Caller, db, sql string, analyze bool, format string) (*query.Plan, error)
 }
 
@@ -360,7 +319,7 @@ func (p *Plugin) analysis() (analysisEngine, error) {
 	return nil, query.Errorf(query.KindUnavailable, "this server's engine has no time series or explain")
 }
 
-func runTimeSeries(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+func runTimeSeries(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
 	var in query.TimeSeriesRequest
 	if err := decodeArgs(args, &in); err != nil {
 		return nil, err
@@ -373,10 +332,14 @@ func runTimeSeries(ctx context.Context, p *Plugin, c query.Caller, args json.Raw
 	if err != nil {
 		return nil, err
 	}
-	return ae.TimeSeries(ctx, c, in)
+	st, err := ae.PrepareTimeSeries(ctx, c.Caller, in)
+	if err != nil {
+		return nil, err
+	}
+	return p.answer(ctx, c, st, query.FormatNDJSON, false)
 }
 
-func runExplain(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+func runExplain(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
 	var in struct {
 		Database string `json:"database"`
 		SQL      string `json:"sql"`
@@ -393,14 +356,14 @@ func runExplain(ctx context.Context, p *Plugin, c query.Caller, args json.RawMes
 	if err != nil {
 		return nil, err
 	}
-	return ae.Explain(ctx, c, in.Database, in.SQL, in.Analyze, in.Format)
+	return ae.Explain(ctx, c.Caller, in.Database, in.SQL, in.Analyze, in.Format)
 }
 
 // sqlHandler runs an operator-declared statement: the arguments are
 // checked against its typed parameters and bound in declared order, and
 // the statement runs like run_sql (validated, read-only, timeout, row cap).
 func sqlHandler(tool *query.SQLTool) handlerFunc {
-	return func(ctx context.Context, p *Plugin, c query.Caller, args json.RawMessage) (any, error) {
+	return func(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
 		var in map[string]any
 		if err := decodeArgs(args, &in); err != nil {
 			return nil, err
@@ -418,14 +381,19 @@ func sqlHandler(tool *query.SQLTool) handlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return p.engine.RunSQL(ctx, c, r)
+		st, err := p.engine.PrepareSQL(ctx, c.Caller, r)
+		if err != nil {
+			return nil, err
+		}
+		return p.answer(ctx, c, st, query.FormatNDJSON, false)
 	}
 }
 
-// resultSchema is the output schema of tools that return a query.Result.
+// resultSchema is the output schema of tools that return a query result
+// (ResultMeta).
 const resultSchema = `{"type":"object","properties":{"columns":{"type":"array","items":{"type":"object"}},` +
-	`"rows":{"type":"array","items":{"type":"array"}},"row_count":{"type":"integer"},"truncated":{"type":"boolean"}},` +
-	`"required":["columns","rows","row_count","truncated"]}`
+	`"row_count":{"type":"integer"},"truncated":{"type":"boolean"},"mode":{"type":"string","enum":["inline","blocks"]},` +
+	`"transfer":{"type":"object"}},"required":["columns","row_count","truncated","mode"]}`
 
 // prepareTool completes a declaration at load time. For handler "sql" it
 // checks the statement once (validator, placeholders against parameters)
@@ -455,4 +423,32 @@ func prepareTool(t *toolSpec) error {
 		t.Annotations = &mcpsdk.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &f, IdempotentHint: true, OpenWorldHint: &f}
 	}
 	return nil
+}
+
+// untilSessionEnds returns ctx cancelled also when the legacy SSE session
+// the call came on closes (its client left or stopped reading), so that no
+// more of a result is produced for nobody. stop releases the watch.
+func (p *Plugin) untilSessionEnds(ctx context.Context, req *mcpsdk.CallToolRequest) (context.Context, func()) {
+	if req.Session == nil {
+		return ctx, func() {}
+	}
+	p.mu.Lock()
+	cn := p.sessions[req.Session.ID()]
+	p.mu.Unlock()
+	if cn == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-cn.closed:
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		cancel()
+	}
 }

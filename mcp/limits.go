@@ -231,13 +231,8 @@ func (p *Plugin) observeCall(tool string, d time.Duration, out any, res *mcpsdk.
 
 // resultRows is the row count of a tool's result, 0 for results without rows.
 func resultRows(out any) int64 {
-	switch r := out.(type) {
-	case *query.Result:
-		return int64(r.RowCount)
-	case encodedResult:
-		return int64(r.res.RowCount)
-	case *BlockResult:
-		return int64(r.RowCount)
+	if a, ok := out.(*answer); ok {
+		return int64(a.RowCount)
 	}
 	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -21,9 +23,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// fakeEngine serves a fixed catalog and records who called. Slow SQL
-// (sql == "slow") blocks until its context ends.
+// fakeEngine serves a fixed catalog (so tests can change it) and records
+// who called; statements run on a real SQLite engine. Slow SQL (sql ==
+// "slow") blocks until its context ends.
 type fakeEngine struct {
+	real    *query.Engine
 	mu      sync.Mutex
 	tables  map[string][]string
 	callers []string
@@ -31,8 +35,18 @@ type fakeEngine struct {
 
 var _ Engine = (*fakeEngine)(nil)
 
-func newFakeEngine() *fakeEngine {
-	return &fakeEngine{tables: map[string][]string{"iot": {"devices", "readings"}, "shop": {"orders"}}}
+func newFakeEngine(t *testing.T) *fakeEngine {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "demo.db")
+	if err := query.CreateDemo(t.Context(), path); err != nil {
+		t.Fatal(err)
+	}
+	real, err := query.Open(t.Context(), []config.Database{{Name: "iot", URL: "sqlite:" + path}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(real.Close)
+	return &fakeEngine{real: real, tables: map[string][]string{"iot": {"devices", "readings"}, "shop": {"orders"}}}
 }
 
 func (f *fakeEngine) record(c query.Caller) {
@@ -93,24 +107,26 @@ func (f *fakeEngine) Describe(ctx context.Context, c query.Caller, db, table str
 	return nil, query.Errorf(query.KindNotFound, "unknown table %q", table)
 }
 
-func (f *fakeEngine) Query(_ context.Context, c query.Caller, _ query.Request) (*query.Result, error) {
+// PrepareQuery and PrepareSQL run on a real engine over the embedded demo
+// database (SQLite), named "iot".
+func (f *fakeEngine) PrepareQuery(ctx context.Context, c query.Caller, r query.Request) (*query.Stmt, error) {
 	f.record(c)
-	return &query.Result{}, nil
+	return f.real.PrepareQuery(ctx, c, r)
 }
 
-func (f *fakeEngine) RunSQL(ctx context.Context, c query.Caller, r query.SQLRequest) (*query.Result, error) {
+func (f *fakeEngine) PrepareSQL(ctx context.Context, c query.Caller, r query.SQLRequest) (*query.Stmt, error) {
 	f.record(c)
 	if r.SQL == "slow" {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	return &query.Result{}, nil
+	return f.real.PrepareSQL(ctx, c, r)
 }
 
 // newTestPlugin builds a plugin on a fake engine; Close runs at cleanup.
 func newTestPlugin(t *testing.T, opts Options) (*Plugin, *fakeEngine) {
 	t.Helper()
-	eng := newFakeEngine()
+	eng := newFakeEngine(t)
 	opts.Tools = lakegate.DefaultTools
 	opts.Enabled = true
 	p, err := New(eng, &opts)

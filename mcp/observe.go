@@ -86,23 +86,25 @@ func (p *Plugin) reportProgress(ctx context.Context, req *mcpsdk.CallToolRequest
 }
 
 // progress is where a running tool call shows how far its result has got.
-type progress struct{ tap atomic.Pointer[query.Tap] }
+type progress struct {
+	of atomic.Pointer[query.Progress]
+}
 
 type progressKey struct{}
 
 // soFar is ", N rows, M bytes" once a streamed result has begun.
 func (pr *progress) soFar() string {
-	t := pr.tap.Load()
+	t := pr.of.Load()
 	if t == nil {
 		return ""
 	}
 	return fmt.Sprintf(", %d rows, %d bytes", t.Rows(), t.Bytes())
 }
 
-// reportTap makes the progress notifications of the call running in ctx
-// report the rows and bytes of tap.
-func reportTap(ctx context.Context, tap *query.Tap) {
+// reportRows makes the progress notifications of the call running in ctx
+// report the rows and bytes of qp.
+func reportRows(ctx context.Context, qp *query.Progress) {
 	if pr, ok := ctx.Value(progressKey{}).(*progress); ok {
-		pr.tap.Store(tap)
+		pr.of.Store(qp)
 	}
 }

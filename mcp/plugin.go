@@ -23,8 +23,8 @@ type Engine interface {
 	Databases() []query.Database
 	Tables(ctx context.Context, c query.Caller, db string) ([]query.Table, error)
 	Describe(ctx context.Context, c query.Caller, db, table string) (*query.Table, error)
-	Query(ctx context.Context, c query.Caller, r query.Request) (*query.Result, error)
-	RunSQL(ctx context.Context, c query.Caller, r query.SQLRequest) (*query.Result, error)
+	PrepareQuery(ctx context.Context, c query.Caller, r query.Request) (*query.Stmt, error)
+	PrepareSQL(ctx context.Context, c query.Caller, r query.SQLRequest) (*query.Stmt, error)
 }
 
 // Options tune a Plugin. The zero value of each field is its default.
@@ -39,17 +39,25 @@ type Options struct {
 	Keepalive time.Duration
 	// WriteTimeout bounds one write to a client (default 10s).
 	WriteTimeout time.Duration
-	// SessionQueue bounds the messages queued per session (default 64).
-	SessionQueue int
+	// SessionQueue and SessionQueueBytes bound the messages waiting for one
+	// SSE client, in count (default 64) and in bytes (default 4 ×
+	// BlockThreshold): a client that stops reading is dropped when its
+	// queue stays full for WriteTimeout.
+	SessionQueue      int
+	SessionQueueBytes int64
 	// Blocks is the store results over BlockThreshold go to; nil refuses
 	// such results with a hint to ask for fewer rows.
 	Blocks *blocktransport.Store
-	// BlockThreshold is the encoded size over which a result goes to
-	// blocks (default 10 MiB).
+	// BlockThreshold bounds the rows held in memory for an inline answer
+	// (default 10 MiB); a larger result goes to blocks.
 	BlockThreshold int64
-	// BatchRows is the most rows a query collects in memory (the engine's
-	// max row limit, default 10000); asking for more streams.
-	BatchRows int
+	// PreviewRows, PreviewBytes and PreviewCellBytes bound the preview of
+	// a result sent to blocks: its first rows (default 20), in all at most
+	// PreviewBytes (default 64 KiB), each cell cut at PreviewCellBytes
+	// (default 1 KiB) with a marker.
+	PreviewRows      int
+	PreviewBytes     int64
+	PreviewCellBytes int
 	// Workers is the host's shared pool of database workers (and its
 	// per-subject limits) tool calls run in. Nil: the plugin's own pool of
 	// MaxWorkers slots (default 10), waiting at most WorkerWait (default
@@ -183,7 +191,10 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	o.SessionQueue = orDefault(o.SessionQueue, 64)
 	o.MaxWorkers = orDefault(o.MaxWorkers, 10)
 	o.BlockThreshold = orDefault(o.BlockThreshold, 10<<20)
-	o.BatchRows = orDefault(o.BatchRows, 10000)
+	o.SessionQueueBytes = orDefault(o.SessionQueueBytes, 4*o.BlockThreshold)
+	o.PreviewRows = orDefault(o.PreviewRows, DefaultPreviewRows)
+	o.PreviewBytes = orDefault(o.PreviewBytes, DefaultPreviewBytes)
+	o.PreviewCellBytes = orDefault(o.PreviewCellBytes, DefaultPreviewCellBytes)
 	o.MaxSessions = orDefault(o.MaxSessions, 2000)
 	o.MaxSessionsPerSubject = orDefault(o.MaxSessionsPerSubject, 64)
 	o.Version = orDefault(o.Version, "dev")
@@ -382,7 +393,7 @@ func (p *Plugin) openSession(caller query.Caller) (*conn, error) {
 	if err := p.admitSessionLocked(caller.Subject, "sse"); err != nil {
 		return nil, err
 	}
-	c := newConn(newID(), caller, p.opts.SessionQueue, p.opts.WriteTimeout)
+	c := newConn(newID(), caller, p.opts.SessionQueue, p.opts.SessionQueueBytes, p.opts.WriteTimeout)
 	// A closed session leaves the registry at once (status, limits), even
 	// while its protocol session is still winding down.
 	c.onClose = func() {

@@ -61,14 +61,35 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 
-	write := func(frame []byte) error {
+	deadline := func() error {
 		if err := rc.SetWriteDeadline(time.Now().Add(p.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		return nil
+	}
+	write := func(frame []byte) error {
+		if err := deadline(); err != nil {
 			return err
 		}
 		if _, err := w.Write(frame); err != nil {
 			return err
 		}
 		return rc.Flush()
+	}
+	// send writes every queued message, each framed as it goes out.
+	send := func() error {
+		for {
+			data, ok := sess.out.pop()
+			if !ok {
+				return rc.Flush()
+			}
+			if err := deadline(); err != nil {
+				return err
+			}
+			if err := writeMessageEvent(w, data); err != nil {
+				return err
+			}
+		}
 	}
 	log.Info("mcp sse session opened")
 	if err := write(endpointEvent(sess.id)); err != nil {
@@ -78,12 +99,12 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 	keepalive := time.NewTicker(p.opts.Keepalive)
 	defer keepalive.Stop()
 	for {
-		var frame []byte
+		var err error
 		select {
-		case data := <-sess.out:
-			frame = messageEvent(data)
+		case <-sess.out.ready:
+			err = send()
 		case <-keepalive.C:
-			frame = []byte(": keepalive\n\n")
+			err = write([]byte(": keepalive\n\n"))
 		case <-sess.closed:
 			reason := "closed"
 			if err := sess.err(); err != nil {
@@ -95,7 +116,7 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 			log.Info("mcp sse session ended", "reason", "client left")
 			return
 		}
-		if err := write(frame); err != nil {
+		if err != nil {
 			log.Info("mcp sse session ended", "reason", "write failed: "+err.Error())
 			return
 		}
@@ -106,19 +127,27 @@ func endpointEvent(id string) []byte {
 	return []byte("event: endpoint\ndata: /mcp/messages/?session_id=" + id + "\n\n")
 }
 
-// messageEvent frames one JSON-RPC message; every line gets its own data:
-// field so a message can never end an event early.
-func messageEvent(data []byte) []byte {
-	var b bytes.Buffer
-	b.Grow(len(data) + 32)
-	b.WriteString("event: message\n")
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(bytes.TrimSuffix(line, []byte("\r")))
-		b.WriteByte('\n')
+// writeMessageEvent frames one JSON-RPC message as it writes it, without
+// a copy; every line gets its own data: field so a message can never end
+// an event early (encoding/json writes none, but the framing must not
+// depend on it).
+func writeMessageEvent(w io.Writer, data []byte) error {
+	if _, err := io.WriteString(w, "event: message\n"); err != nil {
+		return err
 	}
-	b.WriteByte('\n')
-	return b.Bytes()
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		if _, err := io.WriteString(w, "data: "); err != nil {
+			return err
+		}
+		if _, err := w.Write(bytes.TrimSuffix(line, []byte("\r"))); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
 }
 
 // serveMessage takes one POSTed JSON-RPC message (or batch) for a session

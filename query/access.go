@@ -1,7 +1,6 @@
 package query
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -25,32 +24,8 @@ type grant struct {
 	pgRole string
 }
 
-// grant checks that c may use database db and returns what it may use
-// there, with ctx carrying the PostgreSQL role its queries run as. Every
-// entry point of the engine calls it first.
-func (e *Engine) grant(ctx context.Context, c Caller, db string) (*grant, context.Context, error) {
-	g, err := e.grantFor(c, db)
-	if err != nil {
-		return nil, ctx, err
-	}
-	ctx = withPGRole(ctx, g.pgRole)
-	if g.tables != nil {
-		// The allow-list reads unqualified names as public.x: so must
-		// PostgreSQL, whatever search_path the connection has.
-		ctx = context.WithValue(ctx, pinPathKey{}, true)
-	}
-	return g, ctx, nil
-}
-
-type pinPathKey struct{}
-
-// pinnedPath reports whether ctx's transactions run with search_path
-// public, because a table allow-list applies.
-func pinnedPath(ctx context.Context) bool {
-	pin, _ := ctx.Value(pinPathKey{}).(bool)
-	return pin
-}
-
+// grantFor checks that c may use database db and returns what it may use
+// there. Every entry point of the engine calls it first.
 func (e *Engine) grantFor(c Caller, db string) (*grant, error) {
 	roles := e.ruledRoles(c)
 	g := &grant{db: db}
@@ -263,21 +238,4 @@ func (e *Engine) checkAccess() error {
 		}
 	}
 	return nil
-}
-
-type pgRoleKey struct{}
-
-// withPGRole returns ctx whose PostgreSQL transactions run as role ("":
-// as the connecting user).
-func withPGRole(ctx context.Context, role string) context.Context {
-	if role == "" && pgRoleFrom(ctx) == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, pgRoleKey{}, role)
-}
-
-// pgRoleFrom is the role set by withPGRole, or "".
-func pgRoleFrom(ctx context.Context) string {
-	r, _ := ctx.Value(pgRoleKey{}).(string)
-	return r
 }

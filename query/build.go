@@ -31,31 +31,6 @@ func (b *built) withLimit(n int) string {
 	return s
 }
 
-// nextCursor is the cursor of the page after a truncated one, else "".
-func (b *built) nextCursor(truncated bool) string {
-	if !truncated {
-		return ""
-	}
-	return encodeCursor(b.offset+b.limit, b.hash)
-}
-
-// Build makes r into SQL for its database without running it: the tables
-// and columns are checked against the catalog, identifiers are quoted,
-// every value is a bind parameter ($1.. for PostgreSQL, ? for SQLite) and
-// the same request always gives the same text. args are the parameter
-// values, typed for their columns.
-func (e *Engine) Build(ctx context.Context, c Caller, r Request) (sql string, args []any, err error) {
-	g, ctx, err := e.grant(ctx, c, r.Database)
-	if err != nil {
-		return "", nil, err
-	}
-	b, err := e.build(ctx, g, r)
-	if err != nil {
-		return "", nil, err
-	}
-	return b.withLimit(b.limit), b.args, nil
-}
-
 // build makes r into SQL with the tables g allows.
 func (e *Engine) build(ctx context.Context, g *grant, r Request) (*built, error) {
 	cat, src, err := e.catalog(ctx, r.Database)

@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"slices"
-	"time"
 )
 
 type callerKey struct{}
@@ -23,24 +22,4 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 // HasRole reports whether the caller holds role. The admin role holds every role.
 func (c Caller) HasRole(role string) bool {
 	return slices.Contains(c.Roles, role) || slices.Contains(c.Roles, "admin")
-}
-
-type timeoutKey struct{}
-
-// WithStatementTimeout returns a context whose queries run with statement
-// timeout d instead of the engine's default (a tool declared with its own
-// timeout). d <= 0 keeps the default.
-func WithStatementTimeout(ctx context.Context, d time.Duration) context.Context {
-	if d <= 0 {
-		return ctx
-	}
-	return context.WithValue(ctx, timeoutKey{}, d)
-}
-
-// statementTimeout is the timeout set by WithStatementTimeout, else def.
-func statementTimeout(ctx context.Context, def time.Duration) time.Duration {
-	if d, ok := ctx.Value(timeoutKey{}).(time.Duration); ok {
-		return d
-	}
-	return def
 }

@@ -2,6 +2,7 @@ package query
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -71,27 +72,36 @@ type Cell struct {
 	B    []byte
 }
 
-// Encoder writes rows to an io.Writer in one [Format]. Begin is called
-// once, then Row per row, then End, which flushes; an Encoder is not safe
-// for concurrent use and is not reusable.
+// Encoder is a Sink that writes rows to an io.Writer in one [Format]. It
+// buffers up to about encFlushAt bytes and writes at row boundaries; a row
+// larger than that goes out in parts (through PartWriter.WritePart when
+// the writer has it), so no row or cell is ever held whole. End writes the
+// rest. An Encoder is not safe for concurrent use and is not reusable.
 type Encoder interface {
-	// Begin starts the output for the result's columns.
-	Begin(cols []ResultColumn) error
-	// Row encodes one row; it may buffer.
-	Row(cells []Cell) error
-	// End finishes the output and flushes everything buffered.
-	End() error
+	Sink
 	// Written is the number of bytes handed to the writer so far.
 	Written() int64
 }
 
+// PartWriter is a writer that cuts its stream at write boundaries (a
+// block store): WritePart takes a piece of a row that goes on in the next
+// write, so that no cut falls inside a row. Write ends at a row boundary.
+type PartWriter interface {
+	io.Writer
+	WritePart(p []byte) (int, error)
+}
+
 // encFlushAt is the buffered size after which an encoder flushes, at a row
-// boundary.
+// boundary; inside a row it flushes a part at twice that.
 const encFlushAt = 32 << 10
+
+// encChunk is the piece of a long cell escaped at a time.
+const encChunk = 16 << 10
 
 // NewEncoder returns an Encoder writing format f to w.
 func NewEncoder(f Format, w io.Writer) (Encoder, error) {
 	b := encBase{w: w, buf: make([]byte, 0, 2*encFlushAt)}
+	b.pw, _ = w.(PartWriter)
 	switch f {
 	case FormatJSON, "":
 		return &jsonEncoder{encBase: b, array: true}, nil
@@ -111,6 +121,7 @@ var (
 // encBase buffers output and flushes it at row boundaries.
 type encBase struct {
 	w       io.Writer
+	pw      PartWriter // w, when it is one
 	buf     []byte
 	written int64
 	err     error
@@ -118,15 +129,26 @@ type encBase struct {
 
 func (b *encBase) Written() int64 { return b.written }
 
-// flush writes the buffer; after a failed write every later call fails.
-func (b *encBase) flush() error {
+// flush writes the buffer, which ends a row; after a failed write every
+// later call fails.
+func (b *encBase) flush() error { return b.write(false) }
+
+func (b *encBase) write(part bool) error {
 	if b.err != nil {
 		return b.err
 	}
 	if len(b.buf) == 0 {
 		return nil
 	}
-	n, err := b.w.Write(b.buf)
+	var (
+		n   int
+		err error
+	)
+	if part && b.pw != nil {
+		n, err = b.pw.WritePart(b.buf)
+	} else {
+		n, err = b.w.Write(b.buf)
+	}
 	b.written += int64(n)
 	b.buf = b.buf[:0]
 	if err != nil {
@@ -140,6 +162,32 @@ func (b *encBase) maybeFlush() error {
 		return b.flush()
 	}
 	return b.err
+}
+
+// maybePart writes a part of the row when the buffer is large.
+func (b *encBase) maybePart() {
+	if len(b.buf) >= 2*encFlushAt {
+		_ = b.write(true)
+	}
+}
+
+// appendLong appends s through enc a chunk at a time (chunks end on a
+// UTF-8 boundary), writing parts as the buffer fills.
+func (b *encBase) appendLong(s []byte, enc func(dst, s []byte) []byte) {
+	for len(s) > 0 {
+		n := min(len(s), encChunk)
+		if n < len(s) {
+			for k := n; k > n-utf8.UTFMax && k > 0; k-- {
+				if utf8.RuneStart(s[k]) {
+					n = k
+					break
+				}
+			}
+		}
+		b.buf = enc(b.buf, s[:n])
+		s = s[n:]
+		b.maybePart()
+	}
 }
 
 // jsonEncoder writes FormatJSON (array true) or FormatNDJSON.
@@ -164,21 +212,43 @@ func (e *jsonEncoder) Row(cells []Cell) error {
 		e.buf = append(e.buf, '\n')
 	}
 	e.rows++
-	e.buf = append(e.buf, '[')
-	for i := range cells {
-		if i > 0 {
-			e.buf = append(e.buf, ',')
-		}
-		e.buf = appendJSONCell(e.buf, &cells[i])
-	}
-	e.buf = append(e.buf, ']')
+	e.appendRow(cells)
 	if !e.array {
 		e.buf = append(e.buf, '\n')
 	}
 	return e.maybeFlush()
 }
 
-func (e *jsonEncoder) End() error {
+// appendRow appends the cells as one JSON array.
+func (b *encBase) appendRow(cells []Cell) {
+	b.buf = append(b.buf, '[')
+	for i := range cells {
+		if i > 0 {
+			b.buf = append(b.buf, ',')
+		}
+		b.appendJSON(&cells[i])
+	}
+	b.buf = append(b.buf, ']')
+}
+
+// appendJSON appends c as a JSON value.
+func (b *encBase) appendJSON(c *Cell) {
+	switch {
+	case len(c.B) <= encChunk:
+		b.buf = appendJSONCell(b.buf, c)
+	case c.Kind == CellText:
+		b.buf = append(b.buf, '"')
+		b.appendLong(c.B, appendJSONBody)
+		b.buf = append(b.buf, '"')
+	default: // CellNumber, CellJSON: written as they are
+		b.appendLong(c.B, appendBytes)
+	}
+	b.maybePart()
+}
+
+func appendBytes(dst, s []byte) []byte { return append(dst, s...) }
+
+func (e *jsonEncoder) End(*Result) error {
 	if e.array {
 		if e.rows > 0 {
 			e.buf = append(e.buf, '\n')
@@ -207,13 +277,23 @@ func (e *csvEncoder) Row(cells []Cell) error {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		e.buf = appendCSVCell(e.buf, &cells[i])
+		c := &cells[i]
+		if len(c.B) <= encChunk || c.Kind == CellNumber {
+			e.buf = appendCSVCell(e.buf, c)
+		} else if csvNeedsQuotes(c.B, true) {
+			e.buf = append(e.buf, '"')
+			e.appendLong(c.B, appendCSVQuoted)
+			e.buf = append(e.buf, '"')
+		} else {
+			e.appendLong(c.B, appendBytes)
+		}
+		e.maybePart()
 	}
 	e.buf = append(e.buf, '\n')
 	return e.maybeFlush()
 }
 
-func (e *csvEncoder) End() error { return e.flush() }
+func (e *csvEncoder) End(*Result) error { return e.flush() }
 
 // appendJSONCell appends c as a JSON value, by the rules of values.go.
 func appendJSONCell(dst []byte, c *Cell) []byte {
@@ -317,6 +397,12 @@ const hexDigits = "0123456789abcdef"
 // becomes U+FFFD, and U+2028/U+2029 are escaped as encoding/json does.
 func appendJSONString(dst, s []byte) []byte {
 	dst = append(dst, '"')
+	dst = appendJSONBody(dst, s)
+	return append(dst, '"')
+}
+
+// appendJSONBody appends s escaped for the inside of a JSON string.
+func appendJSONBody(dst, s []byte) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -359,25 +445,36 @@ func appendJSONString(dst, s []byte) []byte {
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
 // appendCSVField appends s as a CSV field, quoted when it holds a comma,
 // quote or line break, or is empty (so that "" differs from NULL) when
 // quoteEmpty.
 func appendCSVField(dst, s []byte, quoteEmpty bool) []byte {
-	need := len(s) == 0 && quoteEmpty
-	for _, c := range s {
-		if c == ',' || c == '"' || c == '\n' || c == '\r' {
-			need = true
-			break
-		}
-	}
-	if !need {
+	if !csvNeedsQuotes(s, quoteEmpty) {
 		return append(dst, s...)
 	}
 	dst = append(dst, '"')
+	dst = appendCSVQuoted(dst, s)
+	return append(dst, '"')
+}
+
+// csvNeedsQuotes reports whether s must be quoted as a CSV field.
+func csvNeedsQuotes(s []byte, quoteEmpty bool) bool {
+	if len(s) == 0 {
+		return quoteEmpty
+	}
+	for _, c := range s {
+		if c == ',' || c == '"' || c == '\n' || c == '\r' {
+			return true
+		}
+	}
+	return false
+}
+
+// appendCSVQuoted appends s for the inside of a quoted field: quotes doubled.
+func appendCSVQuoted(dst, s []byte) []byte {
 	start := 0
 	for i, c := range s {
 		if c == '"' {
@@ -386,8 +483,7 @@ func appendCSVField(dst, s []byte, quoteEmpty bool) []byte {
 			start = i + 1
 		}
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
 // appendBase64 appends the standard base64 encoding of b.
@@ -395,46 +491,60 @@ func appendBase64(dst, b []byte) []byte {
 	return base64.StdEncoding.AppendEncode(dst, b)
 }
 
-// Text renders the result compactly for an agent: a CSV header of column
-// names, the rows as CSV (NULL is an empty field, the empty string ""),
-// then one footer line starting with "#" giving the row count, whether
-// rows were left out, the next cursor and, for a streamed result, the mode.
-// It is several times smaller than the JSON form.
-func (r *Result) Text() string {
-	var b []byte
-	for i, c := range r.Columns {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendCSVField(b, []byte(c.Name), true)
+// objectEncoder writes a Result as one JSON object with its rows inside:
+// {"columns": [...], "rows": [[...], ...], "row_count": n, "truncated":
+// b, ...}. The columns come first, the rows as they are decoded, the
+// summary at End, so it streams like the other formats.
+type objectEncoder struct {
+	jsonEncoder
+}
+
+// NewObjectEncoder returns an Encoder writing the JSON form of a Result
+// with its rows, streamed (see Result for the fields).
+func NewObjectEncoder(w io.Writer) Encoder {
+	e := &objectEncoder{jsonEncoder{encBase: encBase{w: w, buf: make([]byte, 0, 2*encFlushAt)}}}
+	e.pw, _ = w.(PartWriter)
+	return e
+}
+
+func (e *objectEncoder) Begin(cols []ResultColumn) error {
+	b, err := json.Marshal(cols)
+	if err != nil {
+		return err
 	}
-	b = append(b, '\n')
-	var scratch []byte
-	var cell Cell
-	for _, row := range r.Rows {
-		for i, v := range row {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			cell = Cell{}
-			if err := valueCell(&scratch, v, &cell); err != nil {
-				cell = Cell{Kind: CellText, B: fmt.Append(scratch[:0], v)}
-			}
-			b = appendCSVCell(b, &cell)
-		}
-		b = append(b, '\n')
+	e.buf = append(e.buf, `{"columns":`...)
+	e.buf = append(e.buf, b...)
+	e.buf = append(e.buf, `,"rows":[`...)
+	return nil
+}
+
+func (e *objectEncoder) Row(cells []Cell) error {
+	if e.rows > 0 {
+		e.buf = append(e.buf, ',')
 	}
-	b = fmt.Appendf(b, "# rows: %d", r.RowCount)
-	if r.Truncated {
-		b = append(b, ", truncated: more rows exist"...)
+	e.buf = append(e.buf, '\n')
+	e.rows++
+	e.appendRow(cells)
+	return e.maybeFlush()
+}
+
+// End closes the rows and writes the summary (without the columns, which
+// came first).
+func (e *objectEncoder) End(res *Result) error {
+	sum := *res
+	sum.Columns = nil
+	b, err := json.Marshal(struct {
+		*Result
+		Columns []ResultColumn `json:"columns,omitempty"`
+	}{&sum, nil})
+	if err != nil {
+		return err
 	}
-	if r.NextCursor != "" {
-		b = append(b, ", next_cursor: "...)
-		b = append(b, r.NextCursor...)
+	if e.rows > 0 {
+		e.buf = append(e.buf, '\n')
 	}
-	if r.Mode == ModeStream {
-		b = fmt.Appendf(b, ", mode: stream (%d bytes sent separately)", r.Bytes)
-	}
-	b = append(b, '\n')
-	return string(b)
+	e.buf = append(e.buf, "],"...)
+	e.buf = append(e.buf, b[1:]...) // the summary's fields, and its closing brace
+	e.buf = append(e.buf, '\n')
+	return e.flush()
 }

@@ -19,7 +19,8 @@ import (
 const (
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultLimit            = 100
-	DefaultMaxLimit         = 10000
+	DefaultMaxLimit         = 10_000_000
+	DefaultMaxRowBytes      = 64 << 20
 )
 
 // connectTimeout bounds connecting to one database in Open (or the
@@ -42,14 +43,13 @@ type source interface {
 	ping(ctx context.Context) error
 	// loadCatalog reads every table with its columns and keys.
 	loadCatalog(ctx context.Context) ([]*tableInfo, error)
-	// query runs sqlText read-only and reads at most max rows.
-	query(ctx context.Context, sqlText string, args []any, max int) (*Result, error)
-	// stream runs sqlText read-only and encodes at most max rows to enc;
-	// the Result has no Rows.
-	stream(ctx context.Context, sqlText string, args []any, max int, enc Encoder) (*Result, error)
+	// run runs s read-only and streams at most s.Limit rows into sink
+	// (Begin and Row; Stmt.Run calls End). Begin comes after the first
+	// row was read.
+	run(ctx context.Context, s *Stmt, sink Sink) (*Result, error)
 	// estimate returns the planner's row count and row width (bytes) for
-	// sqlText, or errNoEstimate.
-	estimate(ctx context.Context, sqlText string, args []any) (rows, width float64, err error)
+	// s, or errNoEstimate.
+	estimate(ctx context.Context, s *Stmt) (rows, width float64, err error)
 	// insert writes the groups of rows (already converted for the
 	// dialect) in one transaction and returns the count after commit.
 	// With a key k, the key is claimed in the same transaction, and a
@@ -100,11 +100,8 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 	if e.opts.DefaultLimit > e.opts.MaxLimit {
 		e.opts.DefaultLimit = e.opts.MaxLimit
 	}
-	if e.opts.MaxStreamRows <= 0 {
-		e.opts.MaxStreamRows = DefaultMaxStreamRows
-	}
-	if e.opts.BatchBytes <= 0 {
-		e.opts.BatchBytes = DefaultBatchBytes
+	if e.opts.MaxRowBytes <= 0 {
+		e.opts.MaxRowBytes = DefaultMaxRowBytes
 	}
 	if e.opts.RetryAttempts <= 0 {
 		e.opts.RetryAttempts = DefaultRetryAttempts
@@ -154,9 +151,9 @@ func (e *Engine) openOne(ctx context.Context, db config.Database) error {
 	)
 	switch db.Driver() {
 	case "sqlite":
-		src, err = openSQLite(ctx, db.Name, db.SQLitePath())
+		src, err = openSQLite(ctx, db.Name, db.SQLitePath(), e.opts.MaxRowBytes)
 	default:
-		src, err = openPostgres(ctx, db.Name, db.URL, e.opts.StatementTimeout)
+		src, err = openPostgres(ctx, db.Name, db.URL, e.opts.StatementTimeout, e.opts.MaxRowBytes)
 	}
 	if err != nil {
 		return err
@@ -230,7 +227,7 @@ func (e *Engine) source(db string) (source, error) {
 // Tables lists the tables and views of database db (without columns) that
 // c may read.
 func (e *Engine) Tables(ctx context.Context, c Caller, db string) ([]Table, error) {
-	g, ctx, err := e.grant(ctx, c, db)
+	g, err := e.grantFor(c, db)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +250,7 @@ func (e *Engine) Tables(ctx context.Context, c Caller, db string) ([]Table, erro
 // Describe returns one table of database db with its columns, primary key,
 // foreign keys and row estimate. The result is the caller's to keep.
 func (e *Engine) Describe(ctx context.Context, c Caller, db, table string) (*Table, error) {
-	g, ctx, err := e.grant(ctx, c, db)
+	g, err := e.grantFor(c, db)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +288,6 @@ func (e *Engine) catalog(ctx context.Context, db string) (*catalog, source, erro
 	}
 	// The catalog is shared by every caller: it is read as the
 	// connecting user, never as a caller's PostgreSQL role.
-	ctx = context.WithValue(withPGRole(ctx, ""), pinPathKey{}, false)
 	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout)
 	defer cancel()
 	tables, err := src.loadCatalog(ctx)
@@ -300,21 +296,6 @@ func (e *Engine) catalog(ctx context.Context, db string) (*catalog, source, erro
 	}
 	cc.cur = newCatalog(tables)
 	return cc.cur, src, nil
-}
-
-// limit resolves a request's row cap.
-func (e *Engine) limit(asked int) (int, error) {
-	switch {
-	case asked < 0:
-		return 0, &Error{Kind: KindValidation, Message: "limit must not be negative",
-			Hint: fmt.Sprintf("give 1 to %d, or 0 for the default (%d)", e.opts.MaxLimit, e.opts.DefaultLimit)}
-	case asked == 0:
-		return e.opts.DefaultLimit, nil
-	case asked > e.opts.MaxLimit:
-		return 0, &Error{Kind: KindValidation, Message: fmt.Sprintf("limit %d is over the maximum of %d rows", asked, e.opts.MaxLimit),
-			Hint: fmt.Sprintf("give at most %d", e.opts.MaxLimit)}
-	}
-	return asked, nil
 }
 
 // internalErr wraps an unexpected error as internal without showing it.

@@ -8,8 +8,11 @@ import (
 	"time"
 )
 
-// maxPlanLines bounds the rows of a plan read back.
-const maxPlanLines = 10000
+// maxPlanLines and maxPlanBytes bound a plan read back.
+const (
+	maxPlanLines = 10000
+	maxPlanBytes = 8 << 20
+)
 
 // Plan is the query plan of one statement.
 type Plan struct {
@@ -46,7 +49,7 @@ func (e *Engine) Explain(ctx context.Context, c Caller, db, sqlText string, anal
 		return nil, &Error{Kind: KindForbidden, Message: "explain with analyze runs the statement and needs the admin role",
 			Hint: "ask for the plan without analyze"}
 	}
-	g, ctx, err := e.grant(ctx, c, db)
+	g, err := e.grantFor(c, db)
 	if err != nil {
 		return nil, err
 	}
@@ -62,26 +65,28 @@ func (e *Engine) Explain(ctx context.Context, c Caller, db, sqlText string, anal
 		return nil, err
 	}
 	p := &Plan{Database: db, Dialect: src.dialect(), Format: format, Analyze: analyze, SQL: text}
+	s := e.newStmt(g, src, db, maxPlanLines)
 	if src.dialect() == SQLite {
 		if analyze {
 			return nil, &Error{Kind: KindValidation, Message: "analyze is available on PostgreSQL databases only",
 				Hint: "ask for the plan without analyze"}
 		}
-		res, err := e.run(ctx, db, src, "EXPLAIN QUERY PLAN "+text, nil, maxPlanLines)
-		if err != nil {
-			return nil, err
-		}
-		p.Plan = sqlitePlan(res.Rows, format)
+		s.text = "EXPLAIN QUERY PLAN " + text
 	} else {
 		opts := "FORMAT " + strings.ToUpper(format)
 		if analyze {
 			opts = "ANALYZE, " + opts
 		}
-		res, err := e.run(ctx, db, src, "EXPLAIN ("+opts+") "+text, nil, maxPlanLines)
-		if err != nil {
-			return nil, err
-		}
-		p.Plan = pgPlan(res.Rows, format)
+		s.text = "EXPLAIN (" + opts + ") " + text
+	}
+	_, rows, err := Collect(ctx, s, maxPlanBytes)
+	if err != nil {
+		return nil, err
+	}
+	if src.dialect() == SQLite {
+		p.Plan = sqlitePlan(rows, format)
+	} else {
+		p.Plan = pgPlan(rows, format)
 	}
 	p.ElapsedMS = time.Since(start).Milliseconds()
 	return p, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -32,7 +34,7 @@ var _ source = (*pgSource)(nil)
 
 // openPostgres creates the pool and pings it. Errors name the database and
 // never hold the URL or its password.
-func openPostgres(ctx context.Context, name, url string, timeout time.Duration) (*pgSource, error) {
+func openPostgres(ctx context.Context, name, url string, timeout time.Duration, maxRow int64) (*pgSource, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, &Error{Kind: KindValidation,
@@ -45,6 +47,13 @@ func openPostgres(ctx context.Context, name, url string, timeout time.Duration) 
 	// stops it at once.
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &cancelHandler{conn: c}
+	}
+	// pgx reads a whole row message into memory, and a value may be up to
+	// 1 GB: a message past the row bound is an error, not an allocation.
+	cfg.ConnConfig.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		f := pgproto3.NewFrontend(r, w)
+		f.SetMaxBodyLen(int(maxRow))
+		return f
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -86,27 +95,45 @@ const setRole = ", set_config('role', $2, true)"
 // setPublicPath pins search_path for a caller under a table allow-list.
 const setPublicPath = ", set_config('search_path', 'public', true)"
 
-// begin opens a transaction (read-only unless write) with the statement
-// timeout set locally, and for reads the caller's PostgreSQL role (see
-// withPGRole). The caller must Rollback.
-func (s *pgSource) begin(ctx context.Context, write bool) (pgx.Tx, error) {
+// txOptions are what a transaction is opened with.
+type txOptions struct {
+	write   bool
+	timeout time.Duration
+	role    string // a caller's PostgreSQL role, for reads; "": none
+	pinPath bool   // search_path public, under a table allow-list
+}
+
+// stmtTx is how statement s runs: read-only, with its timeout, role and
+// path.
+func stmtTx(s *Stmt) txOptions {
+	return txOptions{timeout: s.Timeout, role: s.Role, pinPath: s.PinPath}
+}
+
+// begin opens a transaction (read-only unless o.write) with the statement
+// timeout set locally, and for reads the caller's PostgreSQL role. The
+// caller must Rollback.
+func (s *pgSource) begin(ctx context.Context, o txOptions) (pgx.Tx, error) {
 	mode := pgx.ReadOnly
-	if write {
+	if o.write {
 		mode = pgx.ReadWrite
 	}
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: mode})
 	if err != nil {
 		return nil, err
 	}
-	// The query's context lives stmtGrace longer (see Engine.run), so
+	// The query's context lives stmtGrace longer (see Engine.retry), so
 	// PostgreSQL normally stops first, with a clean 57014.
-	ms := max(1, statementTimeout(ctx, s.timeout).Milliseconds())
+	timeout := o.timeout
+	if timeout <= 0 {
+		timeout = s.timeout
+	}
+	ms := max(1, timeout.Milliseconds())
 	stmt, args := setTimeout, []any{fmt.Sprintf("%dms", ms)}
-	role := pgRoleFrom(ctx)
-	if role != "" && !write {
+	role := o.role
+	if role != "" && !o.write {
 		stmt, args = stmt+setRole, append(args, role)
 	}
-	if pinnedPath(ctx) {
+	if o.pinPath {
 		stmt += setPublicPath
 	}
 	rows, err := tx.Query(ctx, stmt, args...)
@@ -143,84 +170,22 @@ func rollback(tx pgx.Tx) {
 	_ = tx.Rollback(ctx)
 }
 
-// readOnly runs sqlText in a new read-only transaction through the
-// extended protocol (one statement only; descriptions not cached, so user
-// SQL does not fill the statement cache). The caller closes rows, then
-// calls rollback(tx).
-func (s *pgSource) readOnly(ctx context.Context, sqlText string, args []any) (pgx.Tx, pgx.Rows, error) {
-	tx, err := s.begin(ctx, false)
+// readOnly runs st in a new read-only transaction through the extended
+// protocol (one statement only; descriptions not cached, so user SQL does
+// not fill the statement cache). The caller closes rows, then calls
+// rollback(tx).
+func (s *pgSource) readOnly(ctx context.Context, st *Stmt, sqlText string) (pgx.Tx, pgx.Rows, error) {
+	tx, err := s.begin(ctx, stmtTx(st))
 	if err != nil {
 		return nil, nil, err
 	}
-	qargs := append([]any{pgx.QueryExecModeDescribeExec}, args...)
+	qargs := append([]any{pgx.QueryExecModeDescribeExec}, st.args...)
 	rows, err := tx.Query(ctx, sqlText, qargs...)
 	if err != nil {
 		rollback(tx)
 		return nil, nil, &queryErr{err}
 	}
 	return tx, rows, nil
-}
-
-// query runs sqlText in a read-only transaction through the extended
-// protocol (one statement only; descriptions not cached, so user SQL
-// does not fill the statement cache) and reads at most max rows.
-func (s *pgSource) query(ctx context.Context, sqlText string, args []any, max int) (*Result, error) {
-	tx, rows, err := s.readOnly(ctx, sqlText, args)
-	if err != nil {
-		return nil, err
-	}
-	defer rollback(tx)
-	defer rows.Close()
-
-	m := tx.Conn().TypeMap()
-	fields := rows.FieldDescriptions()
-	res := &Result{Columns: make([]ResultColumn, len(fields)), Rows: [][]any{}}
-	// The field descriptions belong to the connection's reader: keep the
-	// OIDs, since the next query on the connection overwrites them.
-	oids := make([]uint32, len(fields))
-	unknown := false
-	for i, f := range fields {
-		oids[i] = f.DataTypeOID
-		res.Columns[i] = pgResultColumn(f, m)
-		unknown = unknown || res.Columns[i].Type == ""
-	}
-	for rows.Next() {
-		if len(res.Rows) == max {
-			res.Truncated = true
-			break
-		}
-		vals, err := rows.Values()
-		if err != nil {
-			return nil, err
-		}
-		raw := rows.RawValues()
-		row := make([]any, len(vals))
-		for i, v := range vals {
-			oid := fields[i].DataTypeOID
-			if oid == oidJSON || oid == oidJSONB {
-				row[i] = rawJSON(raw[i], oid, fields[i].Format == pgx.BinaryFormatCode)
-				continue
-			}
-			if oid == oidNumeric && fields[i].Format == pgx.BinaryFormatCode && raw[i] != nil {
-				// PostgreSQL's own spelling, scale included ("0.00"), which
-				// pgtype.Numeric loses for zero.
-				if b, err := appendNumeric(nil, raw[i]); err == nil {
-					row[i] = decimalValue(string(b))
-					continue
-				}
-			}
-			row[i] = pgValue(v, oid, m)
-		}
-		res.Rows = append(res.Rows, row)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, &queryErr{err}
-	}
-	if unknown {
-		nameTypes(ctx, tx, res, oids)
-	}
-	return res, nil
 }
 
 // pgResultColumn describes field f.
@@ -235,10 +200,12 @@ func pgResultColumn(f pgconn.FieldDescription, m *pgtype.Map) ResultColumn {
 	return c
 }
 
-// stream runs sqlText like query and encodes the rows to enc as they
-// come, decoding wire values straight into cells (decode.go).
-func (s *pgSource) stream(ctx context.Context, sqlText string, args []any, max int, enc Encoder) (*Result, error) {
-	tx, rows, err := s.readOnly(ctx, sqlText, args)
+// run runs st and streams its rows into sink, decoding the wire values
+// straight into cells (decode.go). pgx holds one row message at a time;
+// the pool's connections refuse a message past the row bound
+// (Options.MaxRowBytes), so no row costs more than that.
+func (s *pgSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error) {
+	tx, rows, err := s.readOnly(ctx, st, st.text)
 	if err != nil {
 		return nil, err
 	}
@@ -248,6 +215,8 @@ func (s *pgSource) stream(ctx context.Context, sqlText string, args []any, max i
 	m := tx.Conn().TypeMap()
 	fields := rows.FieldDescriptions()
 	res := &Result{Columns: make([]ResultColumn, len(fields))}
+	// The field descriptions belong to the connection's reader: keep the
+	// OIDs, since the next query on the connection overwrites them.
 	oids := make([]uint32, len(fields))
 	unknown := false
 	for i, f := range fields {
@@ -265,11 +234,11 @@ func (s *pgSource) stream(ctx context.Context, sqlText string, args []any, max i
 			return nil, &queryErr{err}
 		}
 	}
-	if err := enc.Begin(res.Columns); err != nil {
+	if err := sink.Begin(res.Columns); err != nil {
 		return nil, err
 	}
 	for ; more; more = rows.Next() {
-		if res.RowCount == max {
+		if res.RowCount == st.Limit {
 			res.Truncated = true
 			break
 		}
@@ -279,7 +248,7 @@ func (s *pgSource) stream(ctx context.Context, sqlText string, args []any, max i
 				return nil, err
 			}
 		}
-		if err := enc.Row(cells); err != nil {
+		if err := sink.Row(cells); err != nil {
 			return nil, err
 		}
 		res.RowCount++
@@ -288,28 +257,24 @@ func (s *pgSource) stream(ctx context.Context, sqlText string, args []any, max i
 	if err := rows.Err(); err != nil {
 		return nil, &queryErr{err}
 	}
-	if err := enc.End(); err != nil {
-		return nil, err
-	}
 	if unknown {
 		nameTypes(ctx, tx, res, oids)
 	}
-	res.Bytes = enc.Written()
 	return res, nil
 }
 
 // estimate asks the planner (EXPLAIN without ANALYZE: nothing runs) for
 // sqlText's rows and width, in a read-only transaction through the
 // extended protocol like every query.
-func (s *pgSource) estimate(ctx context.Context, sqlText string, args []any) (float64, float64, error) {
-	tx, err := s.begin(ctx, false)
+func (s *pgSource) estimate(ctx context.Context, st *Stmt) (float64, float64, error) {
+	tx, err := s.begin(ctx, stmtTx(st))
 	if err != nil {
 		return 0, 0, err
 	}
 	defer rollback(tx)
-	qargs := append([]any{pgx.QueryExecModeDescribeExec}, args...)
+	qargs := append([]any{pgx.QueryExecModeDescribeExec}, st.args...)
 	var plan []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sqlText, qargs...).Scan(&plan); err != nil {
+	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+st.text, qargs...).Scan(&plan); err != nil {
 		return 0, 0, err
 	}
 	var out []struct {
@@ -418,7 +383,7 @@ func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGrou
 			return InsertResult{}, err
 		}
 	}
-	tx, err := s.begin(ctx, true)
+	tx, err := s.begin(ctx, txOptions{write: true})
 	if err != nil {
 		return InsertResult{}, err
 	}
@@ -495,7 +460,7 @@ func pgName(schema, rel string) string {
 }
 
 func (s *pgSource) loadCatalog(ctx context.Context) ([]*tableInfo, error) {
-	tx, err := s.begin(ctx, false)
+	tx, err := s.begin(ctx, txOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"modernc.org/sqlite"
 )
 
@@ -57,11 +58,12 @@ func transient(ctx context.Context, err error) bool {
 		return c == 5 || c == 6 // BUSY, LOCKED
 	}
 	var (
-		ce *pgconn.ConnectError
-		ne net.Error
-		we *writeErr
+		ce  *pgconn.ConnectError
+		ne  net.Error
+		sk  *sinkErr
+		big *pgproto3.ExceededMaxBodyLenErr
 	)
-	if errors.As(err, &we) {
+	if errors.As(err, &sk) || errors.As(err, &big) {
 		return false
 	}
 	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) ||
@@ -85,10 +87,11 @@ type attemptFunc func(ctx context.Context) (started bool, err error)
 // failures: at most Options.RetryAttempts attempts, pausing with backoff,
 // never past ctx's deadline nor, in all, past the statement timeout. The
 // error is classified.
-func (e *Engine) retry(ctx context.Context, db string, src source, fn attemptFunc) error {
+func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
+	db := s.Database
 	br := e.breakers[db]
-	timeout := statementTimeout(ctx, e.opts.StatementTimeout)
-	if src.dialect() == Postgres {
+	timeout := s.Timeout
+	if s.src.dialect() == Postgres {
 		timeout += stmtGrace
 	}
 	start := time.Now()
@@ -115,7 +118,7 @@ func (e *Engine) retry(ctx context.Context, db string, src source, fn attemptFun
 			return cerr
 		}
 		d := backoff(attempt)
-		if time.Since(start)+d > statementTimeout(ctx, e.opts.StatementTimeout) {
+		if time.Since(start)+d > s.Timeout {
 			return cerr
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {

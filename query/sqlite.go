@@ -21,6 +21,7 @@ const sqliteCountCap = 100000
 type sqliteSource struct {
 	name, path string
 	ro         *sql.DB
+	maxRow     int64 // the row bound
 
 	mu sync.Mutex // guards rw
 	rw *sql.DB
@@ -39,7 +40,7 @@ func sqliteDSN(path, params string) string {
 
 // openSQLite opens path read-only (query_only as well, in case the file's
 // permissions would allow writing) and pings it.
-func openSQLite(ctx context.Context, name, path string) (*sqliteSource, error) {
+func openSQLite(ctx context.Context, name, path string, maxRow int64) (*sqliteSource, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, &Error{Kind: KindUnavailable,
 			Message: fmt.Sprintf("database %q: cannot open SQLite file %q", name, path),
@@ -56,7 +57,7 @@ func openSQLite(ctx context.Context, name, path string) (*sqliteSource, error) {
 		return nil, &Error{Kind: KindUnavailable,
 			Message: fmt.Sprintf("database %q: cannot open SQLite file %q: %v", name, path, err), Err: err}
 	}
-	return &sqliteSource{name: name, path: path, ro: ro}, nil
+	return &sqliteSource{name: name, path: path, ro: ro, maxRow: maxRow}, nil
 }
 
 func (s *sqliteSource) dialect() Dialect { return SQLite }
@@ -88,55 +89,6 @@ func (s *sqliteSource) writer() (*sql.DB, error) {
 	return s.rw, nil
 }
 
-// query runs sqlText on the read-only handle and reads at most max rows.
-// The driver interrupts SQLite when ctx ends.
-func (s *sqliteSource) query(ctx context.Context, sqlText string, args []any, max int) (*Result, error) {
-	rows, err := s.ro.QueryContext(ctx, sqlText, args...)
-	if err != nil {
-		return nil, &queryErr{err}
-	}
-	defer rows.Close()
-	cts, err := rows.ColumnTypes()
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Columns: make([]ResultColumn, len(cts)), Rows: [][]any{}}
-	types := make([]colType, len(cts))
-	firsts := make([]any, len(cts))
-	for i, ct := range cts {
-		types[i] = sqliteType(ct.DatabaseTypeName())
-	}
-	vals := make([]any, len(cts))
-	ptrs := make([]any, len(cts))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if len(res.Rows) == max {
-			res.Truncated = true
-			break
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		row := make([]any, len(vals))
-		for i, v := range vals {
-			if firsts[i] == nil {
-				firsts[i] = v
-			}
-			row[i] = sqliteValue(v, types[i])
-		}
-		res.Rows = append(res.Rows, row)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, &queryErr{err}
-	}
-	for i, ct := range cts {
-		res.Columns[i] = sqliteResultColumn(ct.Name(), ct.DatabaseTypeName(), firsts[i])
-	}
-	return res, nil
-}
-
 // sqliteResultColumn describes a result column from its declared type and
 // its first value that is not NULL.
 func sqliteResultColumn(name, decl string, first any) ResultColumn {
@@ -153,9 +105,12 @@ func sqliteResultColumn(name, decl string, first any) ResultColumn {
 	return c
 }
 
-// stream runs sqlText like query and encodes the rows to enc as they come.
-func (s *sqliteSource) stream(ctx context.Context, sqlText string, args []any, max int, enc Encoder) (*Result, error) {
-	rows, err := s.ro.QueryContext(ctx, sqlText, args...)
+// run runs st on the read-only handle and streams its rows into sink.
+// The driver interrupts SQLite when ctx ends. A row is read whole by the
+// driver before it can be measured: one past the row bound is refused
+// then.
+func (s *sqliteSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error) {
+	rows, err := s.ro.QueryContext(ctx, st.text, st.args...)
 	if err != nil {
 		return nil, &queryErr{err}
 	}
@@ -168,7 +123,6 @@ func (s *sqliteSource) stream(ctx context.Context, sqlText string, args []any, m
 	types := make([]colType, len(cts))
 	firsts := make([]any, len(cts))
 	for i, ct := range cts {
-		res.Columns[i] = sqliteResultColumn(ct.Name(), ct.DatabaseTypeName(), nil)
 		types[i] = sqliteType(ct.DatabaseTypeName())
 	}
 	vals := make([]any, len(cts))
@@ -178,33 +132,61 @@ func (s *sqliteSource) stream(ctx context.Context, sqlText string, args []any, m
 	}
 	cells := make([]Cell, len(cts))
 	scratch := make([][]byte, len(cts))
+	scan := func() error {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		size := 0
+		for i, v := range vals {
+			switch x := v.(type) {
+			case string:
+				size += len(x)
+			case []byte:
+				size += len(x)
+			default:
+				size += 8
+			}
+			if firsts[i] == nil {
+				firsts[i] = v
+			}
+		}
+		if int64(size) > s.maxRow {
+			return rowTooBig(s.maxRow, nil)
+		}
+		return nil
+	}
 	more := rows.Next()
 	if !more {
 		if err := rows.Err(); err != nil {
 			return nil, &queryErr{err}
 		}
+	} else if err := scan(); err != nil {
+		return nil, err
 	}
-	if err := enc.Begin(res.Columns); err != nil {
+	// The first row names the columns that have no declared type.
+	for i, ct := range cts {
+		res.Columns[i] = sqliteResultColumn(ct.Name(), ct.DatabaseTypeName(), firsts[i])
+	}
+	if err := sink.Begin(res.Columns); err != nil {
 		return nil, err
 	}
 	for ; more; more = rows.Next() {
-		if res.RowCount == max {
+		if res.RowCount == st.Limit {
 			res.Truncated = true
 			break
 		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
+		if res.RowCount > 0 {
+			if err := scan(); err != nil {
+				return nil, err
+			}
 		}
 		for i, v := range vals {
-			if firsts[i] == nil {
-				firsts[i] = v
-			}
 			cells[i] = Cell{}
 			if err := valueCell(&scratch[i], sqliteValue(v, types[i]), &cells[i]); err != nil {
 				return nil, err
 			}
 		}
-		if err := enc.Row(cells); err != nil {
+		if err := sink.Row(cells); err != nil {
 			return nil, err
 		}
 		res.RowCount++
@@ -212,18 +194,14 @@ func (s *sqliteSource) stream(ctx context.Context, sqlText string, args []any, m
 	if err := rows.Err(); err != nil {
 		return nil, &queryErr{err}
 	}
-	if err := enc.End(); err != nil {
-		return nil, err
-	}
 	for i, ct := range cts {
 		res.Columns[i] = sqliteResultColumn(ct.Name(), ct.DatabaseTypeName(), firsts[i])
 	}
-	res.Bytes = enc.Written()
 	return res, nil
 }
 
 // estimate: SQLite's planner gives no row estimate.
-func (s *sqliteSource) estimate(context.Context, string, []any) (float64, float64, error) {
+func (s *sqliteSource) estimate(context.Context, *Stmt) (float64, float64, error) {
 	return 0, 0, errNoEstimate
 }
 

@@ -50,13 +50,13 @@ type Bucket struct {
 	Count int    `json:"count,omitempty"`
 }
 
-// TimeSeries returns one row per bucket with rows (and group) in the range:
-// the bucket's start as an RFC 3339 UTC string, the group columns, then
-// the aggregates; ordered by bucket then group. Empty buckets are not
-// returned. It runs like Query (read-only, timeout, row cap).
-func (e *Engine) TimeSeries(ctx context.Context, c Caller, r TimeSeriesRequest) (*Result, error) {
-	start := time.Now()
-	g, ctx, err := e.grant(ctx, c, r.Database)
+// PrepareTimeSeries builds a time series request: one row per bucket
+// with rows (and group) in the range: the bucket's start as an RFC 3339
+// UTC timestamp, the group columns, then the aggregates; ordered by bucket
+// then group. Empty buckets are not returned. It runs like any statement
+// (read-only, timeout, row cap).
+func (e *Engine) PrepareTimeSeries(ctx context.Context, c Caller, r TimeSeriesRequest) (*Stmt, error) {
+	g, err := e.grantFor(c, r.Database)
 	if err != nil {
 		return nil, err
 	}
@@ -80,32 +80,9 @@ func (e *Engine) TimeSeries(ctx context.Context, c Caller, r TimeSeriesRequest) 
 	if _, err := validate.Check(text, nil); err != nil {
 		return nil, refusal(err)
 	}
-	res, err := e.run(ctx, r.Database, src, base+" LIMIT "+strconv.Itoa(limit+1), args, limit)
-	if err != nil {
-		return nil, err
-	}
-	for _, row := range res.Rows {
-		row[0] = bucketText(row[0])
-	}
-	if len(res.Columns) > 0 {
-		res.Columns[0].Type = "timestamptz"
-	}
-	res.SQL = text
-	res.ElapsedMS = time.Since(start).Milliseconds()
-	return res, nil
-}
-
-// bucketText makes a bucket value an RFC 3339 UTC string.
-func bucketText(v any) any {
-	switch x := v.(type) {
-	case time.Time:
-		return x.UTC().Format(time.RFC3339)
-	case string:
-		if ts, err := parseTime(x); err == nil {
-			return ts.UTC().Format(time.RFC3339)
-		}
-	}
-	return v
+	s := e.newStmt(g, src, r.Database, limit)
+	s.SQL, s.text, s.args = text, base+" LIMIT "+strconv.Itoa(limit+1), args
+	return s, nil
 }
 
 // tsRange checks a time series range and bucket, returning the bounds.
@@ -237,7 +214,7 @@ func buildTimeSeries(d Dialect, t *tableInfo, r TimeSeriesRequest) (string, []an
 	return w.b.String(), w.args, nil
 }
 
-// pgBucket writes the bucket start of column col: date_bin for fixed
+// pgBucket writes the bucket start (a timestamptz) of column col: date_bin for fixed
 // widths, date_trunc for one month, month arithmetic for several.
 func (w *sqlWriter) pgBucket(col string, kind colKind, b Bucket) {
 	n := max(b.Count, 1)
@@ -247,6 +224,10 @@ func (w *sqlWriter) pgBucket(col string, kind colKind, b Bucket) {
 		if kind == kindDate {
 			col = "CAST(" + col + " AS timestamp)"
 		}
+		// The bucket of a timestamp without zone is read as UTC, so that
+		// every bucket is a timestamptz written in RFC 3339 UTC.
+		w.b.WriteString("(")
+		defer w.b.WriteString(") AT TIME ZONE 'UTC'")
 	}
 	utc := func(x string) string {
 		if typ == "timestamptz" {

@@ -101,7 +101,8 @@ type Request struct {
 	// Having are ANDed conditions on aggregates.
 	Having  []Filter `json:"having,omitempty"`
 	OrderBy []Order  `json:"order_by,omitempty"`
-	// Limit caps the rows returned; 0 means the engine's default.
+	// Limit caps the rows returned; 0 means the engine's default
+	// (Options.DefaultLimit), NoLimit every row up to Options.MaxLimit.
 	Limit  int `json:"limit,omitempty"`
 	Offset int `json:"offset,omitempty"`
 	// Cursor continues a truncated answer: Result.NextCursor of the same
@@ -115,7 +116,8 @@ type SQLRequest struct {
 	Database string `json:"database"`
 	SQL      string `json:"sql"`
 	Params   []any  `json:"params,omitempty"`
-	// Limit caps the rows returned; 0 means the engine's default.
+	// Limit caps the rows returned; 0 means the engine's default
+	// (Options.DefaultLimit), NoLimit every row up to Options.MaxLimit.
 	Limit int `json:"limit,omitempty"`
 }
 
@@ -136,37 +138,20 @@ const (
 	JSONNumberOrString = "number_or_string"
 )
 
-// Result is a query's answer. In batch mode (Mode "batch") the rows are
-// in Rows; in stream mode they went to the caller's writer and Rows is nil.
-type Result struct {
-	Columns   []ResultColumn `json:"columns"`
-	Rows      [][]any        `json:"rows"`
-	RowCount  int            `json:"row_count"`
-	Truncated bool           `json:"truncated"`
-	// NextCursor continues a truncated structured query (Request.Cursor).
-	NextCursor string `json:"next_cursor,omitempty"`
-	SQL        string `json:"sql"`
-	// Mode is ModeBatch or ModeStream.
-	Mode string `json:"mode"`
-	// Bytes is what a streamed result wrote to its writer; 0 for a batch.
-	Bytes     int64 `json:"bytes,omitempty"`
-	ElapsedMS int64 `json:"elapsed_ms"`
-}
-
 // Options tunes an Engine. The zero value of each field is its default.
 type Options struct {
 	// StatementTimeout bounds every query (default 30s).
 	StatementTimeout time.Duration
 	// DefaultLimit is the row cap when a request gives none (default 100).
 	DefaultLimit int
-	// MaxLimit is the largest row cap a request may ask for (default 10000).
+	// MaxLimit is the largest row cap a request may ask for, and the cap
+	// of NoLimit (default 10,000,000). Results are bounded in bytes by
+	// their sinks, not by this.
 	MaxLimit int
-	// MaxStreamRows is the largest row cap of a streamed result
-	// (default 10,000,000).
-	MaxStreamRows int
-	// BatchBytes is the estimated result size up to which Auto collects
-	// rows; bigger results stream (default 1 MiB).
-	BatchBytes int64
+	// MaxRowBytes bounds one row as the database sends it (default 64 MiB):
+	// a larger row is refused with a validation error, never read into
+	// memory (PostgreSQL); SQLite rows are refused once read.
+	MaxRowBytes int64
 	// RetryAttempts is how many times a query is tried when it fails
 	// transiently (lost connection, serialization failure, too many
 	// connections); default 3, 1 means no retry.

@@ -75,7 +75,7 @@ func commands() []command {
 			if a.format != "" && a.format != "json" {
 				return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", a.format), Hint: "use format = json"}
 			}
-			return s.engine.RunSQL(c.Request.Context(), caller(c), query.SQLRequest{Database: a.db, SQL: a.sql})
+			return s.engine.PrepareSQL(c.Request.Context(), caller(c), query.SQLRequest{Database: a.db, SQL: a.sql})
 		}},
 	}
 }
@@ -115,7 +115,9 @@ func (s *Server) runCommand(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, out)
+	if _, ok := out.(streamed); !ok {
+		c.JSON(http.StatusOK, out)
+	}
 }
 
 // parseCommand finds the command text names and reads its arguments.

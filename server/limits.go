@@ -372,11 +372,16 @@ func (s *Server) runCommandWork(c *gin.Context, cmd command, args commandArgs) (
 	}
 	defer release()
 	out, err := cmd.run(s, c, args)
-	if res, ok := out.(*query.Result); ok && err == nil {
-		s.metrics.returned(workREST, int64(res.RowCount), 0)
+	if st, ok := out.(*query.Stmt); ok && err == nil {
+		s.streamResult(c, st, "")
+		s.metrics.returned(workREST, int64(c.GetInt(rowsKey)), 0)
+		return streamed{}, nil
 	}
 	return out, err
 }
+
+// streamed is what runCommandWork returns for a result it has written.
+type streamed struct{}
 
 // setupLimits takes the Metrics and Limits of the options, or makes them,
 // and registers the values read at scrape time.

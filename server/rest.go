@@ -48,8 +48,9 @@ func (s *Server) describeTable(c *gin.Context) {
 type sqlRequest struct {
 	query.SQLRequest
 	// Format, when set (json, ndjson or csv), streams the rows themselves
-	// instead of answering one JSON result: memory stays flat whatever the
-	// row count, and the count comes in the X-Row-Count trailer.
+	// (with no limit unless one is given) instead of one JSON result
+	// object. Both stream: memory stays flat whatever the row count; the
+	// count comes in the X-Row-Count trailer (and the object's row_count).
 	Format query.Format `json:"format,omitempty"`
 }
 
@@ -64,33 +65,39 @@ func (s *Server) runSQL(c *gin.Context) {
 			Hint: `send {"database": "...", "sql": "SELECT ...", "params": [...]}`})
 		return
 	}
-	if req.Format != "" {
-		s.streamSQL(c, req)
-		return
-	}
-	res, err := s.engine.RunSQL(c.Request.Context(), caller(c), req.SQLRequest)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.Set(rowsKey, res.RowCount)
-	c.JSON(http.StatusOK, res)
-}
-
-// streamSQL writes the rows in the asked format as they come. An error
-// before the first byte is an ordinary JSON error; after it, the response
-// is cut off (no final chunk), so a client can never take a partial result
-// for a whole one.
-func (s *Server) streamSQL(c *gin.Context, req sqlRequest) {
 	switch req.Format {
+	case "":
 	case query.FormatJSON, query.FormatNDJSON, query.FormatCSV:
+		if req.Limit == 0 {
+			req.Limit = query.NoLimit
+		}
 	default:
 		fail(c, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", req.Format),
 			Hint: "use json, ndjson or csv, or leave format out for one JSON result"})
 		return
 	}
-	w := &lazyWriter{c: c, contentType: req.Format.ContentType()}
-	res, err := s.engine.Stream(c.Request.Context(), caller(c), req.SQLRequest, req.Format, w)
+	st, err := s.engine.PrepareSQL(c.Request.Context(), caller(c), req.SQLRequest)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.streamResult(c, st, req.Format)
+}
+
+// streamResult runs st and writes its rows as they come: in format f, or
+// with f empty as one JSON result object (query.NewObjectEncoder). An
+// error before the first byte is an ordinary JSON error; after it, the
+// response is cut off (no final chunk), so a client can never take a
+// partial result for a whole one.
+func (s *Server) streamResult(c *gin.Context, st *query.Stmt, f query.Format) {
+	w := &lazyWriter{c: c, contentType: f.ContentType()}
+	var enc query.Encoder
+	if f == "" {
+		enc = query.NewObjectEncoder(w)
+	} else {
+		enc, _ = query.NewEncoder(f, w)
+	}
+	res, err := st.Run(c.Request.Context(), enc)
 	if err != nil {
 		if !w.started {
 			fail(c, err)
@@ -104,8 +111,8 @@ func (s *Server) streamSQL(c *gin.Context, req sqlRequest) {
 	}
 	h := c.Writer.Header()
 	h.Set("X-Row-Count", strconv.Itoa(res.RowCount))
-	c.Set(rowsKey, res.RowCount)
 	h.Set("X-Truncated", strconv.FormatBool(res.Truncated))
+	c.Set(rowsKey, res.RowCount)
 }
 
 // lazyWriter sends the status and headers with the first byte, so that

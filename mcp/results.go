@@ -1,0 +1,266 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/query"
+)
+
+// Defaults of the preview Options: what the model sees of a result sent
+// to blocks.
+const (
+	DefaultPreviewRows      = 20
+	DefaultPreviewBytes     = 64 << 10
+	DefaultPreviewCellBytes = 1 << 10
+)
+
+// The modes of a query tool's result (ResultMeta.Mode).
+const (
+	// ModeInline: every row is in the text content, as CSV.
+	ModeInline = "inline"
+	// ModeBlocks: the text content holds a preview; every row is in the
+	// block transfer.
+	ModeBlocks = "blocks"
+)
+
+// resultArgs are the arguments query and run_sql share about the size and
+// destination of their result.
+type resultArgs struct {
+	// MaxRows caps the rows: absent is the server's default, 0 no cap.
+	MaxRows *int `json:"max_rows"`
+	// Export sends the whole result to blocks, whatever its size.
+	Export bool `json:"export"`
+	// Format of the blocks: ndjson (default) or csv.
+	Format string `json:"format"`
+}
+
+// refuseLimit refuses the argument "limit", which query and run_sql
+// called max_rows before results could go to blocks.
+func refuseLimit(args json.RawMessage) error {
+	var probe struct {
+		Limit *int `json:"limit"`
+	}
+	if json.Unmarshal(args, &probe) == nil && probe.Limit != nil {
+		return &query.Error{Kind: query.KindValidation, Message: `argument "limit" is now "max_rows"`,
+			Hint: "max_rows: rows to return; 0 for no cap (large results come back as blocks)"}
+	}
+	return nil
+}
+
+// check resolves the arguments: the row cap to ask the engine for and the
+// block format.
+func (a resultArgs) check() (limit int, f query.Format, err error) {
+	switch a.Format {
+	case "", "ndjson":
+		f = query.FormatNDJSON
+	case "csv":
+		f = query.FormatCSV
+	default:
+		return 0, "", &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", a.Format), Hint: "use ndjson or csv"}
+	}
+	switch {
+	case a.MaxRows == nil:
+		return 0, f, nil
+	case *a.MaxRows < 0:
+		return 0, "", &query.Error{Kind: query.KindValidation, Message: "max_rows must not be negative", Hint: "give a row count, or 0 for no cap"}
+	case *a.MaxRows == 0:
+		return query.NoLimit, f, nil
+	}
+	return *a.MaxRows, f, nil
+}
+
+// answer is a query tool's result: every row (inline), or a preview and
+// the transfer that holds them all.
+type answer struct {
+	*query.AutoResult
+	transfer *blocktransport.Manifest
+}
+
+// answer runs st for a tool call through query's one decision (Stmt.Auto):
+// rows that fit mcp_block_threshold are answered inline; past it they go
+// on into a block transfer in format f, and only a preview stays in
+// memory. export sends every result to blocks.
+func (p *Plugin) answer(ctx context.Context, c call, st *query.Stmt, f query.Format, export bool) (*answer, error) {
+	if c.timeout > 0 {
+		st.Timeout = c.timeout
+	}
+	prog := &query.Progress{}
+	reportRows(ctx, prog)
+	var sp *blockSpill
+	res, err := st.Auto(ctx, query.AutoOptions{
+		InlineBytes:      p.opts.BlockThreshold,
+		PreviewRows:      p.opts.PreviewRows,
+		PreviewBytes:     p.opts.PreviewBytes,
+		PreviewCellBytes: p.opts.PreviewCellBytes,
+		Always:           export,
+		Progress:         prog,
+		Open: func() (query.Spill, error) {
+			var err error
+			sp, err = p.openSpill(c.Subject, f)
+			return sp, err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	a := &answer{AutoResult: res}
+	if res.Mode == query.ModeSpill {
+		a.transfer = sp.manifest
+	}
+	return a, nil
+}
+
+// ResultMeta is the structured content of a query tool's result: what a
+// program needs to read the rows, which are in the text content (inline,
+// as CSV) or in the transfer (blocks), never sent twice.
+type ResultMeta struct {
+	Columns    []query.ResultColumn `json:"columns"`
+	RowCount   int                  `json:"row_count"`
+	Truncated  bool                 `json:"truncated"`
+	NextCursor string               `json:"next_cursor,omitempty"`
+	SQL        string               `json:"sql,omitempty"`
+	ElapsedMS  int64                `json:"elapsed_ms"`
+	// Mode is ModeInline or ModeBlocks.
+	Mode string `json:"mode"`
+	// PreviewRows is how many leading rows the text shows (blocks).
+	PreviewRows int `json:"preview_rows,omitempty"`
+	// CutCells counts the preview's cells cut at the preview cell bound.
+	CutCells int                      `json:"cut_cells,omitempty"`
+	Transfer *blocktransport.Manifest `json:"transfer,omitempty"`
+}
+
+// render makes the tool result: the rows (or the preview) encoded once as
+// CSV text for the model, a footer saying what is where, the metadata as
+// structured content, and one resource link per block.
+func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
+	var b strings.Builder
+	b.Grow(int(a.Rows.Size()) + 256)
+	enc, _ := query.NewEncoder(query.FormatCSV, &b)
+	if err := enc.Begin(a.Columns); err != nil {
+		return nil, err
+	}
+	if err := a.Rows.Replay(enc); err != nil {
+		return nil, err
+	}
+	if err := enc.End(a.Result); err != nil {
+		return nil, err
+	}
+	meta := ResultMeta{Columns: a.Columns, RowCount: a.RowCount, Truncated: a.Truncated, NextCursor: a.NextCursor,
+		SQL: a.SQL, ElapsedMS: a.ElapsedMS, Mode: ModeInline}
+	if a.transfer == nil {
+		fmt.Fprintf(&b, "# rows: %d", a.RowCount)
+		if a.Truncated {
+			b.WriteString(", truncated: more rows exist")
+		}
+		if a.NextCursor != "" {
+			b.WriteString(", next_cursor: " + a.NextCursor)
+		}
+		b.WriteByte('\n')
+	} else {
+		meta.Mode, meta.PreviewRows, meta.CutCells, meta.Transfer = ModeBlocks, a.Rows.Len(), a.Rows.Cut(), a.transfer
+		m := a.transfer
+		fmt.Fprintf(&b, "# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, sha256 %s, "+
+			"until %s; read them with resources/read (links below), get_result_block, or GET /mcp/blocks/%s/all\n",
+			a.RowCount, a.Rows.Len(), truncNote(a.Truncated), m.ID, len(m.Blocks), m.Format, m.Bytes, m.SHA256,
+			m.Expires.Format(time.RFC3339), m.ID)
+		if n := a.Rows.Cut(); n > 0 {
+			fmt.Fprintf(&b, "# %d cells longer than %d bytes are cut above (marked …[cut: N bytes in all]); they are whole in the blocks\n",
+				n, cellBytes)
+		}
+	}
+	data, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("encode tool result: %w", err)
+	}
+	content := []mcpsdk.Content{&mcpsdk.TextContent{Text: b.String()}}
+	if m := a.transfer; m != nil {
+		for _, blk := range m.Blocks {
+			content = append(content, &mcpsdk.ResourceLink{
+				URI:      blockURI(m.ID, blk.N),
+				Name:     fmt.Sprintf("block-%d", blk.N),
+				Title:    fmt.Sprintf("Block %d of %d", blk.N+1, len(m.Blocks)),
+				MIMEType: blocktransport.MIMEType(m.Format),
+				Size:     &blk.Size,
+			})
+		}
+	}
+	return &mcpsdk.CallToolResult{Content: content, StructuredContent: json.RawMessage(data)}, nil
+}
+
+func truncNote(t bool) string {
+	if t {
+		return ", truncated at max_rows"
+	}
+	return ""
+}
+
+// blockSpill is where a result too large to answer inline goes: an
+// encoder writing a block transfer, committed at End.
+type blockSpill struct {
+	query.Encoder
+	w        *blocktransport.Writer
+	manifest *blocktransport.Manifest
+}
+
+var _ query.Spill = (*blockSpill)(nil)
+
+// openSpill starts a transfer for owner in format f.
+func (p *Plugin) openSpill(owner string, f query.Format) (*blockSpill, error) {
+	if p.opts.Blocks == nil {
+		return nil, &query.Error{Kind: query.KindValidation,
+			Message: fmt.Sprintf("the result is over %d bytes and this server has no block store", p.opts.BlockThreshold),
+			Hint:    "ask for fewer rows (max_rows) or columns"}
+	}
+	w, err := p.opts.Blocks.Create(owner, string(f))
+	if err != nil {
+		return nil, blockErr(err)
+	}
+	enc, err := query.NewEncoder(f, blockWriter{w})
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return &blockSpill{Encoder: enc, w: w}, nil
+}
+
+// End flushes the rows and commits the transfer.
+func (s *blockSpill) End(res *query.Result) error {
+	if err := s.Encoder.End(res); err != nil {
+		return err
+	}
+	cols, err := json.Marshal(res.Columns)
+	if err != nil {
+		return err
+	}
+	m, err := s.w.Commit(int64(res.RowCount), cols)
+	if err != nil {
+		return blockErr(err)
+	}
+	s.manifest = m
+	return nil
+}
+
+// Abort removes the partial transfer.
+func (s *blockSpill) Abort() { s.w.Abort() }
+
+// blockWriter maps the store's errors into the taxonomy.
+type blockWriter struct{ w *blocktransport.Writer }
+
+var _ query.PartWriter = blockWriter{}
+
+func (b blockWriter) Write(p []byte) (int, error) {
+	n, err := b.w.Write(p)
+	return n, blockErr(err)
+}
+
+func (b blockWriter) WritePart(p []byte) (int, error) {
+	n, err := b.w.WritePart(p)
+	return n, blockErr(err)
+}

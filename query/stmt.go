@@ -1,0 +1,248 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lakegate/lakegate/query/validate"
+)
+
+// NoLimit, as a request's Limit, asks for every row up to Options.MaxLimit.
+const NoLimit = -1
+
+// stmtGrace is how much longer than the statement timeout the context of
+// a PostgreSQL query lives, so that the server's own timeout (a clean
+// 57014) normally fires first and the context is the backstop.
+const stmtGrace = time.Second
+
+// wrapAlias names the subquery that caps caller-written SQL.
+const wrapAlias = "lakegate_q"
+
+// Stmt is one statement ready to run: the caller's access granted, the SQL
+// built or checked by the validator, the row cap resolved, all once. Run
+// streams its rows, decoded once, into a Sink; Estimate asks the planner
+// for its size. A Stmt holds no connection; it may be run more than once
+// (each Run is a new read-only transaction) but not concurrently with
+// changes to its exported fields.
+type Stmt struct {
+	// SQL is the statement as the caller sees it: the caller's SQL, or
+	// the built SQL with its row cap.
+	SQL string
+	// Database is the database it runs on.
+	Database string
+	// Limit is the row cap: Run reads at most Limit rows and marks the
+	// result truncated when there were more.
+	Limit int
+	// Timeout is the statement timeout (Options.StatementTimeout unless
+	// set before Run).
+	Timeout time.Duration
+	// Role is the PostgreSQL role the statement runs as (SET LOCAL ROLE,
+	// from the caller's access rule); empty: the connecting user.
+	Role string
+	// PinPath runs the statement with search_path set to public, so that
+	// PostgreSQL reads unqualified names as a table allow-list does.
+	PinPath bool
+
+	e    *Engine
+	src  source
+	text string // what runs: capped at Limit+1 rows
+	args []any
+	// next makes the cursor of the page after a truncated one.
+	next func() string
+}
+
+// Args are the bind parameters of the statement, in order.
+func (s *Stmt) Args() []any { return s.args }
+
+// PrepareSQL checks caller-written SQL for c: it must pass validate.Check
+// (one read-only SELECT or UNION) and read only tables c may read. It then
+// runs as written, wrapped in the row cap, in a read-only transaction
+// (PostgreSQL, extended protocol: one statement only) or on a read-only
+// connection (SQLite), under the statement timeout.
+func (e *Engine) PrepareSQL(ctx context.Context, c Caller, r SQLRequest) (*Stmt, error) {
+	g, err := e.grantFor(c, r.Database)
+	if err != nil {
+		return nil, err
+	}
+	src, err := e.source(r.Database)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := e.limit(r.Limit)
+	if err != nil {
+		return nil, err
+	}
+	text := trimSQL(r.SQL)
+	if text == "" {
+		return nil, &Error{Kind: KindValidation, Message: "the SQL is empty", Hint: "give one SELECT statement"}
+	}
+	// A statement the MySQL-dialect parser cannot read (casts, ILIKE,
+	// CTEs...) passed the validator's lexical checks and runs as written:
+	// the database is the wall, with a read-only transaction or
+	// connection, one statement only and the statement timeout. With a
+	// table list (access rules), only its tables may be read and such
+	// statements are refused.
+	if err := g.check(src.dialect(), r.SQL); err != nil {
+		return nil, err
+	}
+	args, err := normParams(r.Params)
+	if err != nil {
+		return nil, err
+	}
+	s := e.newStmt(g, src, r.Database, limit)
+	s.SQL, s.text, s.args = r.SQL, wrapLimit(text, limit+1), args
+	return s, nil
+}
+
+// PrepareQuery builds a structured request for c (see [Request]): tables
+// and columns are checked against the catalog, identifiers quoted, every
+// value a bind parameter, and the same request always gives the same
+// text. Stmt.SQL is the built SQL.
+func (e *Engine) PrepareQuery(ctx context.Context, c Caller, r Request) (*Stmt, error) {
+	g, err := e.grantFor(c, r.Database)
+	if err != nil {
+		return nil, err
+	}
+	b, err := e.build(ctx, g, r)
+	if err != nil {
+		return nil, err
+	}
+	s := e.newStmt(g, b.src, r.Database, b.limit)
+	s.SQL, s.text, s.args = b.withLimit(b.limit), b.withLimit(b.limit+1), b.args
+	s.next = func() string { return encodeCursor(b.offset+b.limit, b.hash) }
+	return s, nil
+}
+
+func (e *Engine) newStmt(g *grant, src source, db string, limit int) *Stmt {
+	return &Stmt{Database: db, Limit: limit, Timeout: e.opts.StatementTimeout,
+		Role: g.pgRole, PinPath: g.tables != nil, e: e, src: src}
+}
+
+// Run runs the statement and streams its rows into sink: Begin, a Row per
+// row (at most Limit), End. It goes through the database's breaker and
+// retries transient failures while nothing has reached the sink yet. The
+// first row is read before Begin, so a statement that fails at once never
+// touches the sink. Errors are classified; a sink's own error comes back
+// as it was returned.
+func (s *Stmt) Run(ctx context.Context, sink Sink) (*Result, error) {
+	start := time.Now()
+	t := &trackSink{Sink: sink}
+	var res *Result
+	err := s.e.retry(ctx, s, func(ctx context.Context) (bool, error) {
+		var err error
+		res, err = s.src.run(ctx, s, t)
+		return t.started, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.SQL = s.SQL
+	if res.Truncated && s.next != nil {
+		res.NextCursor = s.next()
+	}
+	res.ElapsedMS = time.Since(start).Milliseconds()
+	if err := sink.End(res); err != nil {
+		return nil, &sinkErr{err}
+	}
+	return res, nil
+}
+
+// trackSink notes whether output has begun and marks the sink's errors so
+// that they are not taken for the database's. End is called by Run after
+// the summary is complete.
+type trackSink struct {
+	Sink
+	started bool
+}
+
+func (t *trackSink) Begin(cols []ResultColumn) error {
+	t.started = true
+	return wrapSink(t.Sink.Begin(cols))
+}
+
+func (t *trackSink) Row(cells []Cell) error { return wrapSink(t.Sink.Row(cells)) }
+
+func (t *trackSink) End(*Result) error { return nil }
+
+// sinkErr is a failure of the sink (the reader went away, a bound was
+// hit): never retried, and returned to the caller as the sink made it.
+type sinkErr struct{ err error }
+
+func (e *sinkErr) Error() string { return e.err.Error() }
+func (e *sinkErr) Unwrap() error { return e.err }
+
+func wrapSink(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &sinkErr{err}
+}
+
+// Estimate is PostgreSQL's estimate, in bytes, of the statement's result
+// (rows × width, the rows capped at Limit); ok is false when there is none
+// (SQLite, or the planner failed). Estimates are cached briefly by text.
+func (s *Stmt) Estimate(ctx context.Context) (bytes float64, ok bool) {
+	if s.src.dialect() != Postgres {
+		return 0, false
+	}
+	e := s.e
+	rows, width, ok := e.plans.get(s.Database, s.text)
+	if !ok {
+		ctx, cancel := context.WithTimeout(ctx, min(s.Timeout, 5*time.Second))
+		defer cancel()
+		var err error
+		if rows, width, err = s.src.estimate(ctx, s); err != nil {
+			return 0, false
+		}
+		e.plans.put(s.Database, s.text, rows, width)
+	}
+	return min(rows, float64(s.Limit)) * width, true
+}
+
+// limit resolves a request's row cap: 0 is Options.DefaultLimit, NoLimit
+// is Options.MaxLimit.
+func (e *Engine) limit(asked int) (int, error) {
+	switch {
+	case asked == NoLimit:
+		return e.opts.MaxLimit, nil
+	case asked < 0:
+		return 0, &Error{Kind: KindValidation, Message: "the row limit must not be negative",
+			Hint: fmt.Sprintf("give 1 to %d, or leave it out for the default (%d)", e.opts.MaxLimit, e.opts.DefaultLimit)}
+	case asked == 0:
+		return e.opts.DefaultLimit, nil
+	case asked > e.opts.MaxLimit:
+		return 0, &Error{Kind: KindValidation, Message: fmt.Sprintf("a row limit of %d is over the maximum of %d rows", asked, e.opts.MaxLimit),
+			Hint: fmt.Sprintf("give at most %d", e.opts.MaxLimit)}
+	}
+	return asked, nil
+}
+
+// trimSQL removes surrounding white space and trailing semicolons.
+func trimSQL(s string) string {
+	return strings.TrimRight(strings.TrimSpace(s), "; \t\r\n")
+}
+
+// wrapLimit caps sqlText at n rows. The newlines keep a trailing "--"
+// comment from hiding the closing parenthesis.
+func wrapLimit(sqlText string, n int) string {
+	return "SELECT * FROM (\n" + sqlText + "\n) AS " + wrapAlias + " LIMIT " + strconv.Itoa(n)
+}
+
+// refusal turns a validator refusal into a validation error.
+func refusal(err error) *Error {
+	var ve *validate.Error
+	if !errors.As(err, &ve) {
+		return &Error{Kind: KindValidation, Message: "the SQL was refused: " + err.Error(), Err: err}
+	}
+	msg := "the SQL was refused: " + ve.Reason
+	if ve.Line > 0 {
+		msg += fmt.Sprintf(" (line %d, column %d)", ve.Line, ve.Col)
+	} else if ve.Pos >= 0 {
+		msg += fmt.Sprintf(" (at byte %d)", ve.Pos)
+	}
+	return &Error{Kind: KindValidation, Message: msg, Hint: ve.Hint, Err: err}
+}
