@@ -31,17 +31,27 @@ func callJSON(t *testing.T, cs *mcpsdk.ClientSession, tool string, args map[stri
 	if err := dec.Decode(out); err != nil {
 		t.Fatalf("%s: structured content %s: %v", tool, raw, err)
 	}
-	// The text content carries the same data: query results as compact
-	// CSV (header, rows, footer), everything else as the same JSON.
+	// Query results carry their rows once: as CSV in the text content
+	// (all of them inline, a preview with blocks), never in the structured
+	// content, which describes them. The rows are read back from the CSV,
+	// typed by the columns, into out's "rows".
 	text := res.Content[0].(*mcpsdk.TextContent).Text
 	var a, b any
 	_ = json.Unmarshal(raw, &a)
-	if m, ok := a.(map[string]any); ok && m["columns"] != nil && m["rows"] != nil {
-		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-		rows, _ := m["rows"].([]any)
-		// A result in blocks lists its leading rows; the footer has the total.
-		if len(lines) != len(rows)+2 || !strings.HasPrefix(lines[len(lines)-1], fmt.Sprintf("# rows: %v", m["row_count"])) {
-			t.Errorf("%s: text %q: want a header, %d rows and a footer", tool, text, len(rows))
+	if m, ok := a.(map[string]any); ok && m["columns"] != nil && m["mode"] != nil {
+		if m["rows"] != nil {
+			t.Errorf("%s: structured content repeats the rows", tool)
+		}
+		rows, footer := parseResultText(t, text, m["columns"].([]any))
+		if !strings.HasPrefix(footer, fmt.Sprintf("# rows: %v", m["row_count"])) {
+			t.Errorf("%s: text %q: want a header, rows and a footer with the row count", tool, text)
+		}
+		m["rows"] = rows
+		raw, _ = json.Marshal(m)
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(out); err != nil {
+			t.Fatalf("%s: %s: %v", tool, raw, err)
 		}
 		t.Logf("%s: text %d bytes, structured JSON %d bytes", tool, len(text), len(raw))
 		return res
@@ -53,6 +63,85 @@ func callJSON(t *testing.T, cs *mcpsdk.ClientSession, tool string, args map[stri
 		t.Errorf("%s: text content differs from structured content", tool)
 	}
 	return res
+}
+
+// parseResultText reads a query tool's text: a CSV header, the rows, then
+// footer lines starting with "# ". An unquoted empty field is NULL; the
+// cells of numeric and boolean columns become JSON numbers and booleans,
+// the rest stay strings.
+func parseResultText(t *testing.T, text string, cols []any) (rows [][]any, footer string) {
+	t.Helper()
+	var fields []*string
+	var records [][]*string
+	i := 0
+	for i < len(text) {
+		if len(fields) == 0 && strings.HasPrefix(text[i:], "# ") {
+			footer = text[i:]
+			break
+		}
+		var f strings.Builder
+		quoted := false
+		if text[i] == '"' {
+			quoted = true
+			i++
+			for i < len(text) {
+				if text[i] == '"' {
+					if i+1 < len(text) && text[i+1] == '"' {
+						f.WriteByte('"')
+						i += 2
+						continue
+					}
+					i++
+					break
+				}
+				f.WriteByte(text[i])
+				i++
+			}
+		} else {
+			for i < len(text) && text[i] != ',' && text[i] != '\n' {
+				f.WriteByte(text[i])
+				i++
+			}
+		}
+		v := f.String()
+		if !quoted && v == "" {
+			fields = append(fields, nil)
+		} else {
+			fields = append(fields, &v)
+		}
+		if i < len(text) && text[i] == ',' {
+			i++
+			continue
+		}
+		i++ // the newline
+		records = append(records, fields)
+		fields = nil
+	}
+	if len(records) == 0 {
+		t.Fatalf("text %q: no CSV header", text)
+	}
+	for _, rec := range records[1:] {
+		if len(rec) != len(cols) {
+			t.Fatalf("text %q: a row of %d fields, want %d", text, len(rec), len(cols))
+		}
+		row := make([]any, len(rec))
+		for j, f := range rec {
+			if f == nil {
+				continue
+			}
+			c, _ := cols[j].(map[string]any)
+			switch {
+			case c["json"] != nil && json.Valid([]byte(*f)) && (*f)[0] != '"':
+				row[j] = json.Number(*f)
+			case c["type"] == "bool" || c["type"] == "boolean":
+				row[j] = *f == "true"
+			default:
+				row[j] = *f
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, footer
 }
 
 type result struct {

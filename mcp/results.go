@@ -66,6 +66,9 @@ func (a resultArgs) check() (limit int, f query.Format, err error) {
 		return 0, "", &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", a.Format), Hint: "use ndjson or csv"}
 	}
 	switch {
+	case a.MaxRows == nil && a.Export:
+		// An export without a cap is the whole result.
+		return query.NoLimit, f, nil
 	case a.MaxRows == nil:
 		return 0, f, nil
 	case *a.MaxRows < 0:

@@ -522,7 +522,6 @@ func (e *objectEncoder) Row(cells []Cell) error {
 	if e.rows > 0 {
 		e.buf = append(e.buf, ',')
 	}
-	e.buf = append(e.buf, '\n')
 	e.rows++
 	e.appendRow(cells)
 	return e.maybeFlush()
@@ -540,11 +539,7 @@ func (e *objectEncoder) End(res *Result) error {
 	if err != nil {
 		return err
 	}
-	if e.rows > 0 {
-		e.buf = append(e.buf, '\n')
-	}
 	e.buf = append(e.buf, "],"...)
 	e.buf = append(e.buf, b[1:]...) // the summary's fields, and its closing brace
-	e.buf = append(e.buf, '\n')
 	return e.flush()
 }

@@ -65,6 +65,11 @@ func (s *Server) runSQL(c *gin.Context) {
 			Hint: `send {"database": "...", "sql": "SELECT ...", "params": [...]}`})
 		return
 	}
+	if req.Limit < 0 {
+		fail(c, &query.Error{Kind: query.KindValidation, Message: "limit must not be negative",
+			Hint: "give a row count, or leave it out for the default"})
+		return
+	}
 	switch req.Format {
 	case "":
 	case query.FormatJSON, query.FormatNDJSON, query.FormatCSV:

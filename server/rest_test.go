@@ -93,7 +93,7 @@ func TestSQL(t *testing.T) {
 		{name: "default limit truncates", body: sqlJSON(t, "demo", "SELECT id FROM readings ORDER BY id", 0), want: 200, rows: 100, truncated: true, firstRowFirst: "1"},
 		{name: "limit truncates", body: sqlJSON(t, "demo", "SELECT id FROM devices ORDER BY id", 10), want: 200, rows: 10, truncated: true, firstRowFirst: "1"},
 		{name: "limit not reached", body: sqlJSON(t, "demo", "SELECT id FROM devices", 50), want: 200, rows: 50},
-		{name: "limit over max", body: sqlJSON(t, "demo", "SELECT id FROM devices", 10001), want: 400, kind: query.KindValidation},
+		{name: "limit over max", body: sqlJSON(t, "demo", "SELECT id FROM devices", 10_000_001), want: 400, kind: query.KindValidation},
 		{name: "negative limit", body: sqlJSON(t, "demo", "SELECT id FROM devices", -1), want: 400, kind: query.KindValidation},
 		{name: "delete refused", body: sqlJSON(t, "demo", "DELETE FROM devices", 0), want: 400, kind: query.KindValidation},
 		{name: "two statements", body: sqlJSON(t, "demo", "SELECT 1; SELECT 2", 0), want: 400, kind: query.KindValidation},

@@ -1,0 +1,129 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestResultMemory measures the real binary's peak resident memory
+// (VmHWM) around result-heavy calls on the benchmark database, each on a
+// fresh server: the default agent call for every row of readings (and 4×
+// that, and a second call in the same process), a hostile result of a few
+// 50 MB rows on /rest/sql and on run_sql, and eight hostile calls at once
+// from one reader. A benchmark, run by make bench:
+//
+//	LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL=... go test -run '^TestResultMemory$' -count=1 -v ./integration/
+func TestResultMemory(t *testing.T) {
+	benchURL := os.Getenv("LAKEGATE_BENCH_DATABASE_URL")
+	if os.Getenv("LAKEGATE_BENCH_MEMORY") == "" || benchURL == "" {
+		t.Skip("a benchmark: set LAKEGATE_BENCH_MEMORY=1 and LAKEGATE_BENCH_DATABASE_URL (make bench does)")
+	}
+	bin := buildBinary(t)
+	serve := func(t *testing.T) (*proc, *mcpsdk.ClientSession) {
+		p := startProc(t, bin, "LAKEGATE_DATABASES=bench="+benchURL, "LAKEGATE_LOG_LEVEL=warn",
+			"LAKEGATE_MCP_BLOCK_BUDGET="+strconv.Itoa(16<<30), "LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT="+strconv.Itoa(8<<30),
+			"LAKEGATE_RATE_LIMIT_RPS=0", "LAKEGATE_STATEMENT_TIMEOUT=5m")
+		client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{
+			Endpoint: p.base + "/mcp/sse", HTTPClient: httpClient(token(t, "bench", "reader"))}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return p, cs
+	}
+	// call runs run_sql and returns the reply's size (text and structured
+	// content, as JSON).
+	call := func(t *testing.T, cs *mcpsdk.ClientSession, args map[string]any) int {
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res)
+		if res.IsError {
+			t.Fatalf("run_sql: %s", b)
+		}
+		return len(b)
+	}
+	mib := func(kb int64) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
+	all := map[string]any{"database": "bench", "sql": "SELECT * FROM readings", "max_rows": 0}
+
+	t.Run("default agent call, every row", func(t *testing.T) {
+		p, cs := serve(t)
+		base := hwm(t, p.cmd.Process.Pid)
+		n := call(t, cs, all)
+		first := hwm(t, p.cmd.Process.Pid)
+		call(t, cs, all)
+		second := hwm(t, p.cmd.Process.Pid)
+		t.Logf("run_sql all readings (max_rows 0): server peak RSS %s (at start %s), after a second call %s; reply %d bytes",
+			mib(first), mib(base), mib(second), n)
+	})
+	t.Run("default agent call, 4x the rows", func(t *testing.T) {
+		p, cs := serve(t)
+		call(t, cs, map[string]any{"database": "bench", "sql": "SELECT r.* FROM readings r, generate_series(1, 4) g", "max_rows": 0})
+		t.Logf("run_sql all readings x4 (max_rows 0): server peak RSS %s", mib(hwm(t, p.cmd.Process.Pid)))
+	})
+	hostile := "SELECT repeat('x', 50000000) AS big FROM generate_series(1, 4)"
+	t.Run("hostile rows on /rest/sql", func(t *testing.T) {
+		p, _ := serve(t)
+		body := fmt.Sprintf(`{"database":"bench","sql":%q}`, hostile)
+		req, _ := http.NewRequest("POST", p.base+"/rest/sql", strings.NewReader(body))
+		resp, err := httpClient(token(t, "bench", "reader")).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("got %d", resp.StatusCode)
+		}
+		t.Logf("/rest/sql 4 rows of 50 MB (%d MB of JSON): server peak RSS %s", n/1000000, mib(hwm(t, p.cmd.Process.Pid)))
+	})
+	t.Run("hostile rows on run_sql", func(t *testing.T) {
+		p, cs := serve(t)
+		n := call(t, cs, map[string]any{"database": "bench", "sql": hostile})
+		t.Logf("run_sql 4 rows of 50 MB (default max_rows): reply %d bytes, server peak RSS %s", n, mib(hwm(t, p.cmd.Process.Pid)))
+	})
+	t.Run("eight hostile calls at once", func(t *testing.T) {
+		p, cs := serve(t)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() { call(t, cs, map[string]any{"database": "bench", "sql": hostile}) })
+		}
+		wg.Wait()
+		t.Logf("8 x run_sql 4 rows of 50 MB at once, one reader: server peak RSS %s", mib(hwm(t, p.cmd.Process.Pid)))
+	})
+}
+
+// hwm is the peak resident memory (VmHWM) of process pid, in KiB, after a
+// moment for the process to settle.
+func hwm(t *testing.T, pid int) int64 {
+	t.Helper()
+	time.Sleep(200 * time.Millisecond)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for l := range bytes.Lines(b) {
+		if f := strings.Fields(string(l)); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb
+		}
+	}
+	t.Fatal("no VmHWM in /proc/PID/status")
+	return 0
+}

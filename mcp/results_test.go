@@ -1,0 +1,127 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/query"
+)
+
+// callSQL runs run_sql and returns the text content, the structured
+// content and the resource links.
+func callSQL(t *testing.T, cs *mcpsdk.ClientSession, args map[string]any) (string, ResultMeta, []*mcpsdk.ResourceLink) {
+	t.Helper()
+	ctx, cancel := contextWithTimeout(t, 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "run_sql", Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("run_sql %v: %s", args, res.Content[0].(*mcpsdk.TextContent).Text)
+	}
+	var meta ResultMeta
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		t.Fatal(err)
+	}
+	var links []*mcpsdk.ResourceLink
+	for _, c := range res.Content[1:] {
+		links = append(links, c.(*mcpsdk.ResourceLink))
+	}
+	return res.Content[0].(*mcpsdk.TextContent).Text, meta, links
+}
+
+// TestResultsInlineAndBlocks: a result under the threshold is answered
+// inline, every row once as CSV text and none in the structured content;
+// past it the rows go to blocks and the reply holds a preview bounded in
+// rows, bytes and cell length, with a marker on each cut cell.
+func TestResultsInlineAndBlocks(t *testing.T) {
+	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir(), BlockSize: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	p, _ := newTestPlugin(t, Options{Blocks: store, BlockThreshold: 8 << 10,
+		PreviewRows: 5, PreviewBytes: 2 << 10, PreviewCellBytes: 100})
+	srv := serveHTTP(t, p)
+	cs := connectStreamable(t, srv.URL, "alice", "2025-11-25", nil)
+
+	t.Run("inline", func(t *testing.T) {
+		text, meta, links := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT id, name FROM devices ORDER BY id", "max_rows": 3})
+		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+		if len(lines) != 5 || lines[0] != "id,name" || !strings.HasPrefix(lines[1], "1,") ||
+			lines[4] != "# rows: 3, truncated: more rows exist" {
+			t.Errorf("got text %q, want a header, 3 rows and the footer", text)
+		}
+		if meta.Mode != ModeInline || meta.RowCount != 3 || !meta.Truncated || meta.Transfer != nil || len(links) != 0 {
+			t.Errorf("got %+v and %d links, want inline, 3 rows, truncated, no transfer", meta, len(links))
+		}
+	})
+
+	t.Run("past the threshold to blocks", func(t *testing.T) {
+		text, meta, links := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT * FROM readings ORDER BY id", "max_rows": 0})
+		if meta.Mode != ModeBlocks || meta.RowCount != 5000 || meta.Transfer == nil {
+			t.Fatalf("got %+v, want 5000 rows in blocks", meta)
+		}
+		if meta.PreviewRows < 1 || meta.PreviewRows > 5 {
+			t.Errorf("got a preview of %d rows, want 1 to 5", meta.PreviewRows)
+		}
+		if len(links) != len(meta.Transfer.Blocks) || len(links) < 2 {
+			t.Errorf("got %d links for %d blocks", len(links), len(meta.Transfer.Blocks))
+		}
+		if len(text) > 4<<10 {
+			t.Errorf("got %d bytes of text, want the preview bounded", len(text))
+		}
+		var all bytes.Buffer
+		for n := range meta.Transfer.Blocks {
+			data, _, err := store.ReadBlock(meta.Transfer.ID, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all.Write(data)
+		}
+		rows := strings.Split(strings.TrimSuffix(all.String(), "\n"), "\n")
+		if len(rows) != 5000 || !strings.HasPrefix(rows[0], "[1,") || !strings.HasPrefix(rows[4999], "[5000,") {
+			t.Errorf("got %d NDJSON rows in the blocks (first %q), want 5000 in order", len(rows), rows[0])
+		}
+	})
+
+	t.Run("long cells cut in the preview, whole in the blocks", func(t *testing.T) {
+		sql := "SELECT id, printf('%.3000c', 'x') || 'END' AS big FROM devices ORDER BY id"
+		text, meta, _ := callSQL(t, cs, map[string]any{"database": "iot", "sql": sql, "max_rows": 0})
+		if meta.Mode != ModeBlocks || meta.RowCount != 50 {
+			t.Fatalf("got %+v, want 50 rows in blocks", meta)
+		}
+		marker := query.CutMarker(3003)
+		if n := strings.Count(text, marker); n == 0 || n != meta.CutCells || n != meta.PreviewRows {
+			t.Errorf("got %d markers %q, cut_cells %d, preview rows %d; want one per preview row", n, marker, meta.CutCells, meta.PreviewRows)
+		}
+		if strings.Contains(text, "END") {
+			t.Error("the preview holds a whole long cell")
+		}
+		data, _, err := store.ReadBlock(meta.Transfer.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(data, []byte(strings.Repeat("x", 3000)+"END")) {
+			t.Error("the blocks do not hold the whole cell")
+		}
+	})
+
+	t.Run("a wrong guess costs nothing: export of a small result", func(t *testing.T) {
+		_, meta, _ := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT id FROM devices WHERE id <= 2", "export": true})
+		if meta.Mode != ModeBlocks || meta.RowCount != 2 || meta.Transfer == nil || meta.Transfer.Rows != 2 {
+			t.Errorf("got %+v, want an export of 2 rows in blocks", meta)
+		}
+	})
+}
