@@ -36,7 +36,7 @@ const (
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultRowLimit         = 100
 	DefaultMaxRowLimit      = 10_000_000
-	DefaultMaxRowBytes      = 64 << 20
+	DefaultMaxRowBytes      = 16 << 20
 	DefaultMaxBodyBytes     = 32 << 20
 	DefaultSessionQueue     = 64
 	DefaultWriteTimeout     = 10 * time.Second

@@ -19,9 +19,9 @@ import (
 // TestResultMemory measures the real binary's peak resident memory
 // (VmHWM) around result-heavy calls on the benchmark database, each on a
 // fresh server: the default agent call for every row of readings (and 4×
-// that, and a second call in the same process), a hostile result of a few
-// 50 MB rows on /rest/sql and on run_sql, and eight hostile calls at once
-// from one reader. A benchmark, run by make bench:
+// that, and a second call in the same process), a hostile result of 16 MB
+// rows (400 MB) on /rest/sql and on run_sql, rows past max_row_bytes, and
+// eight hostile calls at once from one reader. A benchmark, run by make bench:
 //
 //	LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL=... go test -run '^TestResultMemory$' -count=1 -v ./integration/
 func TestResultMemory(t *testing.T) {
@@ -31,7 +31,7 @@ func TestResultMemory(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	serve := func(t *testing.T) (*proc, *mcpsdk.ClientSession) {
-		p := startProc(t, bin, "LAKEGATE_DATABASES=bench="+benchURL, "LAKEGATE_LOG_LEVEL=warn",
+		p := startProc(t, bin, "LAKEGATE_DATABASES=bench="+benchURL,
 			"LAKEGATE_MCP_BLOCK_BUDGET="+strconv.Itoa(16<<30), "LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT="+strconv.Itoa(8<<30),
 			"LAKEGATE_RATE_LIMIT_RPS=0", "LAKEGATE_STATEMENT_TIMEOUT=5m")
 		client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil)
@@ -74,7 +74,8 @@ func TestResultMemory(t *testing.T) {
 		call(t, cs, map[string]any{"database": "bench", "sql": "SELECT r.* FROM readings r, generate_series(1, 4) g", "max_rows": 0})
 		t.Logf("run_sql all readings x4 (max_rows 0): server peak RSS %s", mib(hwm(t, p.cmd.Process.Pid)))
 	})
-	hostile := "SELECT repeat('x', 50000000) AS big FROM generate_series(1, 4)"
+	// 25 rows of 16 MB: each row within max_row_bytes (16 MiB), 400 MB in all.
+	hostile := "SELECT repeat('x', 16000000) AS big FROM generate_series(1, 25)"
 	t.Run("hostile rows on /rest/sql", func(t *testing.T) {
 		p, _ := serve(t)
 		body := fmt.Sprintf(`{"database":"bench","sql":%q}`, hostile)
@@ -88,12 +89,25 @@ func TestResultMemory(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("got %d", resp.StatusCode)
 		}
-		t.Logf("/rest/sql 4 rows of 50 MB (%d MB of JSON): server peak RSS %s", n/1000000, mib(hwm(t, p.cmd.Process.Pid)))
+		t.Logf("/rest/sql 25 rows of 16 MB (%d MB of JSON): server peak RSS %s", n/1000000, mib(hwm(t, p.cmd.Process.Pid)))
 	})
 	t.Run("hostile rows on run_sql", func(t *testing.T) {
 		p, cs := serve(t)
 		n := call(t, cs, map[string]any{"database": "bench", "sql": hostile})
-		t.Logf("run_sql 4 rows of 50 MB (default max_rows): reply %d bytes, server peak RSS %s", n, mib(hwm(t, p.cmd.Process.Pid)))
+		t.Logf("run_sql 25 rows of 16 MB (default max_rows): reply %d bytes, server peak RSS %s", n, mib(hwm(t, p.cmd.Process.Pid)))
+	})
+	t.Run("rows over max_row_bytes on run_sql", func(t *testing.T) {
+		p, cs := serve(t)
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
+			"database": "bench", "sql": "SELECT repeat('x', 50000000) AS big FROM generate_series(1, 4)"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := res.Content[0].(*mcpsdk.TextContent).Text
+		if !res.IsError || !strings.Contains(text, "max_row_bytes") {
+			t.Fatalf("got %s, want the row bound's error", text)
+		}
+		t.Logf("run_sql 4 rows of 50 MB: refused (%d-byte error naming max_row_bytes), server peak RSS %s", len(text), mib(hwm(t, p.cmd.Process.Pid)))
 	})
 	t.Run("eight hostile calls at once", func(t *testing.T) {
 		p, cs := serve(t)
@@ -102,7 +116,7 @@ func TestResultMemory(t *testing.T) {
 			wg.Go(func() { call(t, cs, map[string]any{"database": "bench", "sql": hostile}) })
 		}
 		wg.Wait()
-		t.Logf("8 x run_sql 4 rows of 50 MB at once, one reader: server peak RSS %s", mib(hwm(t, p.cmd.Process.Pid)))
+		t.Logf("8 x run_sql 25 rows of 16 MB at once, one reader: server peak RSS %s", mib(hwm(t, p.cmd.Process.Pid)))
 	})
 }
 

@@ -1,13 +1,15 @@
 package query
 
 import (
+	"cmp"
 	"context"
-	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -143,25 +145,17 @@ func TestAccessDenials(t *testing.T) {
 		}
 	})
 	t.Run("query", func(t *testing.T) {
-		_, err := e.Query(ctx, analyst, Request{Database: "lite", Table: "devices"})
+		_, err := e.PrepareQuery(ctx, analyst, Request{Database: "lite", Table: "devices"})
 		forbidden(t, err, `"devices"`)
-		_, err = e.Query(ctx, analyst, Request{Database: "lite", Table: "readings", Joins: []Join{{Table: "devices"}}})
+		_, err = e.PrepareQuery(ctx, analyst, Request{Database: "lite", Table: "readings", Joins: []Join{{Table: "devices"}}})
 		forbidden(t, err, `"devices"`)
-		res, err := e.Query(ctx, analyst, Request{Database: "lite", Table: "readings", Limit: 2})
-		if err != nil || res.RowCount != 2 {
-			t.Fatalf("got %v, %v, want 2 rows", res, err)
+		res, rows, err := runQuery(ctx, e, analyst, Request{Database: "lite", Table: "readings", Limit: 2})
+		if err != nil || res.RowCount != 2 || len(rows) != 2 {
+			t.Fatalf("got %v, %d rows, %v, want 2 rows", res, len(rows), err)
 		}
 	})
-	t.Run("build", func(t *testing.T) {
-		_, _, err := e.Build(ctx, analyst, Request{Database: "lite", Table: "devices"})
-		forbidden(t, err, `"devices"`)
-	})
-	t.Run("stream query", func(t *testing.T) {
-		_, err := e.StreamQuery(ctx, analyst, Request{Database: "lite", Table: "devices"}, FormatNDJSON, io.Discard)
-		forbidden(t, err, `"devices"`)
-	})
 	t.Run("time series", func(t *testing.T) {
-		_, err := e.TimeSeries(ctx, analyst, TimeSeriesRequest{Database: "lite", Table: "devices", TimeColumn: "installed",
+		_, err := e.PrepareTimeSeries(ctx, analyst, TimeSeriesRequest{Database: "lite", Table: "devices", TimeColumn: "installed",
 			Bucket: Bucket{Unit: "day"}, Start: "2020-01-01T00:00:00Z", End: "2020-02-01T00:00:00Z"})
 		forbidden(t, err, `"devices"`)
 	})
@@ -177,18 +171,14 @@ func TestAccessDenials(t *testing.T) {
 		{"schema qualified", "SELECT * FROM main.devices", "main.devices"},
 	} {
 		t.Run("sql "+tt.name, func(t *testing.T) {
-			_, err := e.RunSQL(ctx, analyst, sqlReq(tt.sql))
-			forbidden(t, err, tt.table)
-			_, err = e.Stream(ctx, analyst, sqlReq(tt.sql), FormatNDJSON, io.Discard)
-			forbidden(t, err, tt.table)
-			_, err = e.Auto(ctx, analyst, sqlReq(tt.sql), FormatNDJSON, io.Discard)
+			_, err := e.PrepareSQL(ctx, analyst, sqlReq(tt.sql))
 			forbidden(t, err, tt.table)
 			_, err = e.Explain(ctx, analyst, "lite", tt.sql, false, "")
 			forbidden(t, err, tt.table)
 		})
 	}
 	t.Run("sql unreadable by the checker is refused", func(t *testing.T) {
-		_, err := e.RunSQL(ctx, analyst, sqlReq("WITH x AS (SELECT * FROM devices) SELECT * FROM x"))
+		_, err := e.PrepareSQL(ctx, analyst, sqlReq("WITH x AS (SELECT * FROM devices) SELECT * FROM x"))
 		qe := wantKind(t, err, KindValidation)
 		if !strings.Contains(qe.Message, "allow-list") {
 			t.Errorf("got %q, want the allow-list named", qe.Message)
@@ -196,13 +186,13 @@ func TestAccessDenials(t *testing.T) {
 	})
 	for _, s := range []string{"SELECT count(*) FROM readings", `SELECT * FROM "READINGS" LIMIT 1`, "SELECT * FROM main.ok_readings LIMIT 1"} {
 		t.Run("sql allowed "+s, func(t *testing.T) {
-			if _, err := e.RunSQL(ctx, analyst, sqlReq(s)); err != nil {
+			if _, _, err := runSQL(ctx, e, analyst, sqlReq(s)); err != nil {
 				t.Errorf("got %v, want rows", err)
 			}
 		})
 	}
 	t.Run("no rule: everything", func(t *testing.T) {
-		if _, err := e.RunSQL(ctx, Caller{Roles: []string{"reader"}}, sqlReq("WITH x AS (SELECT * FROM devices) SELECT * FROM x")); err != nil {
+		if _, _, err := runSQL(ctx, e, Caller{Roles: []string{"reader"}}, sqlReq("WITH x AS (SELECT * FROM devices) SELECT * FROM x")); err != nil {
 			t.Errorf("got %v, want rows", err)
 		}
 	})
@@ -234,16 +224,136 @@ func TestAccessOpenErrors(t *testing.T) {
 	}
 }
 
-func TestPGRoleContext(t *testing.T) {
-	ctx := context.Background()
-	if got := pgRoleFrom(ctx); got != "" {
-		t.Fatalf("got %q, want none", got)
+// TestStmtAccess: a statement carries the PostgreSQL role and the pinned
+// search_path of its caller's access rules, whichever way it was prepared.
+func TestStmtAccess(t *testing.T) {
+	e := accessEngine(t)
+	ctx := t.Context()
+	prepares := map[string]func(Caller) (*Stmt, error){
+		"sql": func(c Caller) (*Stmt, error) {
+			return e.PrepareSQL(ctx, c, SQLRequest{Database: "lite", SQL: "SELECT id FROM readings"})
+		},
+		"query": func(c Caller) (*Stmt, error) {
+			return e.PrepareQuery(ctx, c, Request{Database: "lite", Table: "readings"})
+		},
+		"time series": func(c Caller) (*Stmt, error) {
+			return e.PrepareTimeSeries(ctx, c, TimeSeriesRequest{Database: "lite", Table: "readings", TimeColumn: "ts",
+				Bucket: Bucket{Unit: "day"}, Start: "2025-01-01T00:00:00Z", End: "2025-01-02T00:00:00Z"})
+		},
 	}
-	ctx = withPGRole(ctx, "r1")
-	if got := pgRoleFrom(ctx); got != "r1" {
-		t.Errorf("got %q, want r1", got)
+	tests := []struct {
+		name     string
+		roles    []string
+		wantRole string
+		wantPin  bool
+	}{
+		{"no rule", []string{"reader"}, "", false},
+		{"PostgreSQL role", []string{"reader", "pga"}, "role_a", false},
+		{"table list pins the path", []string{"analyst"}, "", true},
 	}
-	if got := pgRoleFrom(withPGRole(ctx, "")); got != "" {
-		t.Errorf("got %q, want the role cleared", got)
+	for name, prepare := range prepares {
+		for _, tt := range tests {
+			t.Run(name+" "+tt.name, func(t *testing.T) {
+				s, err := prepare(Caller{Subject: "s", Roles: tt.roles})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Role != tt.wantRole || s.PinPath != tt.wantPin {
+					t.Errorf("got role %q pin %v, want %q %v", s.Role, s.PinPath, tt.wantRole, tt.wantPin)
+				}
+				if s.Database != "lite" || s.Timeout != DefaultStatementTimeout {
+					t.Errorf("got database %q timeout %v, want lite %v", s.Database, s.Timeout, DefaultStatementTimeout)
+				}
+			})
+		}
+	}
+}
+
+// TestStmtAccessPostgres: a statement runs in PostgreSQL as its caller's
+// role, with search_path pinned under a table list, and so does its
+// estimate; the catalog is still read as the connecting user.
+func TestStmtAccessPostgres(t *testing.T) {
+	url := os.Getenv(pgEnv)
+	if url == "" {
+		t.Skip("PostgreSQL tests skipped: " + pgEnv + " not set")
+	}
+	const role = "lakegate_query_test_reader"
+	admin, err := pgx.Connect(t.Context(), pgTestURL(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	for _, q := range []string{
+		"DO $$ BEGIN CREATE ROLE " + role + " NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$",
+		"GRANT " + role + " TO CURRENT_USER",
+		"GRANT USAGE ON SCHEMA public TO " + role,
+		"GRANT SELECT ON readings TO " + role,
+	} {
+		if _, err := admin.Exec(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, pgTestURL(url))
+		if err != nil {
+			return
+		}
+		defer c.Close(ctx)
+		_, _ = c.Exec(ctx, "DROP OWNED BY "+role)
+		_, _ = c.Exec(ctx, "DROP ROLE "+role)
+	})
+	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: pgTestURL(url)}}, &Options{Access: map[string]config.RoleAccess{
+		"restricted": {PGRole: role},
+		"listed":     {Tables: map[string][]string{"pg": {"readings"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	const who = "SELECT concat(current_user, '') AS u, current_setting('search_path') AS p"
+	tests := []struct {
+		name     string
+		roles    []string
+		wantUser string // "": the connecting user
+		wantPath string // "": the server's default
+	}{
+		{"as the role", []string{"restricted"}, role, ""},
+		{"pinned path", []string{"listed"}, "", "public"},
+		{"no rule", []string{"reader"}, "", ""},
+	}
+	var connUser, defPath string
+	if err := admin.QueryRow(t.Context(), "SELECT current_user::text, current_setting('search_path')").Scan(&connUser, &defPath); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantUser, wantPath := cmp.Or(tt.wantUser, connUser), cmp.Or(tt.wantPath, defPath)
+			c := Caller{Subject: "s", Roles: tt.roles}
+			sql := who
+			if tt.name == "pinned path" {
+				sql = who + " FROM readings LIMIT 1"
+			}
+			_, rows, err := runSQL(t.Context(), e, c, SQLRequest{Database: "pg", SQL: sql})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rows[0]; got[0] != wantUser || got[1] != wantPath {
+				t.Errorf("got user %v path %v, want %s %s", got[0], got[1], wantUser, wantPath)
+			}
+		})
+	}
+	restricted := Caller{Subject: "s", Roles: []string{"restricted"}}
+	_, _, err = runSQL(t.Context(), e, restricted, SQLRequest{Database: "pg", SQL: "SELECT * FROM devices"})
+	wantKind(t, err, KindForbidden)
+	s, err := e.PrepareSQL(t.Context(), restricted, SQLRequest{Database: "pg", SQL: "SELECT * FROM devices"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est, ok := s.Estimate(t.Context()); ok {
+		t.Errorf("estimate of a table the role may not read: got %v, want none", est)
+	}
+	if _, rows := collectQuery(t, e, restricted, Request{Database: "pg", Table: "readings", Columns: cols("id"), Limit: 2}); len(rows) != 2 {
+		t.Errorf("got %d rows of readings as the role, want 2", len(rows))
 	}
 }

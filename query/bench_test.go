@@ -33,12 +33,12 @@ func BenchmarkBuildAndValidate(b *testing.B) {
 		Filters: []Filter{{Column: "device_id", Op: "=", Value: 3.0}, {Column: "status", Op: "in", Value: []any{"ok", "warn"}}},
 		OrderBy: []Order{{Column: "ts", Desc: true}}, Limit: 50}
 	ctx := b.Context()
-	if _, _, err := e.Build(ctx, Caller{}, r); err != nil {
+	if _, err := e.PrepareQuery(ctx, Caller{}, r); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := e.Build(ctx, Caller{}, r); err != nil {
+		if _, err := e.PrepareQuery(ctx, Caller{}, r); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -62,7 +62,7 @@ func BenchmarkEncode(b *testing.B) {
 		{Kind: CellFloat, F: 21.37, Bits: 64}, {Kind: CellFloat, F: 54.12, Bits: 64},
 		{Kind: CellNumber, B: []byte("737.36")}, {Kind: CellText, B: []byte("ok")}, {Kind: CellNull},
 	}
-	for _, f := range []Format{FormatCSV, FormatJSON} {
+	for _, f := range []Format{FormatCSV, FormatJSON, FormatNDJSON} {
 		b.Run(string(f), func(b *testing.B) {
 			enc, _ := NewEncoder(f, io.Discard)
 			_ = enc.Begin(nil)
@@ -70,8 +70,72 @@ func BenchmarkEncode(b *testing.B) {
 			for b.Loop() {
 				_ = enc.Row(row)
 			}
-			_ = enc.End()
+			_ = enc.End(&Result{})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// BenchmarkEncodeLongCell measures the chunked path: one row holding a
+// 1 MiB text cell that needs escaping.
+func BenchmarkEncodeLongCell(b *testing.B) {
+	row := []Cell{{Kind: CellInt, I: 1}, {Kind: CellText, B: longCell(1 << 20)}}
+	for _, f := range []Format{FormatCSV, FormatJSON} {
+		b.Run(string(f), func(b *testing.B) {
+			enc, _ := NewEncoder(f, io.Discard)
+			_ = enc.Begin(nil)
+			b.SetBytes(int64(len(row[1].B)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = enc.Row(row)
+			}
+			_ = enc.End(&Result{})
+		})
+	}
+}
+
+// BenchmarkRunSQLite is the full path on the demo database, no server
+// needed: SQLite to encoded bytes through Stmt.Run, per format.
+func BenchmarkRunSQLite(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "demo.db")
+	if err := CreateDemo(b.Context(), path); err != nil {
+		b.Fatal(err)
+	}
+	e, err := Open(b.Context(), []config.Database{{Name: "lite", URL: "sqlite:" + path}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	benchRun(b, e, "lite")
+}
+
+// benchRun runs SELECT * FROM readings on db into each encoder, reporting
+// rows/s and MB/s.
+func benchRun(b *testing.B, e *Engine, db string) {
+	s, err := e.PrepareSQL(b.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT * FROM readings", Limit: NoLimit})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range []Format{FormatCSV, FormatJSON, FormatNDJSON} {
+		b.Run(string(f), func(b *testing.B) {
+			var rows, bytes int64
+			b.ReportAllocs()
+			for b.Loop() {
+				w := &countWriter{}
+				enc, _ := NewEncoder(f, w)
+				res, err := s.Run(b.Context(), enc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Truncated || res.RowCount == 0 {
+					b.Fatalf("got %d rows, truncated %v, want every row", res.RowCount, res.Truncated)
+				}
+				rows += int64(res.RowCount)
+				bytes += w.n
+			}
+			s := b.Elapsed().Seconds()
+			b.ReportMetric(float64(rows)/s, "rows/s")
+			b.ReportMetric(float64(bytes)/s/1e6, "MB/s")
 		})
 	}
 }
@@ -100,27 +164,9 @@ func (w *countWriter) Write(p []byte) (int, error) {
 }
 
 // BenchmarkStreamReadings is the full path, database to encoded bytes:
-// SELECT * FROM readings through Stream, per format.
+// SELECT * FROM readings through Stmt.Run into an encoder, per format.
 func BenchmarkStreamReadings(b *testing.B) {
-	e := benchEngine(b)
-	for _, f := range []Format{FormatCSV, FormatJSON, FormatNDJSON} {
-		b.Run(string(f), func(b *testing.B) {
-			var rows, bytes int64
-			b.ReportAllocs()
-			for b.Loop() {
-				w := &countWriter{}
-				res, err := e.Stream(b.Context(), Caller{}, SQLRequest{Database: "iot", SQL: "SELECT * FROM readings"}, f, w)
-				if err != nil {
-					b.Fatal(err)
-				}
-				rows += int64(res.RowCount)
-				bytes += w.n
-			}
-			s := b.Elapsed().Seconds()
-			b.ReportMetric(float64(rows)/s, "rows/s")
-			b.ReportMetric(float64(bytes)/s/1e6, "MB/s")
-		})
-	}
+	benchRun(b, benchEngine(b), "iot")
 }
 
 // TestStreamRSS streams every reading as CSV and checks the peak resident
@@ -131,8 +177,13 @@ func TestStreamRSS(t *testing.T) {
 		t.Skip("set LAKEGATE_BENCH_RSS=1 and " + benchEnv + " (make bench does)")
 	}
 	e := benchEngine(t)
+	s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "iot", SQL: "SELECT * FROM readings", Limit: NoLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := &countWriter{}
-	res, err := e.Stream(t.Context(), Caller{}, SQLRequest{Database: "iot", SQL: "SELECT * FROM readings"}, FormatJSON, w)
+	enc, _ := NewEncoder(FormatJSON, w)
+	res, err := s.Run(t.Context(), enc)
 	if err != nil {
 		t.Fatal(err)
 	}

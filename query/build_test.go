@@ -3,6 +3,7 @@ package query
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,20 +134,49 @@ func TestBuildEngine(t *testing.T) {
 	e, _ := sqliteEngine(t, &Options{DefaultLimit: 7, MaxLimit: 50})
 	r := Request{Database: "lite", Table: `We"ird Table`, Columns: cols("select", `We"ird`),
 		Filters: []Filter{{Column: "Mixed", Op: "=", Value: "x"}}, OrderBy: []Order{{Column: "select", Desc: true}}}
-	got, args, err := e.Build(t.Context(), Caller{}, r)
+	s, err := e.PrepareQuery(t.Context(), Caller{}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `SELECT "select", "We""ird" FROM "We""ird Table" WHERE "Mixed" = ? ORDER BY "select" DESC LIMIT 7`
-	if got != want || !reflect.DeepEqual(args, []any{"x"}) {
-		t.Errorf("got %s %v, want %s [x]", got, args, want)
+	if s.SQL != want || !reflect.DeepEqual(s.Args(), []any{"x"}) || s.Limit != 7 || s.Database != "lite" {
+		t.Errorf("got %s %v (limit %d, database %q), want %s [x] (limit 7, lite)", s.SQL, s.Args(), s.Limit, s.Database, want)
 	}
-	res, err := e.Query(t.Context(), Caller{}, r)
+	res, rows, err := Collect(t.Context(), s, collectBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.SQL != want || !reflect.DeepEqual(res.Rows, [][]any{{int64(1), "a"}}) || res.Truncated {
-		t.Errorf("got %s %v %v, want %s [[1 a]] false", res.SQL, res.Rows, res.Truncated, want)
+	if res.SQL != want || !reflect.DeepEqual(rows, [][]any{{int64(1), "a"}}) || res.Truncated || res.RowCount != 1 || res.NextCursor != "" {
+		t.Errorf("got %s %v %v %d cursor %q, want %s [[1 a]] false 1 and no cursor", res.SQL, rows, res.Truncated, res.RowCount, res.NextCursor, want)
+	}
+
+	limits := []struct {
+		name  string
+		limit int
+		want  int
+	}{
+		{"default", 0, 7},
+		{"explicit", 12, 12},
+		{"the maximum", 50, 50},
+		{"no limit is the maximum", NoLimit, 50},
+	}
+	for _, tt := range limits {
+		t.Run("limit "+tt.name, func(t *testing.T) {
+			s, err := e.PrepareQuery(t.Context(), Caller{}, Request{Database: "lite", Table: "readings", Columns: cols("id"), Limit: tt.limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Limit != tt.want || !strings.HasSuffix(s.SQL, " LIMIT "+strconv.Itoa(tt.want)) {
+				t.Errorf("got limit %d (sql %s), want %d", s.Limit, s.SQL, tt.want)
+			}
+			res, rows, err := Collect(t.Context(), s, collectBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != tt.want || res.RowCount != tt.want || !res.Truncated {
+				t.Errorf("got %d rows (count %d, truncated %v), want %d truncated", len(rows), res.RowCount, res.Truncated, tt.want)
+			}
+		})
 	}
 
 	errs := []struct {
@@ -157,13 +187,11 @@ func TestBuildEngine(t *testing.T) {
 		{"unknown db", Request{Database: "x", Table: "readings"}, KindNotFound},
 		{"unknown table", Request{Database: "lite", Table: "readingz"}, KindNotFound},
 		{"limit too big", Request{Database: "lite", Table: "readings", Limit: 51}, KindValidation},
-		{"negative limit", Request{Database: "lite", Table: "readings", Limit: -1}, KindValidation},
+		{"negative limit", Request{Database: "lite", Table: "readings", Limit: -2}, KindValidation},
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := e.Build(t.Context(), Caller{}, tt.r)
-			wantKind(t, err, tt.want)
-			_, err = e.Query(t.Context(), Caller{}, tt.r)
+			_, err := e.PrepareQuery(t.Context(), Caller{}, tt.r)
 			wantKind(t, err, tt.want)
 		})
 	}
@@ -201,13 +229,10 @@ func TestQueryOps(t *testing.T) {
 	for _, en := range engines {
 		for _, tt := range tests {
 			t.Run(en.db+" "+tt.name, func(t *testing.T) {
-				res, err := en.e.Query(t.Context(), Caller{}, Request{Database: en.db, Table: "readings",
+				res, rows := collectQuery(t, en.e, Caller{}, Request{Database: en.db, Table: "readings",
 					Columns: cols("id"), Filters: tt.filters, OrderBy: []Order{{Column: "id"}}, Limit: 100})
-				if err != nil {
-					t.Fatal(err)
-				}
 				var got []any
-				for _, r := range res.Rows {
+				for _, r := range rows {
 					got = append(got, r[0])
 				}
 				want := tt.want

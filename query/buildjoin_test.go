@@ -188,22 +188,24 @@ func TestRequestJSON(t *testing.T) {
 }
 
 func TestCursor(t *testing.T) {
-	r := Request{Database: "d", Table: "readings", Limit: 10}
-	off, hash, err := pageStart(r)
-	if err != nil || off != 0 {
-		t.Fatal(off, err)
+	e, _ := sqliteEngine(t, nil)
+	r := Request{Database: "lite", Table: "readings", Columns: cols("id"), OrderBy: []Order{{Column: "id"}}, Limit: 10}
+	res, _ := collectQuery(t, e, Caller{}, r)
+	c := res.NextCursor
+	if c == "" || !res.Truncated {
+		t.Fatalf("got cursor %q (truncated %v), want one for a truncated page", c, res.Truncated)
 	}
-	b := &built{limit: 10, offset: off, hash: hash}
-	if b.nextCursor(false) != "" {
-		t.Error("want no cursor for a complete page")
-	}
-	c := b.nextCursor(true)
 	r.Cursor = c
 	r.Limit = 20 // the page size may change
 	if off, _, err := pageStart(r); err != nil || off != 10 {
 		t.Errorf("got %d %v, want offset 10", off, err)
 	}
-	other := Request{Database: "d", Table: "readings", Columns: cols("id"), Cursor: c}
+	last, _ := collectQuery(t, e, Caller{}, Request{Database: "lite", Table: "readings", Columns: cols("id"),
+		Filters: []Filter{{Column: "id", Op: "<=", Value: 10.0}}, Limit: 10})
+	if last.NextCursor != "" || last.Truncated {
+		t.Errorf("got cursor %q (truncated %v), want none for a complete page", last.NextCursor, last.Truncated)
+	}
+	other := Request{Database: "lite", Table: "readings", Columns: cols("id", "ts"), Cursor: c}
 	if _, _, err := pageStart(other); KindOf(err) != KindValidation {
 		t.Errorf("cursor replayed on another request: got %v, want validation_error", err)
 	}
@@ -228,25 +230,18 @@ func TestQueryFeatures(t *testing.T) {
 	}
 	for _, en := range engines {
 		t.Run(en.db, func(t *testing.T) {
-			ctx := t.Context()
 			r := Request{Database: en.db, Table: "readings",
 				Columns: []Select{{Column: "devices.site"}, {Agg: "count", As: "n"}, {Agg: "max", Column: "temperature", As: "hi"}},
 				Joins:   []Join{{Table: "devices"}},
 				Filters: []Filter{{Or: []Filter{{Column: "status", Op: "=", Value: "ok"}, {Column: "readings.id", Op: "<", Value: 100.0}}}},
 				GroupBy: []string{"devices.site"}, Having: []Filter{{Agg: "count", Op: ">", Value: 1.0}},
 				OrderBy: []Order{{Column: "n", Desc: true}, {Column: "site"}}}
-			got, err := en.e.Query(ctx, Caller{}, r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := en.e.RunSQL(ctx, Caller{}, SQLRequest{Database: en.db, SQL: `SELECT d.site, count(*) AS n, max(r.temperature) AS hi
+			got, gotRows := collectQuery(t, en.e, Caller{}, r)
+			_, wantRows := collectSQL(t, en.e, Caller{}, SQLRequest{Database: en.db, SQL: `SELECT d.site, count(*) AS n, max(r.temperature) AS hi
 				FROM readings r JOIN devices d ON r.device_id = d.id WHERE r.status = 'ok' OR r.id < 100
 				GROUP BY d.site HAVING count(*) > 1 ORDER BY n DESC, d.site`})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got.Rows) == 0 || fmt.Sprint(got.Rows) != fmt.Sprint(want.Rows) {
-				t.Errorf("got %v\nwant %v\n(sql %s)", got.Rows, want.Rows, got.SQL)
+			if len(gotRows) == 0 || fmt.Sprint(gotRows) != fmt.Sprint(wantRows) {
+				t.Errorf("got %v\nwant %v\n(sql %s)", gotRows, wantRows, got.SQL)
 			}
 
 			// Paging with the cursor visits every row once.
@@ -254,11 +249,8 @@ func TestQueryFeatures(t *testing.T) {
 				OrderBy: []Order{{Column: "id"}}, Limit: 10}
 			var ids []any
 			for n := 0; ; n++ {
-				res, err := en.e.Query(ctx, Caller{}, page)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, row := range res.Rows {
+				res, rows := collectQuery(t, en.e, Caller{}, page)
+				for _, row := range rows {
 					ids = append(ids, row[0])
 				}
 				if res.NextCursor == "" || n > 5 {

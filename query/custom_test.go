@@ -142,9 +142,9 @@ func TestSQLToolRuns(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := en.e.RunSQL(t.Context(), Caller{}, r)
-				if err != nil {
-					t.Fatal(err)
+				res, rows := collectSQL(t, en.e, Caller{}, r)
+				if len(rows) != res.RowCount {
+					t.Errorf("got %d rows, count %d", len(rows), res.RowCount)
 				}
 				return res
 			}

@@ -26,19 +26,13 @@ func TestCreateDemo(t *testing.T) {
 	}
 	defer e.Close()
 	q := "SELECT count(*), sum(id * temperature), count(power_w), count(note), min(ts), max(ts) FROM readings"
-	ra, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "a", SQL: q})
-	if err != nil {
-		t.Fatal(err)
+	_, ra := collectSQL(t, e, Caller{}, SQLRequest{Database: "a", SQL: q})
+	_, rb := collectSQL(t, e, Caller{}, SQLRequest{Database: "b", SQL: q})
+	if !reflect.DeepEqual(ra, rb) {
+		t.Errorf("got %v and %v, want the same data", ra, rb)
 	}
-	rb, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "b", SQL: q})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(ra.Rows, rb.Rows) {
-		t.Errorf("got %v and %v, want the same data", ra.Rows, rb.Rows)
-	}
-	if ra.Rows[0][0] != int64(demoReadings) || ra.Rows[0][2] == ra.Rows[0][0] || ra.Rows[0][3] == int64(0) {
-		t.Errorf("got %v, want %d readings with some NULL power and some notes", ra.Rows[0], demoReadings)
+	if ra[0][0] != int64(demoReadings) || ra[0][2] == ra[0][0] || ra[0][3] == int64(0) {
+		t.Errorf("got %v, want %d readings with some NULL power and some notes", ra[0], demoReadings)
 	}
 	// No temporary files left behind.
 	entries, _ := os.ReadDir(dir)

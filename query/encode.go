@@ -14,8 +14,10 @@ import (
 type Format string
 
 // The stream formats. Every one is row-aligned: each Write an [Encoder]
-// makes to its writer holds whole rows (plus, for FormatJSON, the opening or
-// closing bracket), so a consumer can cut the stream at Write boundaries.
+// makes to its writer ends at a row boundary (plus, for FormatJSON, the
+// opening or closing bracket); a row larger than about 64 KiB comes in
+// pieces, through PartWriter.WritePart when the writer has it, so a
+// consumer can cut the stream after any Write.
 const (
 	// FormatJSON is one JSON array of row arrays: [[1,"a"],[2,"b"]].
 	FormatJSON Format = "json"

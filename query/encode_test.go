@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,7 +58,7 @@ func TestEncoders(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := enc.End(); err != nil {
+			if err := enc.End(&Result{}); err != nil {
 				t.Fatal(err)
 			}
 			if got := buf.String(); got != tt.want {
@@ -82,10 +83,13 @@ func TestEncoders(t *testing.T) {
 	}
 }
 
+// errGone is the error of failWriter.
+var errGone = errors.New("gone")
+
 // failWriter fails every write.
 type failWriter struct{}
 
-func (failWriter) Write([]byte) (int, error) { return 0, errors.New("gone") }
+func (failWriter) Write([]byte) (int, error) { return 0, errGone }
 
 func TestEncoderWriteError(t *testing.T) {
 	enc, _ := NewEncoder(FormatCSV, failWriter{})
@@ -97,7 +101,7 @@ func TestEncoderWriteError(t *testing.T) {
 	if err == nil {
 		t.Fatal("got no error, want the writer's")
 	}
-	if err2 := enc.End(); err2 == nil {
+	if err2 := enc.End(&Result{}); err2 == nil {
 		t.Errorf("got End nil after a failed write, want the error again")
 	}
 }
@@ -196,17 +200,182 @@ func TestDecimalExactMatchesDecimalValue(t *testing.T) {
 	}
 }
 
-func TestResultText(t *testing.T) {
-	res := &Result{
-		Columns: []ResultColumn{{Name: "id", Type: "int8"}, {Name: "name", Type: "text"}, {Name: "j", Type: "jsonb"}, {Name: "n", Type: "numeric"}},
-		Rows: [][]any{
-			{int64(1), "dev, one", json.RawMessage(`{"a":1}`), json.Number("1.50")},
-			{int64(2), "", nil, "12345678901234567890"},
-		},
-		RowCount: 2, Truncated: true, NextCursor: "abc", SQL: "SELECT ...", Mode: ModeBatch,
+// longCell is n bytes of text that needs escaping in JSON and quoting in
+// CSV all along: quotes, backslashes, line breaks, commas, a control
+// byte, 2-, 3- and 4-byte UTF-8, U+2028 and an invalid byte. The pattern
+// (37 bytes) does not divide the encoders' chunk size, so chunk
+// boundaries fall at every offset of it.
+func longCell(n int) []byte {
+	const pattern = "a\"b\\c\nd,\r\x01é✓😀\u2028x\xffyz 0123456789"
+	b := make([]byte, 0, n+len(pattern))
+	for len(b) < n {
+		b = append(b, pattern...)
 	}
-	want := "id,name,j,n\n1,\"dev, one\",\"{\"\"a\"\":1}\",1.50\n2,\"\",,12345678901234567890\n# rows: 2, truncated: more rows exist, next_cursor: abc\n"
-	if got := res.Text(); got != want {
-		t.Errorf("got %q, want %q", got, want)
+	return b[:n]
+}
+
+// writeRecorder records each write an encoder makes, and whether it came
+// through WritePart (a piece of a row that goes on in the next write).
+type writeRecorder struct {
+	buf   bytes.Buffer
+	sizes []int
+	parts []bool
+}
+
+var _ PartWriter = (*writeRecorder)(nil)
+
+func (w *writeRecorder) Write(p []byte) (int, error) {
+	w.sizes, w.parts = append(w.sizes, len(p)), append(w.parts, false)
+	return w.buf.Write(p)
+}
+
+func (w *writeRecorder) WritePart(p []byte) (int, error) {
+	w.sizes, w.parts = append(w.sizes, len(p)), append(w.parts, true)
+	return w.buf.Write(p)
+}
+
+// TestEncoderLongCell: a row with a 1 MiB cell goes out in pieces of about
+// 64 KiB, through WritePart except the write that ends the row, and the
+// pieces add up to exactly the unchunked encoding of the whole value.
+func TestEncoderLongCell(t *testing.T) {
+	big := longCell(1 << 20)
+	cols := []ResultColumn{{Name: "id"}, {Name: "t"}}
+	rows := [][]Cell{
+		{{Kind: CellInt, I: 1}, {Kind: CellText, B: []byte("small")}},
+		{{Kind: CellInt, I: 2}, {Kind: CellText, B: big}},
+		{{Kind: CellInt, I: 3}, {Kind: CellText, B: []byte("after")}},
+	}
+	jsonRow := func(r []Cell) string {
+		return "[" + string(appendJSONCell(nil, &r[0])) + "," + string(appendJSONString(nil, r[1].B)) + "]"
+	}
+	csvRow := func(r []Cell) string {
+		return string(appendCSVCell(nil, &r[0])) + "," + string(appendCSVField(nil, r[1].B, true)) + "\n"
+	}
+	tests := []struct {
+		format Format
+		// want is the whole output; ends are the offsets where rows end.
+		want func() (string, []int)
+	}{
+		{FormatNDJSON, func() (string, []int) {
+			var out string
+			var ends []int
+			for _, r := range rows {
+				out += jsonRow(r) + "\n"
+				ends = append(ends, len(out))
+			}
+			return out, ends
+		}},
+		{FormatJSON, func() (string, []int) {
+			out := "["
+			var ends []int
+			for i, r := range rows {
+				if i > 0 {
+					out += ","
+				}
+				out += "\n" + jsonRow(r)
+				ends = append(ends, len(out))
+			}
+			return out + "\n]\n", ends
+		}},
+		{FormatCSV, func() (string, []int) {
+			out := "id,t\n"
+			var ends []int
+			for _, r := range rows {
+				out += csvRow(r)
+				ends = append(ends, len(out))
+			}
+			return out, ends
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.format), func(t *testing.T) {
+			w := &writeRecorder{}
+			enc, err := NewEncoder(tt.format, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := enc.Begin(cols); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				if err := enc.Row(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := enc.End(&Result{}); err != nil {
+				t.Fatal(err)
+			}
+			want, ends := tt.want()
+			if got := w.buf.String(); got != want {
+				i := 0
+				for i < min(len(got), len(want)) && got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("got %d bytes, want %d, first difference at byte %d: got %q, want %q",
+					len(got), len(want), i, got[i:min(len(got), i+40)], want[i:min(len(want), i+40)])
+			}
+			if got := enc.Written(); got != int64(len(want)) {
+				t.Errorf("got Written %d, want %d", got, len(want))
+			}
+			// About 64 KiB a write: the part threshold plus at most one
+			// escaped chunk (this text at most doubles when escaped).
+			const maxWrite = 2*encFlushAt + 2*encChunk
+			parts, off := 0, 0
+			for i, n := range w.sizes {
+				off += n
+				if n > maxWrite {
+					t.Errorf("write %d: got %d bytes, want at most %d", i, n, maxWrite)
+				}
+				if w.parts[i] {
+					parts++
+					continue
+				}
+				// A Write ends a row (or the output).
+				if !slices.Contains(ends, off) && off != len(want) {
+					t.Errorf("write %d: got a Write ending at byte %d, inside a row (rows end at %v)", i, off, ends)
+				}
+			}
+			if last := len(w.parts) - 1; last < 0 || w.parts[last] {
+				t.Errorf("got the last write a WritePart, want a Write")
+			}
+			if min := len(big) / (2 * encFlushAt); parts < min {
+				t.Errorf("got %d WritePart calls, want at least %d for a 1 MiB cell", parts, min)
+			}
+			if tt.format == FormatNDJSON {
+				// And it is the JSON of the value.
+				line, _, _ := strings.Cut(want[len(jsonRow(rows[0]))+1:], "\n")
+				var back []any
+				if err := json.Unmarshal([]byte(line), &back); err != nil {
+					t.Fatalf("got invalid JSON: %v", err)
+				}
+				exp, _ := json.Marshal(string(big))
+				var wantStr string
+				_ = json.Unmarshal(exp, &wantStr)
+				if back[1] != wantStr {
+					t.Errorf("got a cell of %d bytes that differs from encoding/json's %d", len(back[1].(string)), len(wantStr))
+				}
+			}
+		})
+	}
+}
+
+// TestEncoderLongJSONCell: long JSON documents and decimals go out as
+// they are, in parts.
+func TestEncoderLongJSONCell(t *testing.T) {
+	doc := []byte(`["` + strings.Repeat("é✓", 100000) + `"]`)
+	w := &writeRecorder{}
+	enc, _ := NewEncoder(FormatNDJSON, w)
+	_ = enc.Begin(nil)
+	if err := enc.Row([]Cell{{Kind: CellJSON, B: doc}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.End(&Result{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := w.buf.String(), "["+string(doc)+"]\n"; got != want {
+		t.Errorf("got %d bytes, want %d, the document as it is", len(got), len(want))
+	}
+	if len(w.sizes) < 2 || !w.parts[0] || w.parts[len(w.parts)-1] {
+		t.Errorf("got writes %v (parts %v), want parts then one Write", w.sizes, w.parts)
 	}
 }

@@ -20,7 +20,7 @@ const (
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultLimit            = 100
 	DefaultMaxLimit         = 10_000_000
-	DefaultMaxRowBytes      = 64 << 20
+	DefaultMaxRowBytes      = 16 << 20
 )
 
 // connectTimeout bounds connecting to one database in Open (or the

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -104,13 +106,21 @@ func TestOptionsDefaults(t *testing.T) {
 		asked, want int
 		ok          bool
 	}{
-		{0, 50, true}, {1, 1, true}, {50, 50, true}, {51, 0, false}, {-1, 0, false},
+		{0, 50, true}, {1, 1, true}, {50, 50, true}, {51, 0, false}, {NoLimit, 50, true}, {-2, 0, false},
 	}
 	for _, tt := range tests {
 		got, err := e.limit(tt.asked)
 		if got != tt.want || (err == nil) != tt.ok {
 			t.Errorf("limit(%d): got %d %v, want %d ok=%v", tt.asked, got, err, tt.want, tt.ok)
 		}
+		if err != nil {
+			wantKind(t, err, KindValidation)
+		}
+	}
+	d, _ := sqliteEngine(t, nil)
+	if d.opts.DefaultLimit != DefaultLimit || d.opts.MaxLimit != DefaultMaxLimit || d.opts.MaxRowBytes != DefaultMaxRowBytes ||
+		DefaultMaxLimit != 10_000_000 || DefaultMaxRowBytes != 16<<20 {
+		t.Errorf("got limits %d/%d, row bytes %d, want %d/10000000 and 16 MiB", d.opts.DefaultLimit, d.opts.MaxLimit, d.opts.MaxRowBytes, DefaultLimit)
 	}
 }
 
@@ -147,11 +157,19 @@ func TestClassify(t *testing.T) {
 		{"deadline", live, context.DeadlineExceeded, KindTimeout},
 		{"eof", live, errors.New("x"), KindInternal},
 		{"params", live, &queryErr{errors.New("expected 1 arguments, got 0")}, KindValidation},
+		{"row over the bound", live, fmt.Errorf("read: %w", &pgproto3.ExceededMaxBodyLenErr{MaxExpectedBodyLen: 1 << 20, ActualBodyLen: 2 << 20}), KindValidation},
+		{"sink error is the sink's", live, &sinkErr{errSink}, KindInternal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := KindOf(classify(tt.ctx, "db", tt.err)); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
+			}
+			var se *sinkErr
+			if errors.As(tt.err, &se) {
+				if got := classify(tt.ctx, "db", tt.err); got != se.err {
+					t.Errorf("got %v, want the sink's own error as it was", got)
+				}
 			}
 		})
 	}

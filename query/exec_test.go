@@ -31,16 +31,15 @@ func TestRunSQLLimits(t *testing.T) {
 		{"trailing semicolon and comment", "SELECT id FROM readings WHERE id <= 2 -- two\n;\n", nil, 10, 2, false},
 		{"trailing line comment", "SELECT id FROM readings WHERE id <= 2 -- no newline", nil, 10, 2, false},
 		{"own limit", "SELECT id FROM readings LIMIT 2", nil, 10, 2, false},
+		{"no limit is the maximum", "SELECT id FROM readings ORDER BY id", nil, NoLimit, 100, true},
+		{"no limit, fewer rows", "SELECT id FROM readings WHERE id <= 30", nil, NoLimit, 30, false},
 	}
 	for db, e := range engines {
 		for _, tt := range tests {
 			t.Run(db+" "+tt.name, func(t *testing.T) {
-				res, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: tt.sql, Params: tt.params, Limit: tt.limit})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.RowCount != tt.wantRows || len(res.Rows) != tt.wantRows || res.Truncated != tt.wantTruncated {
-					t.Errorf("got %d rows (count %d) truncated %v, want %d %v", len(res.Rows), res.RowCount, res.Truncated, tt.wantRows, tt.wantTruncated)
+				res, rows := collectSQL(t, e, Caller{}, SQLRequest{Database: db, SQL: tt.sql, Params: tt.params, Limit: tt.limit})
+				if res.RowCount != tt.wantRows || len(rows) != tt.wantRows || res.Truncated != tt.wantTruncated {
+					t.Errorf("got %d rows (count %d) truncated %v, want %d %v", len(rows), res.RowCount, res.Truncated, tt.wantRows, tt.wantTruncated)
 				}
 				if res.SQL != tt.sql {
 					t.Errorf("got SQL %q, want the caller's %q", res.SQL, tt.sql)
@@ -50,26 +49,33 @@ func TestRunSQLLimits(t *testing.T) {
 				}
 			})
 		}
-		t.Run(db+" over max", func(t *testing.T) {
-			_, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT 1", Limit: 101})
-			qe := wantKind(t, err, KindValidation)
-			if !strings.Contains(qe.Message, "maximum of 100") {
-				t.Errorf("got %q, want the maximum named", qe.Message)
-			}
-		})
+		for _, tt := range []struct {
+			name  string
+			limit int
+			want  string
+		}{
+			{"over max", 101, "maximum of 100"},
+			{"negative", -2, "must not be negative"},
+			{"very negative", -1 << 40, "must not be negative"},
+		} {
+			t.Run(db+" "+tt.name, func(t *testing.T) {
+				_, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT 1", Limit: tt.limit})
+				qe := wantKind(t, err, KindValidation)
+				if !strings.Contains(qe.Message, tt.want) {
+					t.Errorf("got %q, want it to contain %q", qe.Message, tt.want)
+				}
+			})
+		}
 	}
 }
 
 func TestRunSQLParams(t *testing.T) {
 	le, _ := sqliteEngine(t, nil)
-	res, err := le.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "lite",
+	res, rows := collectSQL(t, le, Caller{}, SQLRequest{Database: "lite",
 		SQL: "SELECT id, status FROM readings WHERE id = ? OR id = ? ORDER BY id", Params: []any{2.0, json.Number("4")}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := [][]any{{int64(2), "ok"}, {int64(4), "warn"}}
-	if !reflect.DeepEqual(res.Rows, want) {
-		t.Errorf("got %v, want %v", res.Rows, want)
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("got %v, want %v", rows, want)
 	}
 	wantCols := []ResultColumn{{Name: "id", Type: "integer", JSON: JSONNumberOrString}, {Name: "status", Type: "text"}}
 	if !reflect.DeepEqual(res.Columns, wantCols) {
@@ -79,15 +85,12 @@ func TestRunSQLParams(t *testing.T) {
 	if pe == nil {
 		return
 	}
-	res, err = pe.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg",
+	_, rows = collectSQL(t, pe, Caller{}, SQLRequest{Database: "pg",
 		SQL:    "SELECT id, status, $3::text AS echo FROM readings WHERE id = $1 OR id = $2 ORDER BY id",
 		Params: []any{2.0, json.Number("4"), "x'; DROP TABLE readings; --"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want = [][]any{{int64(2), "ok", "x'; DROP TABLE readings; --"}, {int64(4), "warn", "x'; DROP TABLE readings; --"}}
-	if !reflect.DeepEqual(res.Rows, want) {
-		t.Errorf("got %v, want %v", res.Rows, want)
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("got %v, want %v", rows, want)
 	}
 	for _, tt := range []struct {
 		name   string
@@ -97,11 +100,11 @@ func TestRunSQLParams(t *testing.T) {
 		{"wrong type", []any{"abc"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := pe.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT id FROM readings WHERE id = $1", Params: tt.params})
+			_, _, err := runSQL(t.Context(), pe, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT id FROM readings WHERE id = $1", Params: tt.params})
 			wantKind(t, err, KindValidation)
 		})
 	}
-	_, err = pe.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT $1::jsonb", Params: []any{map[string]any{"a": 1.0}}})
+	_, err := pe.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT $1::jsonb", Params: []any{map[string]any{"a": 1.0}}})
 	wantKind(t, err, KindValidation)
 }
 
@@ -126,7 +129,7 @@ func TestRunSQLErrors(t *testing.T) {
 	for db, e := range engines {
 		for _, tt := range tests {
 			t.Run(db+" "+tt.name, func(t *testing.T) {
-				_, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: tt.sql})
+				_, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: db, SQL: tt.sql})
 				qe := wantKind(t, err, tt.want)
 				if !strings.Contains(qe.Message, tt.wantMsg) {
 					t.Errorf("got %q, want it to contain %q", qe.Message, tt.wantMsg)
@@ -137,12 +140,12 @@ func TestRunSQLErrors(t *testing.T) {
 			})
 		}
 	}
-	_, err := le.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "nope", SQL: "SELECT 1"})
+	_, err := le.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "nope", SQL: "SELECT 1"})
 	wantKind(t, err, KindNotFound)
 }
 
 // TestReadOnly: statements that write must fail and leave the data as it
-// was. Through RunSQL the validator stops them; run straight at the
+// was. Through PrepareSQL the validator stops them; run straight at the
 // source (as if the validator had let them through), the read-only
 // transaction or connection and the one-statement protocol must.
 func TestReadOnly(t *testing.T) {
@@ -164,20 +167,19 @@ func TestReadOnly(t *testing.T) {
 	}
 	for db, e := range engines {
 		count := func(t *testing.T) any {
-			res, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT count(*) AS n, min(name) AS m FROM devices"})
+			_, rows, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: db, SQL: "SELECT count(*) AS n, min(name) AS m FROM devices"})
 			if err != nil {
 				t.Fatalf("devices must still be there: %v", err)
 			}
-			return res.Rows[0]
+			return rows[0]
 		}
 		before := count(t)
-		src := e.sources[db]
 		for _, s := range stmts {
 			t.Run(db+" "+s, func(t *testing.T) {
-				_, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: s})
+				_, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: s})
 				wantKind(t, err, KindValidation)
 				for _, direct := range []string{wrapLimit(s, 11), s} {
-					_, err := e.run(t.Context(), db, src, direct, nil, 10)
+					_, err := directStmt(t, e, db, direct, 10).Run(t.Context(), NewBuffer(collectBytes, 0, 0))
 					if err == nil {
 						t.Fatalf("direct %q: got success, want an error", direct)
 					}
@@ -198,7 +200,7 @@ func TestReadOnlyMessage(t *testing.T) {
 	if pe == nil {
 		t.Skip("PostgreSQL tests skipped: " + pgEnv + " not set")
 	}
-	_, err := pe.run(t.Context(), "pg", pe.sources["pg"], "WITH x AS (DELETE FROM devices RETURNING id) SELECT * FROM x", nil, 10)
+	_, err := directStmt(t, pe, "pg", "WITH x AS (DELETE FROM devices RETURNING id) SELECT * FROM x", 10).Run(t.Context(), NewBuffer(collectBytes, 0, 0))
 	qe := wantKind(t, err, KindValidation)
 	if !strings.Contains(qe.Message, "read-only transaction") {
 		t.Errorf("got %q, want PostgreSQL's read-only error", qe.Message)
@@ -222,13 +224,13 @@ func TestRunSQLTimeout(t *testing.T) {
 				e, _ = sqliteEngine(t, opts)
 			}
 			start := time.Now()
-			_, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
+			_, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
 			wantKind(t, err, KindTimeout)
 			if d := time.Since(start); d > 3*time.Second {
 				t.Errorf("got %v, want the query stopped near 200ms", d)
 			}
 			// The connection is usable afterwards.
-			if _, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: tt.db, SQL: "SELECT 1"}); err != nil {
+			if _, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: tt.db, SQL: "SELECT 1"}); err != nil {
 				t.Errorf("after timeout: got %v, want success", err)
 			}
 		})
@@ -253,7 +255,7 @@ func TestCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			time.AfterFunc(200*time.Millisecond, cancel)
 			start := time.Now()
-			_, err := e.RunSQL(ctx, Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
+			_, _, err := runSQL(ctx, e, Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
 			if err == nil {
 				t.Fatal("got success, want the query stopped")
 			}
@@ -281,8 +283,8 @@ func TestWrapLimit(t *testing.T) {
 	}
 }
 
-// A per-call statement timeout (a tool's own) replaces the engine default.
-func TestRunSQLPerCallTimeout(t *testing.T) {
+// A statement's own timeout (a tool's own) replaces the engine default.
+func TestStmtTimeout(t *testing.T) {
 	tests := []struct {
 		db, sql string
 	}{
@@ -298,11 +300,70 @@ func TestRunSQLPerCallTimeout(t *testing.T) {
 			} else {
 				e, _ = sqliteEngine(t, opts)
 			}
-			ctx := WithStatementTimeout(t.Context(), 200*time.Millisecond)
-			_, err := e.RunSQL(ctx, Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
+			s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Timeout != time.Minute {
+				t.Errorf("got timeout %v, want the engine's %v", s.Timeout, time.Minute)
+			}
+			s.Timeout = 200 * time.Millisecond
+			start := time.Now()
+			_, _, err = Collect(t.Context(), s, collectBytes)
 			wantKind(t, err, KindTimeout)
-			if got := statementTimeout(WithStatementTimeout(t.Context(), 0), time.Second); got != time.Second {
-				t.Errorf("zero override: got %v, want the default", got)
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("got %v, want the query stopped near 200ms", d)
+			}
+		})
+	}
+}
+
+// TestMaxRowBytes: a row past Options.MaxRowBytes is refused with a
+// validation error naming max_row_bytes and suggesting substring; a row
+// under it passes, and the engine (for PostgreSQL, the pool whose
+// connection met the big row) keeps working.
+func TestMaxRowBytes(t *testing.T) {
+	tests := []struct {
+		db, big, fits string
+	}{
+		{"pg", "SELECT repeat('x', 2000000) AS big", "SELECT repeat('x', 500000) AS fits"},
+		{"lite", "SELECT substr(hex(zeroblob(1000000)), 1, 2000000) AS big", "SELECT substr(hex(zeroblob(250000)), 1, 500000) AS fits"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.db, func(t *testing.T) {
+			var e *Engine
+			opts := &Options{MaxRowBytes: 1 << 20}
+			if tt.db == "pg" {
+				e = pgEngine(t, opts)
+			} else {
+				e, _ = sqliteEngine(t, opts)
+			}
+			for i := range 3 {
+				_, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: tt.db, SQL: tt.big})
+				qe := wantKind(t, err, KindValidation)
+				if !strings.Contains(qe.Message, "max_row_bytes") || !strings.Contains(qe.Hint, "substring") {
+					t.Errorf("attempt %d: got %q (hint %q), want max_row_bytes named and substring suggested", i, qe.Message, qe.Hint)
+				}
+				_, rows, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: tt.db, SQL: tt.fits})
+				if err != nil {
+					t.Fatalf("attempt %d: a row under the bound after one over it: got %v, want it", i, err)
+				}
+				if s, _ := rows[0][0].(string); len(s) != 500000 {
+					t.Errorf("got a value of %d bytes, want 500000", len(s))
+				}
+			}
+			// Every connection of the pool still answers.
+			errs := make(chan error, 8)
+			for range cap(errs) {
+				go func() {
+					_, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: tt.db, SQL: "SELECT count(*) FROM readings"})
+					errs <- err
+				}()
+			}
+			for range cap(errs) {
+				if err := <-errs; err != nil {
+					t.Errorf("after the big rows: got %v, want the engine usable", err)
+				}
 			}
 		})
 	}

@@ -75,11 +75,12 @@ func sinkRows(ids ...int) []map[string]any {
 
 func sinkCount(t *testing.T, e *Engine, db string) int64 {
 	t.Helper()
-	res, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT count(*) FROM sink WHERE id >= 5000"})
-	if err != nil {
-		t.Fatal(err)
+	_, rows := collectSQL(t, e, Caller{}, SQLRequest{Database: db, SQL: "SELECT count(*) FROM sink WHERE id >= 5000"})
+	n, ok := rows[0][0].(int64)
+	if !ok {
+		t.Fatalf("got count %#v, want an int64", rows[0][0])
 	}
-	return res.Rows[0][0].(int64)
+	return n
 }
 
 func TestInsertOnce(t *testing.T) {

@@ -23,17 +23,14 @@ func TestInsertSQLite(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("got %d rows inserted, want 3", n)
 	}
-	res, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "lite", SQL: "SELECT * FROM sink ORDER BY id"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, got := collectSQL(t, e, Caller{}, SQLRequest{Database: "lite", SQL: "SELECT * FROM sink ORDER BY id"})
 	want := [][]any{
 		{int64(1), 12.5, 1.5, "a", true, "2024-02-29", "2024-01-02T03:04:05.5Z", "AP8Q", json.RawMessage(`{"k":[1]}`), int64(3)},
 		{int64(2), nil, nil, "b", false, nil, nil, nil, nil, nil},
 		{int64(3), nil, nil, "x", nil, nil, nil, nil, nil, nil}, // t's default
 	}
-	if !reflect.DeepEqual(res.Rows, want) {
-		t.Errorf("got  %#v\nwant %#v", res.Rows, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %#v\nwant %#v", got, want)
 	}
 }
 
@@ -73,11 +70,8 @@ func TestInsertErrors(t *testing.T) {
 				if n != 0 {
 					t.Errorf("got %d inserted, want 0", n)
 				}
-				res, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT count(*) FROM sink"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := res.Rows[0][0]; got != int64(0) {
+				_, rows := collectSQL(t, e, Caller{}, SQLRequest{Database: db, SQL: "SELECT count(*) FROM sink"})
+				if got := rows[0][0]; got != int64(0) {
 					t.Errorf("got %v rows in sink, want 0: nothing may be inserted", got)
 				}
 			})
@@ -119,11 +113,8 @@ func TestInsertPG(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("got %d, want 2", n)
 	}
-	res, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT * FROM sink ORDER BY id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(res.Rows)
+	_, got := collectSQL(t, e, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT * FROM sink ORDER BY id"})
+	b, _ := json.Marshal(got)
 	want := `[[2,null,null,null,"b",null,null,null,null,null,null,null,null,"dflt"],` +
 		`["9007199254740993",7,12.345,1.5,"a",true,"2024-02-29","2024-01-02T03:04:05.123456Z","AP8Q","a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",{"k":[1,"x"]},[1,2],"1 day 02:00:00","dflt"]]`
 	if string(b) != want {

@@ -233,3 +233,73 @@ func maybePG(t *testing.T) *Engine {
 func sqlOpenRW(path string) (*sql.DB, error) {
 	return sql.Open("sqlite", sqliteDSN(path, "_pragma=busy_timeout(5000)"))
 }
+
+// collectBytes bounds the cells a test collects in memory.
+const collectBytes = 64 << 20
+
+// runSQL prepares r for c and collects its rows.
+func runSQL(ctx context.Context, e *Engine, c Caller, r SQLRequest) (*Result, [][]any, error) {
+	s, err := e.PrepareSQL(ctx, c, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return Collect(ctx, s, collectBytes)
+}
+
+// collectSQL is runSQL that fails t on an error.
+func collectSQL(t testing.TB, e *Engine, c Caller, r SQLRequest) (*Result, [][]any) {
+	t.Helper()
+	res, rows, err := runSQL(t.Context(), e, c, r)
+	if err != nil {
+		t.Fatalf("SQL %q: %v", r.SQL, err)
+	}
+	return res, rows
+}
+
+// runQuery prepares the structured request r for c and collects its rows.
+func runQuery(ctx context.Context, e *Engine, c Caller, r Request) (*Result, [][]any, error) {
+	s, err := e.PrepareQuery(ctx, c, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return Collect(ctx, s, collectBytes)
+}
+
+// collectQuery is runQuery that fails t on an error.
+func collectQuery(t testing.TB, e *Engine, c Caller, r Request) (*Result, [][]any) {
+	t.Helper()
+	res, rows, err := runQuery(t.Context(), e, c, r)
+	if err != nil {
+		t.Fatalf("query %+v: %v", r, err)
+	}
+	return res, rows
+}
+
+// collectTimeSeries prepares the time series r and collects its rows,
+// failing t on an error.
+func collectTimeSeries(t testing.TB, e *Engine, c Caller, r TimeSeriesRequest) (*Result, [][]any) {
+	t.Helper()
+	s, err := e.PrepareTimeSeries(t.Context(), c, r)
+	if err != nil {
+		t.Fatalf("PrepareTimeSeries: %v", err)
+	}
+	res, rows, err := Collect(t.Context(), s, collectBytes)
+	if err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	return res, rows
+}
+
+// directStmt is a statement that runs text as it is on database db, as
+// the connecting user: what a source does with SQL the validator let
+// through.
+func directStmt(t testing.TB, e *Engine, db, text string, limit int) *Stmt {
+	t.Helper()
+	src, err := e.source(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.newStmt(&grant{db: db}, src, db, limit)
+	s.SQL, s.text = text, text
+	return s
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,9 @@ type pgSource struct {
 	pool    *pgxpool.Pool
 	timeout time.Duration
 	keys    keyState
+
+	typesMu sync.Mutex
+	types   map[uint32]string // names of types pgx does not know, by OID
 }
 
 var _ source = (*pgSource)(nil)
@@ -106,7 +110,7 @@ type txOptions struct {
 // stmtTx is how statement s runs: read-only, with its timeout, role and
 // path.
 func stmtTx(s *Stmt) txOptions {
-	return txOptions{timeout: s.Timeout, role: s.Role, pinPath: s.PinPath}
+	return txOptions{timeout: s.timeout(), role: s.Role, pinPath: s.PinPath}
 }
 
 // begin opens a transaction (read-only unless o.write) with the statement
@@ -234,6 +238,9 @@ func (s *pgSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error
 			return nil, &queryErr{err}
 		}
 	}
+	if unknown {
+		s.nameTypes(ctx, res.Columns, oids)
+	}
 	if err := sink.Begin(res.Columns); err != nil {
 		return nil, err
 	}
@@ -256,9 +263,6 @@ func (s *pgSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, &queryErr{err}
-	}
-	if unknown {
-		nameTypes(ctx, tx, res, oids)
 	}
 	return res, nil
 }
@@ -351,28 +355,64 @@ type queryErr struct{ err error }
 func (e *queryErr) Error() string { return e.err.Error() }
 func (e *queryErr) Unwrap() error { return e.err }
 
-// nameTypes fills the type names pgx does not know (enums, domains,
-// extension types) from pg_type; on failure they stay empty.
-func nameTypes(ctx context.Context, tx pgx.Tx, res *Result, oids []uint32) {
-	rows, _ := tx.Query(ctx, "SELECT oid::int8, typname::text FROM pg_type WHERE oid = ANY($1::int8[]::oid[])", oids)
+// typeNameWait bounds the look-up of type names pgx does not know.
+const typeNameWait = time.Second
+
+// nameTypes fills the names of the column types pgx does not know
+// (enums, domains, extension types) from pg_type, before the first row is
+// handed on: from the source's cache, else on a connection of its own
+// (the statement's is busy with its rows), waiting at most typeNameWait.
+// A name that cannot be had stays empty.
+func (s *pgSource) nameTypes(ctx context.Context, cols []ResultColumn, oids []uint32) {
+	var missing []uint32
+	s.typesMu.Lock()
+	for i, o := range oids {
+		if cols[i].Type != "" {
+			continue
+		}
+		if name, ok := s.types[o]; ok {
+			cols[i].Type = name
+		} else {
+			missing = append(missing, o)
+		}
+	}
+	s.typesMu.Unlock()
+	if len(missing) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, typeNameWait)
+	defer cancel()
+	rows, _ := s.pool.Query(ctx, "SELECT oid::int8, typname::text FROM pg_type WHERE oid = ANY($1::int8[]::oid[])", missing)
 	names := map[uint32]string{}
 	var (
 		oid  int64
 		name string
 	)
-	_, err := pgx.ForEachRow(rows, []any{&oid, &name}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&oid, &name}, func() error {
 		names[uint32(oid)] = name
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return
 	}
+	s.typesMu.Lock()
+	defer s.typesMu.Unlock()
+	if s.types == nil {
+		s.types = map[uint32]string{}
+	}
+	for o, n := range names {
+		if len(s.types) < maxTypeNames {
+			s.types[o] = n
+		}
+	}
 	for i, o := range oids {
-		if res.Columns[i].Type == "" {
-			res.Columns[i].Type = names[o]
+		if cols[i].Type == "" {
+			cols[i].Type = names[o]
 		}
 	}
 }
+
+// maxTypeNames bounds the cache of type names.
+const maxTypeNames = 4096
 
 // insert copies rows into t in one read-write transaction. The values
 // are typed by convertIn; COPY is our data path, never user SQL. A key k

@@ -90,7 +90,7 @@ type attemptFunc func(ctx context.Context) (started bool, err error)
 func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
 	db := s.Database
 	br := e.breakers[db]
-	timeout := s.Timeout
+	timeout := s.timeout()
 	if s.src.dialect() == Postgres {
 		timeout += stmtGrace
 	}
@@ -118,7 +118,7 @@ func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
 			return cerr
 		}
 		d := backoff(attempt)
-		if time.Since(start)+d > s.Timeout {
+		if time.Since(start)+d > s.timeout() {
 			return cerr
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -40,7 +41,9 @@ func TestTransient(t *testing.T) {
 		{"read only", context.Background(), &pgconn.PgError{Code: "25006"}, false},
 		{"context done", cancelled, io.ErrUnexpectedEOF, false},
 		{"deadline", context.Background(), context.DeadlineExceeded, false},
-		{"writer failed", context.Background(), &writeErr{io.ErrUnexpectedEOF}, false},
+		{"sink failed", context.Background(), &sinkErr{io.ErrUnexpectedEOF}, false},
+		{"sink failed, wrapped", context.Background(), fmt.Errorf("run: %w", &sinkErr{&net.OpError{Op: "write", Err: errors.New("broken pipe")}}), false},
+		{"row over the row bound", context.Background(), &pgproto3.ExceededMaxBodyLenErr{MaxExpectedBodyLen: 1 << 20, ActualBodyLen: 2 << 20}, false},
 		{"nil", context.Background(), nil, false},
 	}
 	for _, tt := range tests {
@@ -148,7 +151,7 @@ WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid
 			}
 		}
 	}()
-	res, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: sql})
+	_, rows, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: "pg", SQL: sql})
 	close(stop)
 	<-watcherDone
 	if !terminated.Load() {
@@ -157,7 +160,7 @@ WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid
 	if err != nil {
 		t.Fatalf("got %v, want the query retried after its backend was terminated", err)
 	}
-	if got := fmt.Sprint(res.Rows[0][0]); got != "20000000" {
+	if got := fmt.Sprint(rows[0][0]); got != "20000000" {
 		t.Errorf("got %s, want 20000000", got)
 	}
 	t.Run("no retry when off", func(t *testing.T) {
@@ -174,7 +177,7 @@ WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid
 				time.Sleep(5 * time.Millisecond)
 			}
 		}()
-		_, err := e1.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: sql})
+		_, _, err := runSQL(t.Context(), e1, Caller{}, SQLRequest{Database: "pg", SQL: sql})
 		<-done
 		wantKind(t, err, KindUnavailable)
 	})
@@ -212,13 +215,13 @@ func TestBreakerOpensOnDeadDatabase(t *testing.T) {
 	e.sources["pg"].(*pgSource).pool.Reset() // drop the live connections: the server is gone
 
 	start := time.Now()
-	_, err = e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
+	_, _, err = runSQL(t.Context(), e, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
 	wantKind(t, err, KindUnavailable)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("got %v for three attempts, want bounded backoff", d)
 	}
 	start = time.Now()
-	_, err = e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
+	_, _, err = runSQL(t.Context(), e, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
 	qe := wantKind(t, err, KindUnavailable)
 	if qe.RetryAfter <= 0 || qe.RetryAfter > time.Minute {
 		t.Errorf("got RetryAfter %v, want the time left open", qe.RetryAfter)

@@ -38,7 +38,7 @@ type Stmt struct {
 	// result truncated when there were more.
 	Limit int
 	// Timeout is the statement timeout (Options.StatementTimeout unless
-	// set before Run).
+	// set before Run; zero or less also means that).
 	Timeout time.Duration
 	// Role is the PostgreSQL role the statement runs as (SET LOCAL ROLE,
 	// from the caller's access rule); empty: the connecting user.
@@ -53,6 +53,14 @@ type Stmt struct {
 	args []any
 	// next makes the cursor of the page after a truncated one.
 	next func() string
+}
+
+// timeout is Timeout, or the engine's statement timeout when it is not set.
+func (s *Stmt) timeout() time.Duration {
+	if s.Timeout <= 0 {
+		return s.e.opts.StatementTimeout
+	}
+	return s.Timeout
 }
 
 // Args are the bind parameters of the statement, in order.
@@ -146,7 +154,7 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (*Result, error) {
 	}
 	res.ElapsedMS = time.Since(start).Milliseconds()
 	if err := sink.End(res); err != nil {
-		return nil, &sinkErr{err}
+		return nil, err
 	}
 	return res, nil
 }
@@ -192,7 +200,7 @@ func (s *Stmt) Estimate(ctx context.Context) (bytes float64, ok bool) {
 	e := s.e
 	rows, width, ok := e.plans.get(s.Database, s.text)
 	if !ok {
-		ctx, cancel := context.WithTimeout(ctx, min(s.Timeout, 5*time.Second))
+		ctx, cancel := context.WithTimeout(ctx, min(s.timeout(), 5*time.Second))
 		defer cancel()
 		var err error
 		if rows, width, err = s.src.estimate(ctx, s); err != nil {

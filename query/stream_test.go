@@ -16,13 +16,24 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// streamRows streams sql as NDJSON and decodes every row.
-func streamRows(t *testing.T, e *Engine, db, sql string, limit int) ([]any, *Result) {
+// streamRows runs sql into an NDJSON encoder and decodes every row.
+func streamRows(t *testing.T, e *Engine, db, sql string, limit int) ([]any, *Result, Encoder) {
 	t.Helper()
-	var buf bytes.Buffer
-	res, err := e.Stream(t.Context(), Caller{}, SQLRequest{Database: db, SQL: sql, Limit: limit}, FormatNDJSON, &buf)
+	s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: sql, Limit: limit})
 	if err != nil {
-		t.Fatalf("Stream: %v", err)
+		t.Fatalf("PrepareSQL: %v", err)
+	}
+	var buf bytes.Buffer
+	enc, err := NewEncoder(FormatNDJSON, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(t.Context(), enc)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if enc.Written() != int64(buf.Len()) {
+		t.Errorf("got Written %d, want the %d bytes written", enc.Written(), buf.Len())
 	}
 	var rows []any
 	dec := json.NewDecoder(&buf)
@@ -34,32 +45,20 @@ func streamRows(t *testing.T, e *Engine, db, sql string, limit int) ([]any, *Res
 		}
 		rows = append(rows, r)
 	}
-	return rows, res
+	return rows, res, enc
 }
 
-// batchRows runs sql in batch mode and returns the rows as JSON reads them.
-func batchRows(t *testing.T, e *Engine, db, sql string) ([]any, *Result) {
+// collectRows collects sql and returns the rows as JSON reads them.
+func collectRows(t *testing.T, e *Engine, db, sql string) ([]any, *Result) {
 	t.Helper()
-	res, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: sql, Limit: 1000})
-	if err != nil {
-		t.Fatalf("RunSQL: %v", err)
-	}
-	b, err := json.Marshal(res.Rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&rows); err != nil {
-		t.Fatal(err)
-	}
-	return rows, res
+	res, rows := collectSQL(t, e, Caller{}, SQLRequest{Database: db, SQL: sql, Limit: 1000})
+	return jsonRoundTrip(t, rows), res
 }
 
-// TestStreamMatchesBatch: the streaming decoders follow the batch
-// executor's type rules exactly, for every type of the fixtures.
-func TestStreamMatchesBatch(t *testing.T) {
+// TestCollectMatchesStream: the Go values of Collect (Buffer.Values) and
+// the streamed JSON follow the same type rules, for every type of the
+// fixtures: a value reads the same whichever way it came.
+func TestCollectMatchesStream(t *testing.T) {
 	le, _ := sqliteEngine(t, nil)
 	engines := map[string]*Engine{"lite": le}
 	queries := map[string][]string{
@@ -77,8 +76,8 @@ func TestStreamMatchesBatch(t *testing.T) {
 	for db, e := range engines {
 		for _, q := range queries[db] {
 			t.Run(db+" "+q[:min(len(q), 40)], func(t *testing.T) {
-				want, bres := batchRows(t, e, db, q)
-				got, sres := streamRows(t, e, db, q, 1000)
+				want, cres := collectRows(t, e, db, q)
+				got, sres, enc := streamRows(t, e, db, q, 1000)
 				if len(got) != len(want) {
 					t.Fatalf("got %d rows, want %d", len(got), len(want))
 				}
@@ -87,25 +86,43 @@ func TestStreamMatchesBatch(t *testing.T) {
 						t.Errorf("row %d:\ngot  %v\nwant %v", i, got[i], want[i])
 					}
 				}
-				if !reflect.DeepEqual(sres.Columns, bres.Columns) {
-					t.Errorf("got columns %v, want %v", sres.Columns, bres.Columns)
+				if !reflect.DeepEqual(sres.Columns, cres.Columns) {
+					t.Errorf("got columns %v, want %v", sres.Columns, cres.Columns)
 				}
-				if sres.Mode != ModeStream || bres.Mode != ModeBatch {
-					t.Errorf("got modes %q %q, want stream batch", sres.Mode, bres.Mode)
-				}
-				if sres.RowCount != len(want) || sres.Bytes == 0 {
-					t.Errorf("got row count %d bytes %d, want %d and > 0", sres.RowCount, sres.Bytes, len(want))
+				if sres.RowCount != len(want) || cres.RowCount != len(want) || enc.Written() == 0 {
+					t.Errorf("got row counts %d and %d, %d bytes, want %d and > 0", sres.RowCount, cres.RowCount, enc.Written(), len(want))
 				}
 			})
 		}
 	}
 }
 
+// countSink counts rows and fails at row failAt (from 1; 0: never) with
+// errSink.
+type countSink struct {
+	begins, rows, ends int
+	failAt             int
+}
+
+var errSink = errors.New("sink refused the row")
+
+func (s *countSink) Begin([]ResultColumn) error { s.begins++; return nil }
+
+func (s *countSink) Row([]Cell) error {
+	s.rows++
+	if s.rows == s.failAt {
+		return errSink
+	}
+	return nil
+}
+
+func (s *countSink) End(*Result) error { s.ends++; return nil }
+
 func TestStreamFormatsAndLimits(t *testing.T) {
-	le, _ := sqliteEngine(t, &Options{MaxStreamRows: 500})
+	le, _ := sqliteEngine(t, &Options{MaxLimit: 500})
 	engines := map[string]*Engine{"lite": le}
 	if os.Getenv(pgEnv) != "" {
-		engines["pg"] = pgEngine(t, &Options{MaxStreamRows: 500})
+		engines["pg"] = pgEngine(t, &Options{MaxLimit: 500})
 	}
 	tests := []struct {
 		name          string
@@ -113,15 +130,22 @@ func TestStreamFormatsAndLimits(t *testing.T) {
 		wantRows      int
 		wantTruncated bool
 	}{
-		{"no limit is the stream maximum", 0, 500, true},
+		{"no limit is the maximum", NoLimit, 500, true},
+		{"default limit", 0, DefaultLimit, true},
 		{"limit", 7, 7, true},
 		{"under the limit", 499, 499, true},
 	}
+	const sql = "SELECT id, status, note FROM readings ORDER BY id"
 	for db, e := range engines {
 		for _, tt := range tests {
 			t.Run(db+" "+tt.name, func(t *testing.T) {
+				s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: sql, Limit: tt.limit})
+				if err != nil {
+					t.Fatal(err)
+				}
 				var buf bytes.Buffer
-				res, err := e.Stream(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT id, status, note FROM readings ORDER BY id", Limit: tt.limit}, FormatCSV, &buf)
+				enc, _ := NewEncoder(FormatCSV, &buf)
+				res, err := s.Run(t.Context(), enc)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -135,67 +159,67 @@ func TestStreamFormatsAndLimits(t *testing.T) {
 				if got := strings.Join(recs[0], ","); got != "id,status,note" {
 					t.Errorf("got header %q, want id,status,note", got)
 				}
+				if res.SQL != sql || res.NextCursor != "" {
+					t.Errorf("got SQL %q cursor %q, want the caller's SQL and no cursor", res.SQL, res.NextCursor)
+				}
 			})
 		}
-		t.Run(db+" over the stream maximum", func(t *testing.T) {
-			_, err := e.Stream(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT 1", Limit: 501}, FormatCSV, &bytes.Buffer{})
+		t.Run(db+" over the maximum", func(t *testing.T) {
+			_, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT 1", Limit: 501})
 			wantKind(t, err, KindValidation)
 		})
 		t.Run(db+" refused", func(t *testing.T) {
-			_, err := e.Stream(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT 1; DROP TABLE devices"}, FormatCSV, &bytes.Buffer{})
+			_, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT 1; DROP TABLE devices"})
 			wantKind(t, err, KindValidation)
 		})
-		t.Run(db+" writer fails", func(t *testing.T) {
-			_, err := e.Stream(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT * FROM readings"}, FormatJSON, failWriter{})
-			qe := wantKind(t, err, KindUnavailable)
-			if !strings.Contains(qe.Message, "writing the result") {
-				t.Errorf("got %q, want the writer named", qe.Message)
+		t.Run(db+" run twice", func(t *testing.T) {
+			s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT id FROM readings ORDER BY id", Limit: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				_, rows, err := Collect(t.Context(), s, collectBytes)
+				if err != nil || !reflect.DeepEqual(rows, [][]any{{int64(1)}, {int64(2)}, {int64(3)}}) {
+					t.Errorf("got %v %v, want ids 1 to 3", rows, err)
+				}
 			}
 		})
-	}
-}
-
-func TestAutoMode(t *testing.T) {
-	le, _ := sqliteEngine(t, &Options{BatchBytes: 4096})
-	engines := map[string]*Engine{"lite": le}
-	if os.Getenv(pgEnv) != "" {
-		engines["pg"] = pgEngine(t, &Options{BatchBytes: 4096})
-	}
-	tests := []struct {
-		name  string
-		sql   string
-		limit int
-		want  string
-	}{
-		{"aggregate", "SELECT count(*), avg(temperature) FROM readings", 0, ModeBatch},
-		{"small", "SELECT id FROM readings WHERE id <= 3", 0, ModeBatch},
-		{"large", "SELECT * FROM readings", 5000, ModeStream},
-	}
-	for db, e := range engines {
-		for _, tt := range tests {
-			t.Run(db+" "+tt.name, func(t *testing.T) {
-				var buf bytes.Buffer
-				res, err := e.Auto(t.Context(), Caller{}, SQLRequest{Database: db, SQL: tt.sql, Limit: tt.limit}, FormatNDJSON, &buf)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Mode != tt.want {
-					t.Fatalf("got mode %q, want %q", res.Mode, tt.want)
-				}
-				if tt.want == ModeBatch && (buf.Len() != 0 || res.Rows == nil) {
-					t.Errorf("batch: got %d bytes written and rows %v, want rows in the result", buf.Len(), res.Rows != nil)
-				}
-				if tt.want == ModeStream && (int64(buf.Len()) != res.Bytes || res.Rows != nil || res.RowCount < 1000) {
-					t.Errorf("stream: got %d bytes (result says %d), %d rows, want all rows written", buf.Len(), res.Bytes, res.RowCount)
-				}
-			})
-		}
-	}
-	if _, ok := engines["pg"]; ok {
-		pe := engines["pg"]
-		if _, _, ok := pe.plans.get("pg", wrapLimit("SELECT * FROM readings", 5001)); !ok {
-			t.Errorf("got no cached estimate, want the plan cached")
-		}
+		t.Run(db+" writer fails", func(t *testing.T) {
+			s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT * FROM readings", Limit: NoLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc, _ := NewEncoder(FormatJSON, failWriter{})
+			_, err = s.Run(t.Context(), enc)
+			if !errors.Is(err, errGone) {
+				t.Errorf("got %v, want the writer's error", err)
+			}
+			if _, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: db, SQL: "SELECT 1"}); err != nil {
+				t.Errorf("after a failed writer: got %v, want the engine usable", err)
+			}
+		})
+		t.Run(db+" sink fails", func(t *testing.T) {
+			s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT id FROM readings", Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink := &countSink{failAt: 3}
+			_, err = s.Run(t.Context(), sink)
+			if err != errSink {
+				t.Errorf("got %v, want the sink's own error as it was returned", err)
+			}
+			if sink.begins != 1 || sink.rows != 3 || sink.ends != 0 {
+				t.Errorf("got %d Begin, %d Row, %d End, want 1, 3 and no End (no retry after output began)", sink.begins, sink.rows, sink.ends)
+			}
+		})
+		t.Run(db+" a failed statement never touches the sink", func(t *testing.T) {
+			sink := &countSink{}
+			_, err := directStmt(t, e, db, "SELECT nope FROM readings", 10).Run(t.Context(), sink)
+			wantKind(t, err, KindValidation)
+			if sink.begins+sink.rows+sink.ends != 0 {
+				t.Errorf("got %d Begin, %d Row, %d End, want none", sink.begins, sink.rows, sink.ends)
+			}
+		})
 	}
 }
 
@@ -212,24 +236,28 @@ func TestCancelStopsPostgres(t *testing.T) {
 	const marker = "lakegate_cancel_probe"
 	// A backend's first statement loads its catalog caches (tens of ms
 	// on a busy machine); warm it so the test measures the cancel.
-	if _, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT count(*) FROM generate_series(1, 10)"}); err != nil {
+	if _, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT count(*) FROM generate_series(1, 10)"}); err != nil {
 		t.Fatal(err)
 	}
 	// Shared 2-core machines stall now and then: every run must stop
 	// within a generous second, and the best of each mode within 100 ms.
 	best := map[string]time.Duration{}
-	for i, mode := range []string{ModeBatch, ModeStream, ModeBatch, ModeStream, ModeBatch, ModeStream} {
+	const collect, stream = "collect", "stream"
+	for i, mode := range []string{collect, stream, collect, stream, collect, stream} {
 		t.Run(fmt.Sprintf("%s %d", mode, i/2), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			sql := "SELECT count(*) AS " + marker + " FROM generate_series(1, 2000000000)"
 			done := make(chan error, 1)
 			go func() {
-				var err error
-				if mode == ModeBatch {
-					_, err = e.RunSQL(ctx, Caller{}, SQLRequest{Database: "pg", SQL: sql})
-				} else {
-					_, err = e.Stream(ctx, Caller{}, SQLRequest{Database: "pg", SQL: sql}, FormatCSV, &bytes.Buffer{})
+				s, err := e.PrepareSQL(ctx, Caller{}, SQLRequest{Database: "pg", SQL: sql})
+				if err == nil {
+					if mode == collect {
+						_, _, err = Collect(ctx, s, collectBytes)
+					} else {
+						enc, _ := NewEncoder(FormatCSV, &bytes.Buffer{})
+						_, err = s.Run(ctx, enc)
+					}
 				}
 				done <- err
 			}()

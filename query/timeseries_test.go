@@ -27,7 +27,7 @@ func TestBuildTimeSeries(t *testing.T) {
 			`SELECT date_trunc('month', "ts", 'UTC') AS "bucket", count(*) AS "count" FROM "public"."readings" WHERE "ts" >= $1 AND "ts" < $2 GROUP BY 1 ORDER BY 1`,
 			[]any{time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
 		{"pg quarters on timestamp", Postgres, TimeSeriesRequest{TimeColumn: "tsn", Bucket: Bucket{Unit: "month", Count: 3}, Start: "2025-01-01", End: "2026-01-01"},
-			`SELECT make_timestamp((CAST(extract(year FROM "tsn") AS int) * 12 + CAST(extract(month FROM "tsn") AS int) - 1) / $1 * $2 / 12, (CAST(extract(year FROM "tsn") AS int) * 12 + CAST(extract(month FROM "tsn") AS int) - 1) / $3 * $4 % 12 + 1, 1, 0, 0, 0) AS "bucket", count(*) AS "count" FROM "public"."readings" WHERE "tsn" >= $5 AND "tsn" < $6 GROUP BY 1 ORDER BY 1`,
+			`SELECT (make_timestamp((CAST(extract(year FROM "tsn") AS int) * 12 + CAST(extract(month FROM "tsn") AS int) - 1) / $1 * $2 / 12, (CAST(extract(year FROM "tsn") AS int) * 12 + CAST(extract(month FROM "tsn") AS int) - 1) / $3 * $4 % 12 + 1, 1, 0, 0, 0)) AT TIME ZONE 'UTC' AS "bucket", count(*) AS "count" FROM "public"."readings" WHERE "tsn" >= $5 AND "tsn" < $6 GROUP BY 1 ORDER BY 1`,
 			[]any{3, 3, 3, 3, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
 		{"sqlite hours", SQLite, TimeSeriesRequest{TimeColumn: "ts", Bucket: Bucket{Unit: "hour", Count: 2}, Aggregates: []Select{{Agg: "max", Column: "temp"}},
 			Start: "2025-01-01T00:00:00Z", End: "2025-01-03T00:00:00Z"},
@@ -117,11 +117,8 @@ func TestTimeSeriesSQLite(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.bucket), func(t *testing.T) {
-			res, err := e.TimeSeries(t.Context(), Caller{}, TimeSeriesRequest{Database: "lite", Table: "readings", TimeColumn: "ts",
+			res, rows := collectTimeSeries(t, e, Caller{}, TimeSeriesRequest{Database: "lite", Table: "readings", TimeColumn: "ts",
 				Bucket: tt.bucket, Start: tt.start, End: tt.end, Aggregates: []Select{{Agg: "count", As: "n"}, {Agg: "min", Column: "id"}}, Limit: 10000})
-			if err != nil {
-				t.Fatal(err)
-			}
 			start, _ := time.Parse(time.RFC3339, tt.start)
 			end, _ := time.Parse(time.RFC3339, tt.end)
 			var want [][]any
@@ -138,8 +135,8 @@ func TestTimeSeriesSQLite(t *testing.T) {
 				}
 				want = append(want, []any{b, int64(1), int64(g)})
 			}
-			if !reflect.DeepEqual(res.Rows, want) {
-				t.Errorf("got %d rows %v\nwant %d rows %v\n(sql %s)", len(res.Rows), head(res.Rows), len(want), head(want), res.SQL)
+			if !reflect.DeepEqual(rows, want) {
+				t.Errorf("got %d rows %v\nwant %d rows %v\n(sql %s)", len(rows), head(rows), len(want), head(want), res.SQL)
 			}
 			if res.Columns[0].Name != "bucket" || res.Columns[1].Name != "n" || res.Columns[2].Name != "min_id" {
 				t.Errorf("got columns %+v", res.Columns)
@@ -181,20 +178,87 @@ func TestTimeSeriesPostgres(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.r.Database, tt.r.Table, tt.r.TimeColumn, tt.r.Limit = "pg", "readings", "ts", 10000
-			got, err := e.TimeSeries(t.Context(), Caller{}, tt.r)
-			if err != nil {
-				t.Fatal(err)
+			res, got := collectTimeSeries(t, e, Caller{}, tt.r)
+			_, want := collectSQL(t, e, Caller{}, SQLRequest{Database: "pg", SQL: tt.want, Limit: 10000})
+			if len(got) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("got %d rows %v\nwant %d rows %v\n(sql %s)", len(got), head(got), len(want), head(want), res.SQL)
 			}
-			want, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: tt.want, Limit: 10000})
-			if err != nil {
-				t.Fatal(err)
+			if res.Columns[0].Name != "bucket" || res.Columns[0].Type != "timestamptz" {
+				t.Errorf("got bucket column %+v, want bucket timestamptz", res.Columns[0])
 			}
-			for _, row := range want.Rows {
-				row[0] = bucketText(row[0])
-			}
-			if len(got.Rows) == 0 || fmt.Sprint(got.Rows) != fmt.Sprint(want.Rows) {
-				t.Errorf("got %d rows %v\nwant %d rows %v\n(sql %s)", len(got.Rows), head(got.Rows), len(want.Rows), head(want.Rows), got.SQL)
+			for _, row := range got {
+				wantRFC3339UTC(t, row[0])
 			}
 		})
+	}
+}
+
+// wantRFC3339UTC fails t unless v is an RFC 3339 timestamp in UTC, as
+// "2025-01-01T00:00:00Z".
+func wantRFC3339UTC(t *testing.T, v any) {
+	t.Helper()
+	s, ok := v.(string)
+	ts, err := time.Parse(time.RFC3339, s)
+	if !ok || err != nil || !strings.HasSuffix(s, "Z") || ts.Format(time.RFC3339Nano) != s {
+		t.Errorf("got bucket %#v, want an RFC 3339 UTC string like 2025-01-01T00:00:00Z", v)
+	}
+}
+
+// TestTimeSeriesBucketText: the bucket is an RFC 3339 UTC string whatever
+// the time column's type (timestamptz, timestamp, date) and dialect.
+func TestTimeSeriesBucketText(t *testing.T) {
+	type engine struct {
+		db string
+		e  *Engine
+	}
+	le, _ := sqliteEngine(t, nil)
+	engines := []engine{{"lite", le}}
+	if pe := maybePG(t); pe != nil {
+		engines = append(engines, engine{"pg", pe})
+	}
+	tests := []struct {
+		db, table, column string
+		bucket            Bucket
+		start, end        string
+		want              []string
+	}{
+		{"lite", "readings", "ts", Bucket{"hour", 1}, "2025-01-01T00:00:00Z", "2025-01-01T03:00:00Z",
+			[]string{"2025-01-01T00:00:00Z", "2025-01-01T01:00:00Z", "2025-01-01T02:00:00Z"}},
+		{"lite", "kinds", "ts", Bucket{"day", 1}, "1999-01-01T00:00:00Z", "2025-01-01T00:00:00Z",
+			[]string{"1999-12-31T00:00:00Z", "2024-01-02T00:00:00Z"}},
+		{"lite", "kinds", "d", Bucket{"month", 1}, "1999-01-01T00:00:00Z", "2025-01-01T00:00:00Z",
+			[]string{"1999-12-01T00:00:00Z", "2024-02-01T00:00:00Z"}},
+		{"pg", "readings", "ts", Bucket{"hour", 1}, "2025-01-01T00:00:00Z", "2025-01-01T03:00:00Z",
+			[]string{"2025-01-01T00:00:00Z"}},
+		{"pg", "types", "ts", Bucket{"day", 1}, "1999-01-01T00:00:00Z", "2025-01-01T00:00:00Z",
+			[]string{"1999-12-31T00:00:00Z", "2024-01-02T00:00:00Z"}},
+		{"pg", "types", "tsn", Bucket{"hour", 6}, "1999-01-01T00:00:00Z", "2025-01-01T00:00:00Z",
+			[]string{"1999-12-31T18:00:00Z", "2024-01-02T00:00:00Z"}},
+		{"pg", "types", "tsn", Bucket{"month", 1}, "1999-01-01T00:00:00Z", "2025-01-01T00:00:00Z",
+			[]string{"1999-12-01T00:00:00Z", "2024-01-01T00:00:00Z"}},
+		{"pg", "types", "d", Bucket{"week", 1}, "1999-01-01T00:00:00Z", "2025-01-01T00:00:00Z",
+			[]string{"1999-12-27T00:00:00Z", "2024-02-26T00:00:00Z"}},
+		{"pg", "types", "d", Bucket{"month", 12}, "1999-01-01T00:00:00Z", "2025-01-01T00:00:00Z",
+			[]string{"1999-01-01T00:00:00Z", "2024-01-01T00:00:00Z"}},
+	}
+	for _, en := range engines {
+		for _, tt := range tests {
+			if tt.db != en.db {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s %s.%s %v", tt.db, tt.table, tt.column, tt.bucket), func(t *testing.T) {
+				res, rows := collectTimeSeries(t, en.e, Caller{}, TimeSeriesRequest{Database: en.db, Table: tt.table, TimeColumn: tt.column,
+					Bucket: tt.bucket, Start: tt.start, End: tt.end, Limit: 10000})
+				var got []string
+				for _, row := range rows {
+					wantRFC3339UTC(t, row[0])
+					s, _ := row[0].(string)
+					got = append(got, s)
+				}
+				if !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("got buckets %v, want %v (sql %s)", got, tt.want, res.SQL)
+				}
+			})
+		}
 	}
 }

@@ -148,9 +148,10 @@ type Options struct {
 	// of NoLimit (default 10,000,000). Results are bounded in bytes by
 	// their sinks, not by this.
 	MaxLimit int
-	// MaxRowBytes bounds one row as the database sends it (default 64 MiB):
-	// a larger row is refused with a validation error, never read into
-	// memory (PostgreSQL); SQLite rows are refused once read.
+	// MaxRowBytes bounds one row as the database sends it (default 16 MiB,
+	// a size class pgx reads into a reused buffer): a larger row is
+	// refused with a validation error, never read into memory
+	// (PostgreSQL); SQLite rows are refused once read.
 	MaxRowBytes int64
 	// RetryAttempts is how many times a query is tried when it fails
 	// transiently (lost connection, serialization failure, too many

@@ -15,10 +15,7 @@ import (
 // client receives and as Go values.
 func TestTypesPG(t *testing.T) {
 	e := pgEngine(t, nil)
-	res, err := e.Query(t.Context(), Caller{}, Request{Database: "pg", Table: "types", OrderBy: []Order{{Column: "id"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, rows := collectQuery(t, e, Caller{}, Request{Database: "pg", Table: "types", OrderBy: []Order{{Column: "id"}}})
 	wantTypes := []string{"int4", "int2", "int4", "int8", "numeric", "numeric", "float8", "float4", "text", "bool",
 		"date", "timestamptz", "timestamp", "bytea", "uuid", "json", "jsonb", "int4[]", "text[]", "interval"}
 	for i, c := range res.Columns {
@@ -32,10 +29,10 @@ func TestTypesPG(t *testing.T) {
 		`[3,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null]`,
 		`[4,0,0,0,"NaN",0.00,"-Infinity",0,"x",null,null,null,null,null,null,null,null,null,null,"00:00:00"]`,
 	}
-	if len(res.Rows) != len(want) {
-		t.Fatalf("got %d rows, want %d", len(res.Rows), len(want))
+	if len(rows) != len(want) {
+		t.Fatalf("got %d rows, want %d", len(rows), len(want))
 	}
-	for i, row := range res.Rows {
+	for i, row := range rows {
 		b, err := json.Marshal(row)
 		if err != nil {
 			t.Fatalf("row %d: %v", i, err)
@@ -49,40 +46,48 @@ func TestTypesPG(t *testing.T) {
 	}
 	// Exactness: big integers and inexact numerics are strings, exact
 	// numerics keep their text (scale included).
-	if got := res.Rows[0][3]; got != "9007199254740993" {
+	if got := rows[0][3]; got != "9007199254740993" {
 		t.Errorf("int8 beyond 2^53: got %#v, want string", got)
 	}
-	if got := res.Rows[1][3]; got != int64(-9007199254740992) {
+	if got := rows[1][3]; got != int64(-9007199254740992) {
 		t.Errorf("int8 at -2^53: got %#v, want int64", got)
 	}
-	if got := res.Rows[0][5]; got != json.Number("12.50") {
+	if got := rows[0][5]; got != json.Number("12.50") {
 		t.Errorf("numeric(10,2): got %#v, want json.Number 12.50", got)
 	}
-	enum, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 'ok'::mood AS m, 1::oid AS o"})
-	if err != nil {
-		t.Fatal(err)
+	enum, enumRows := collectSQL(t, e, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 'ok'::mood AS m, 1::oid AS o"})
+	if got := enum.Columns; !reflect.DeepEqual(got, []ResultColumn{{Name: "m", Type: "mood"}, {Name: "o", Type: "oid", JSON: JSONNumber}}) || !reflect.DeepEqual(enumRows, [][]any{{"ok", int64(1)}}) {
+		t.Errorf("enum: got %v %v, want type mood and value ok", got, enumRows)
 	}
-	if got := enum.Columns; !reflect.DeepEqual(got, []ResultColumn{{Name: "m", Type: "mood"}, {Name: "o", Type: "oid", JSON: JSONNumber}}) || !reflect.DeepEqual(enum.Rows, [][]any{{"ok", int64(1)}}) {
-		t.Errorf("enum: got %v %v, want type mood and value ok", got, enum.Rows)
+	if got, ok := rows[0][15].(json.RawMessage); !ok || string(got) != `{"b": 1, "a": [1, 2.50]}` {
+		t.Errorf("json: got %#v, want the raw text", rows[0][15])
 	}
-	if got, ok := res.Rows[0][15].(json.RawMessage); !ok || string(got) != `{"b": 1, "a": [1, 2.50]}` {
-		t.Errorf("json: got %#v, want the raw text", res.Rows[0][15])
+	// Arrays (and other composite values) are JSON documents in Go too,
+	// holding the JSON text the stream writes.
+	for _, tt := range []struct {
+		row, col int
+		want     string
+	}{
+		{0, 17, `[1,2,3]`},
+		{0, 18, `["a","b c",null]`},
+		{1, 17, `[]`},
+	} {
+		if got, ok := rows[tt.row][tt.col].(json.RawMessage); !ok || string(got) != tt.want {
+			t.Errorf("row %d column %s: got %#v, want json.RawMessage %s", tt.row, res.Columns[tt.col].Name, rows[tt.row][tt.col], tt.want)
+		}
 	}
 }
 
 func TestTypesSQLite(t *testing.T) {
 	e, _ := sqliteEngine(t, nil)
-	res, err := e.Query(t.Context(), Caller{}, Request{Database: "lite", Table: "kinds", OrderBy: []Order{{Column: "id"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, rows := collectQuery(t, e, Caller{}, Request{Database: "lite", Table: "kinds", OrderBy: []Order{{Column: "id"}}})
 	want := [][]any{
 		{int64(1), 12.5, 1.5, "héllo", true, "2024-02-29", "2024-01-02T03:04:05.123456Z", "AP8Q", json.RawMessage(`{"a": [1, 2]}`), int64(7)},
 		{int64(2), "9007199254740993", -0.5, "", false, "1999-12-31", "1999-12-31T23:59:59Z", nil, "not json", "x"},
 		{int64(3), nil, nil, nil, nil, nil, nil, nil, nil, nil},
 	}
-	if !reflect.DeepEqual(res.Rows, want) {
-		t.Errorf("got  %#v\nwant %#v", res.Rows, want)
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("got  %#v\nwant %#v", rows, want)
 	}
 	wantTypes := []string{"integer", "numeric", "real", "text", "boolean", "date", "datetime", "blob", "json", "integer"}
 	for i, c := range res.Columns {
@@ -90,10 +95,7 @@ func TestTypesSQLite(t *testing.T) {
 			t.Errorf("column %s: got %s, want %s", c.Name, c.Type, wantTypes[i])
 		}
 	}
-	r2, err := e.RunSQL(t.Context(), Caller{}, SQLRequest{Database: "lite", SQL: "SELECT 1.5 AS r, x'01' AS b, NULL AS n, 'a' AS t"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2, _ := collectSQL(t, e, Caller{}, SQLRequest{Database: "lite", SQL: "SELECT 1.5 AS r, x'01' AS b, NULL AS n, 'a' AS t"})
 	gotTypes := []string{r2.Columns[0].Type, r2.Columns[1].Type, r2.Columns[2].Type, r2.Columns[3].Type}
 	if !reflect.DeepEqual(gotTypes, []string{"real", "blob", "text", "text"}) {
 		t.Errorf("got expression types %v, want [real blob text text]", gotTypes)
