@@ -27,6 +27,12 @@ var listeningLine = regexp.MustCompile(`"msg":"lakegate listening","url":"(http:
 // the server listens. The test's cleanup kills it if it still runs.
 func startProc(t *testing.T, bin string, extra ...string) *proc {
 	t.Helper()
+	return startProcWithin(t, 30*time.Second, bin, extra...)
+}
+
+// startProcWithin is startProc waiting up to wait for the server to listen.
+func startProcWithin(t *testing.T, wait time.Duration, bin string, extra ...string) *proc {
+	t.Helper()
 	env := append([]string{
 		"LAKEGATE_LISTEN=127.0.0.1:0",
 		"LAKEGATE_JWT_SECRET=" + testSecret,
@@ -48,7 +54,7 @@ func startProc(t *testing.T, bin string, extra ...string) *proc {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(wait)
 	for {
 		if m := listeningLine.FindStringSubmatch(p.stderr.String()); m != nil {
 			p.base = m[1]
@@ -60,7 +66,7 @@ func startProc(t *testing.T, bin string, extra ...string) *proc {
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("lakegate did not listen within 30s: %s", p.stderr.String())
+			t.Fatalf("lakegate did not listen within %v: %s", wait, p.stderr.String())
 		}
 	}
 }
