@@ -22,6 +22,9 @@ import (
 // run by make bench:
 //
 //	LAKEGATE_BENCH_CPU=1 LAKEGATE_BENCH_DATABASE_URL=... go test -run '^TestCallInstructions$' -count=1 -v ./integration/
+//
+// LAKEGATE_BENCH_CPU_OUT=DIR keeps the dumps in DIR for callgrind_annotate;
+// LAKEGATE_BENCH_BIN=PATH measures that binary instead of this tree's.
 func TestCallInstructions(t *testing.T) {
 	benchURL := os.Getenv("LAKEGATE_BENCH_DATABASE_URL")
 	if os.Getenv("LAKEGATE_BENCH_CPU") == "" || benchURL == "" {
@@ -30,8 +33,14 @@ func TestCallInstructions(t *testing.T) {
 	if _, err := exec.LookPath("valgrind"); err != nil {
 		t.Skip("valgrind is not installed (apt-get install valgrind)")
 	}
-	bin := buildBinary(t)
+	bin := os.Getenv("LAKEGATE_BENCH_BIN") // another build to compare, e.g. an older commit
+	if bin == "" {
+		bin = buildBinary(t)
+	}
 	dir := t.TempDir()
+	if keep := os.Getenv("LAKEGATE_BENCH_CPU_OUT"); keep != "" {
+		dir = keep // the dumps stay there, for callgrind_annotate
+	}
 	out := filepath.Join(dir, "callgrind.out")
 	wrapper := filepath.Join(dir, "lakegate-under-callgrind")
 	script := fmt.Sprintf("#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file=%s %s \"$@\"\n", out, bin)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"sync"
@@ -65,7 +66,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // Write queues msg for the event stream. When the queue stays full for
 // writeTimeout the client is not reading: the session is closed.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	data, err := jsonrpc.EncodeMessage(msg)
+	data, err := encodeMessage(msg)
 	if err != nil {
 		return err
 	}
@@ -75,6 +76,27 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return errSlowClient
 	}
 	return err
+}
+
+// encodeMessage is jsonrpc.EncodeMessage, except that a successful
+// response is framed around its result as it is: the SDK has marshalled the
+// result already, and encoding/json would scan all of it (a whole query
+// result) once more to compact it.
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	r, ok := msg.(*jsonrpc.Response)
+	if !ok || r.Error != nil || len(r.Result) == 0 {
+		return jsonrpc.EncodeMessage(msg)
+	}
+	id, err := json.Marshal(r.ID.Raw())
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(r.Result)+len(id)+32)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, r.Result...)
+	return append(b, '}'), nil
 }
 
 // deliver hands a POSTed message to the protocol server. It waits at most

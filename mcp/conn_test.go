@@ -163,3 +163,26 @@ func TestDecodeMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestEncodeMessage: the hand-framed response decodes to the same message
+// as the SDK's encoding, for numeric and string ids.
+func TestEncodeMessage(t *testing.T) {
+	for _, id := range []string{`7`, `"abc"`} {
+		in := `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"a,b\n1,\"x\"\n"}],"structuredContent":{"n":1}}}`
+		msg, err := jsonrpc.DecodeMessage([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeMessage(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("id %s: got %s, want %s", id, got, want)
+		}
+	}
+}
