@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make bench: Go benchmarks of every package, plus the full path database →
 # encoded bytes on the iot data set (1M readings), set beside psql's own
-# \copy on the same data in the same run, and the peak RSS of a process
-# streaming every row. Needs LAKEGATE_TEST_DATABASE_URL (an admin URL; make
+# \copy on the same data in the same run, the peak RSS of a process
+# streaming every row, the server's peak RSS around result-heavy tool calls,
+# and its CPU instructions per tool call under callgrind (when valgrind is
+# installed; LAKEGATE_BENCH_BIN=PATH adds another build to compare). Needs LAKEGATE_TEST_DATABASE_URL (an admin URL; make
 # bench runs this under with-postgres.sh) and psql. The bench database
 # (lakegate_bench) is loaded once and kept; BENCH_ROWS changes its size.
 set -euo pipefail
@@ -65,11 +67,13 @@ now() { date +%s.%N; }
 secs() { echo "$2 - $1" | bc -l; }
 # export_run SQL LABEL: starts a fresh server, exports SQL and fetches it,
 # then prints wall time, the export call's time and the server's peak RSS.
+# Rate limiting is off: three fetches of 65-260 blocks in a row pass the
+# default 50 requests/s per subject, and fetch does not wait on 429 yet.
 export_run() {
   local sql="$1" label="$2"
   LAKEGATE_LISTEN="127.0.0.1:$port" LAKEGATE_DATABASES="bench=$bench_url" LAKEGATE_MCP_ENABLED=true \
     LAKEGATE_DATA_DIR="$out/data" LAKEGATE_MCP_BLOCK_BUDGET=$((8 << 30)) LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT=$((4 << 30)) \
-    LAKEGATE_LOG_LEVEL=warn "$out/lakegate" serve >"$out/serve.log" 2>&1 &
+    LAKEGATE_RATE_LIMIT_RPS=0 LAKEGATE_LOG_LEVEL=warn "$out/lakegate" serve >"$out/serve.log" 2>&1 &
   local pid=$!
   for _ in $(seq 100); do curl -sf "$server/health" >/dev/null && break; sleep 0.1; done
   local s e wall call best_wall="" best_call="" rss bytes
@@ -121,6 +125,21 @@ kill "$pid"; wait "$pid" 2>/dev/null || true
 printf 'inline stream (/rest/sql)    wall %.3f s (best of 3)\n' "$inline"
 printf 'block transport overhead (export call / inline stream - 1): %.1f%% (target < 10%%)\n' \
   "$(echo "($blocks_call / $inline - 1) * 100" | bc -l)"
+
+echo "== server peak RSS (VmHWM) around result-heavy calls, each on a fresh server"
+LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestResultMemory$' -count=1 -v -timeout 20m ./integration/ \
+  | grep -E 'peak RSS|FAIL|^ok' || true
+
+echo "== CPU instructions per run_sql call over SSE (callgrind, GOMAXPROCS=1)"
+if command -v valgrind >/dev/null 2>&1; then
+  for bin in ${LAKEGATE_BENCH_BIN:-} ""; do
+    echo "binary: ${bin:-this tree}"
+    LAKEGATE_BENCH_BIN="$bin" LAKEGATE_BENCH_CPU=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" \
+      "$GO" test -run '^TestCallInstructions$' -count=1 -v -timeout 20m ./integration/ | grep -E 'instructions|FAIL|^ok' || true
+  done
+else
+  echo "valgrind is not installed (apt-get install valgrind): skipped"
+fi
 
 echo "== memory per idle SSE session (1,000 sessions held by the binary; target < 50 KiB)"
 LAKEGATE_BENCH_SESSIONS=1 "$GO" test -run '^TestIdleSessionMemory$' -count=1 -v ./integration/ | grep -E 'per idle session|FAIL|ok' || true

@@ -64,7 +64,7 @@ func TestCallInstructions(t *testing.T) {
 			t.Fatalf("callgrind_control %v: %v: %s", args, err, b)
 		}
 	}
-	const calls = 20
+	const calls = 50
 	measure := func(name string, args map[string]any) float64 {
 		for range 3 { // warm up: catalog, plan cache, connections
 			callTool(t, cs, args)

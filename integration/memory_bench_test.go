@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -125,19 +124,5 @@ func TestResultMemory(t *testing.T) {
 func hwm(t *testing.T, pid int) int64 {
 	t.Helper()
 	time.Sleep(200 * time.Millisecond)
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	for l := range bytes.Lines(b) {
-		if f := strings.Fields(string(l)); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb
-		}
-	}
-	t.Fatal("no VmHWM in /proc/PID/status")
-	return 0
+	return procStatus(t, pid, "VmHWM")
 }

@@ -170,20 +170,26 @@ func TestThousandSSESessions(t *testing.T) {
 // rss is the resident memory of process pid, in bytes.
 func rss(t *testing.T, pid int) int64 {
 	t.Helper()
+	return procStatus(t, pid, "VmRSS") << 10
+}
+
+// procStatus reads a field in KiB (VmRSS, VmHWM) of /proc/PID/status.
+func procStatus(t *testing.T, pid int, field string) int64 {
+	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Skipf("no /proc: %v", err)
 	}
 	for l := range bytes.Lines(b) {
-		if f := strings.Fields(string(l)); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(string(l)); len(f) >= 2 && f[0] == field+":" {
 			kb, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return kb << 10
+			return kb
 		}
 	}
-	t.Fatal("no VmRSS in /proc/PID/status")
+	t.Fatalf("no %s in /proc/PID/status", field)
 	return 0
 }
 

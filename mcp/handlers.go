@@ -99,9 +99,8 @@ func (p *Plugin) withWorker(ctx context.Context, fn func() (any, error)) (any, e
 // structured content); a block read by get_result_block is its rows as
 // text; everything else is the same JSON as text and structured content.
 func (p *Plugin) structuredResult(v any) (*mcpsdk.CallToolResult, error) {
-	switch r := v.(type) {
-	case *answer:
-		return r.render(p.opts.PreviewCellBytes)
+	if a, ok := v.(*answer); ok {
+		return a.render(p.opts.PreviewCellBytes)
 	}
 	data, err := json.Marshal(v)
 	if err != nil {

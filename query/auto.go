@@ -123,19 +123,13 @@ func (a *autoSink) Begin(cols []ResultColumn) error {
 	if a.held != nil {
 		_ = a.held.Begin(cols)
 	}
-	_ = a.preview.beginIf(cols)
+	if a.preview != nil {
+		_ = a.preview.Begin(cols)
+	}
 	if a.direct {
 		return a.open()
 	}
 	return nil
-}
-
-// beginIf is Begin on a buffer that may be nil.
-func (b *Buffer) beginIf(cols []ResultColumn) error {
-	if b == nil {
-		return nil
-	}
-	return b.Begin(cols)
 }
 
 func (a *autoSink) open() error {

@@ -97,12 +97,16 @@ type PartWriter interface {
 // boundary; inside a row it flushes a part at twice that.
 const encFlushAt = 32 << 10
 
+// encStartBuf is an encoder's first buffer: small results (a point query)
+// need no more, and a stream grows it to about twice encFlushAt once.
+const encStartBuf = 4 << 10
+
 // encChunk is the piece of a long cell escaped at a time.
 const encChunk = 16 << 10
 
 // NewEncoder returns an Encoder writing format f to w.
 func NewEncoder(f Format, w io.Writer) (Encoder, error) {
-	b := encBase{w: w, buf: make([]byte, 0, 2*encFlushAt)}
+	b := encBase{w: w, buf: make([]byte, 0, encStartBuf)}
 	b.pw, _ = w.(PartWriter)
 	switch f {
 	case FormatJSON, "":
@@ -504,7 +508,7 @@ type objectEncoder struct {
 // NewObjectEncoder returns an Encoder writing the JSON form of a Result
 // with its rows, streamed (see Result for the fields).
 func NewObjectEncoder(w io.Writer) Encoder {
-	e := &objectEncoder{jsonEncoder{encBase: encBase{w: w, buf: make([]byte, 0, 2*encFlushAt)}}}
+	e := &objectEncoder{jsonEncoder{encBase: encBase{w: w, buf: make([]byte, 0, encStartBuf)}}}
 	e.pw, _ = w.(PartWriter)
 	return e
 }
