@@ -231,18 +231,6 @@ func pgTypeName(oid uint32, m *pgtype.Map) string {
 	return t.Name
 }
 
-// rawJSON returns a json or jsonb column's raw bytes as a RawMessage;
-// binary jsonb starts with a version byte.
-func rawJSON(raw []byte, oid uint32, binary bool) any {
-	if raw == nil {
-		return nil
-	}
-	if binary && oid == oidJSONB && len(raw) > 0 && raw[0] == 1 {
-		raw = raw[1:]
-	}
-	return json.RawMessage(append([]byte(nil), raw...))
-}
-
 // sqliteValue converts one value read from SQLite for a column whose
 // declared type gives t.
 func sqliteValue(v any, t colType) any {
