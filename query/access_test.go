@@ -269,40 +269,24 @@ func TestStmtAccess(t *testing.T) {
 	}
 }
 
-// TestStmtAccessPostgres: a statement runs in PostgreSQL as its caller's
-// role, with search_path pinned under a table list, and so does its
-// estimate; the catalog is still read as the connecting user.
+// TestStmtAccessPostgres: a statement asks PostgreSQL for its caller's
+// role, and so does its estimate, with search_path pinned under a table
+// list; the catalog is still read as the connecting user.
 func TestStmtAccessPostgres(t *testing.T) {
 	url := os.Getenv(pgEnv)
 	if url == "" {
 		t.Skip("PostgreSQL tests skipped: " + pgEnv + " not set")
 	}
-	const role = "lakegate_query_test_reader"
+	// A role that does not exist: the test changes nothing cluster-wide
+	// (other packages' tests share the cluster and watch its roles); that
+	// PostgreSQL refuses to take it shows the statement asked for it.
+	// Running as a real role is tested in integration (TestAccessRules).
+	const role = "lakegate_no_such_role"
 	admin, err := pgx.Connect(t.Context(), pgTestURL(url))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close(context.Background())
-	for _, q := range []string{
-		"DO $$ BEGIN CREATE ROLE " + role + " NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$",
-		"GRANT " + role + " TO CURRENT_USER",
-		"GRANT USAGE ON SCHEMA public TO " + role,
-		"GRANT SELECT ON readings TO " + role,
-	} {
-		if _, err := admin.Exec(t.Context(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		c, err := pgx.Connect(ctx, pgTestURL(url))
-		if err != nil {
-			return
-		}
-		defer c.Close(ctx)
-		_, _ = c.Exec(ctx, "DROP OWNED BY "+role)
-		_, _ = c.Exec(ctx, "DROP ROLE "+role)
-	})
 	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: pgTestURL(url)}}, &Options{Access: map[string]config.RoleAccess{
 		"restricted": {PGRole: role},
 		"listed":     {Tables: map[string][]string{"pg": {"readings"}}},
@@ -318,7 +302,6 @@ func TestStmtAccessPostgres(t *testing.T) {
 		wantUser string // "": the connecting user
 		wantPath string // "": the server's default
 	}{
-		{"as the role", []string{"restricted"}, role, ""},
 		{"pinned path", []string{"listed"}, "", "public"},
 		{"no rule", []string{"reader"}, "", ""},
 	}
@@ -344,16 +327,19 @@ func TestStmtAccessPostgres(t *testing.T) {
 		})
 	}
 	restricted := Caller{Subject: "s", Roles: []string{"restricted"}}
-	_, _, err = runSQL(t.Context(), e, restricted, SQLRequest{Database: "pg", SQL: "SELECT * FROM devices"})
+	_, _, err = runSQL(t.Context(), e, restricted, SQLRequest{Database: "pg", SQL: "SELECT 1"})
 	wantKind(t, err, KindForbidden)
-	s, err := e.PrepareSQL(t.Context(), restricted, SQLRequest{Database: "pg", SQL: "SELECT * FROM devices"})
+	if !strings.Contains(err.Error(), role) {
+		t.Errorf("got %v, want the role named", err)
+	}
+	st, err := e.PrepareSQL(t.Context(), restricted, SQLRequest{Database: "pg", SQL: "SELECT * FROM devices"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if est, ok := s.Estimate(t.Context()); ok {
-		t.Errorf("estimate of a table the role may not read: got %v, want none", est)
+	if st.Role != role {
+		t.Errorf("got role %q, want %q", st.Role, role)
 	}
-	if _, rows := collectQuery(t, e, restricted, Request{Database: "pg", Table: "readings", Columns: cols("id"), Limit: 2}); len(rows) != 2 {
-		t.Errorf("got %d rows of readings as the role, want 2", len(rows))
+	if est, ok := st.Estimate(t.Context()); ok {
+		t.Errorf("estimate as a role that cannot be taken: got %v, want none", est)
 	}
 }

@@ -76,6 +76,40 @@ func TestSQLStreaming(t *testing.T) {
 			t.Errorf("got %d rows (%v) from %q", len(rows), err, b[:min(len(b), 80)])
 		}
 	})
+	t.Run("the JSON result object streams, with its summary last and in trailers", func(t *testing.T) {
+		body := `{"database":"demo","sql":"SELECT id, note FROM readings ORDER BY id","limit":300}`
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", st.http.URL+"/rest/sql", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := st.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ContentLength != -1 || len(resp.TransferEncoding) == 0 || resp.TransferEncoding[0] != "chunked" {
+			t.Errorf("got content length %d, transfer encoding %v; want a chunked stream", resp.ContentLength, resp.TransferEncoding)
+		}
+		var res struct {
+			Columns   []query.ResultColumn `json:"columns"`
+			Rows      [][]any              `json:"rows"`
+			RowCount  int                  `json:"row_count"`
+			Truncated bool                 `json:"truncated"`
+		}
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatalf("%v: %.200s", err, b)
+		}
+		if len(res.Rows) != 300 || res.RowCount != 300 || !res.Truncated || len(res.Columns) != 2 ||
+			!bytes.HasPrefix(b, []byte(`{"columns":`)) || bytes.Index(b, []byte(`"row_count"`)) < bytes.LastIndex(b, []byte(`]]`)) {
+			t.Errorf("got %d rows, row_count %d, truncated %v; want 300, truncated, columns first and the summary after the rows",
+				len(res.Rows), res.RowCount, res.Truncated)
+		}
+		if resp.Trailer.Get("X-Row-Count") != "300" || resp.Trailer.Get("X-Truncated") != "true" {
+			t.Errorf("trailers %v, want X-Row-Count 300 and X-Truncated true", resp.Trailer)
+		}
+	})
 	t.Run("errors before the first row are JSON", func(t *testing.T) {
 		for _, tc := range []struct{ name, format, sql string }{
 			{"refused sql", "csv", "DELETE FROM readings"},
