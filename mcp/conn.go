@@ -221,13 +221,18 @@ func (q *outQueue) tryPush(data []byte) bool {
 // once once the session is closed, and with errQueueFull on timeout.
 func (q *outQueue) push(ctx context.Context, c *conn, data []byte) error {
 	var timer *time.Timer
-	for {
+	for waited := false; ; waited = true {
 		select {
 		case <-c.closed:
 			return mcpsdk.ErrConnectionClosed
 		default:
 		}
 		if q.tryPush(data) {
+			if waited {
+				// One wake-up per message taken: pass it on, in case
+				// that left room for another writer waiting too.
+				signal(q.room)
+			}
 			return nil
 		}
 		if timer == nil {
