@@ -22,10 +22,10 @@ const toolGuidance = `You are connected to lakegate, a read-only SQL data server
 1. list_databases: which databases exist and their dialect (postgres or sqlite). Start here.
 2. list_tables (database): tables and views with estimated row counts. Use the estimates to judge cost before querying.
 3. describe_table (database, table): columns with types and nullability, primary and foreign keys. Read it before writing SQL; never guess column names.
-4. query (database, table, columns, filters, order_by, limit): rows of one table without writing SQL. Filters are ANDed; values are bound parameters. Prefer it for simple lookups.
-5. run_sql (database, sql, params, limit): one read-only SELECT (joins, aggregates, CTEs) in the database's dialect. Put values in params ($1, $2 on postgres; ? on sqlite), never inside the SQL text.
+4. query (database, table, columns, filters, order_by, max_rows): rows of one table without writing SQL. Filters are ANDed; values are bound parameters. Prefer it for simple lookups.
+5. run_sql (database, sql, params, max_rows): one read-only SELECT (joins, aggregates, CTEs) in the database's dialect. Put values in params ($1, $2 on postgres; ? on sqlite), never inside the SQL text.
 
-Limits: every query is read-only, runs under a statement timeout, and returns at most limit rows (100 by default); "truncated": true means more rows exist, so aggregate in SQL or narrow the filters rather than raising the limit. Results come back as structured content (columns, rows, row_count, truncated) with the same JSON as text; failures come back as results with isError and an error object {kind, message, hint}: read the hint and fix the call.
+Limits: every query is read-only, runs under a statement timeout, and returns at most max_rows rows (100 by default, 0 for all); "truncated" means more rows exist, so aggregate in SQL or narrow the filters rather than raising max_rows. The rows come once, as CSV text (a header, the rows, then a "# rows: N" line); the structured content describes them (columns with types, row_count, truncated, next_cursor, mode). A result over 10 MB comes back as a preview and a transfer of blocks (read them with get_result_block or resources/read); long cells in a preview are cut and marked. Failures come back as results with isError and an error object {kind, message, hint}: read the hint and fix the call.
 
 Schemas are also readable as resources: lakegate://databases and lakegate://databases/{db}/tables/{table}/schema.`
 
