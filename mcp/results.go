@@ -159,11 +159,12 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 		SQL: a.SQL, ElapsedMS: a.ElapsedMS, Mode: ModeInline}
 	if a.transfer == nil {
 		fmt.Fprintf(&b, "# rows: %d", a.RowCount)
-		if a.Truncated {
-			b.WriteString(", truncated: more rows exist")
-		}
-		if a.NextCursor != "" {
-			b.WriteString(", next_cursor: " + a.NextCursor)
+		switch {
+		case a.NextCursor != "":
+			b.WriteString(", truncated: more rows exist; pass next_cursor as cursor for the next page, " +
+				"or raise max_rows (0: all; large results come back as blocks), next_cursor: " + a.NextCursor)
+		case a.Truncated:
+			b.WriteString(", truncated: more rows exist; raise max_rows to get them (0: all; large results come back as blocks)")
 		}
 		b.WriteByte('\n')
 	} else {
