@@ -210,3 +210,55 @@ func TestServeListenerError(t *testing.T) {
 		t.Fatal("Serve did not return on a closed listener")
 	}
 }
+
+// TestServeReadTimeout: a request that never finishes sending its body is
+// dropped within the read timeout when it is not authenticated (the
+// slowloris), while an authenticated stream lives on past it.
+func TestServeReadTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	r := startServe(t, &Options{ReadTimeout: timeout}, nil)
+	addr := strings.TrimPrefix(r.base, "http://")
+
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Headers that promise a body, then nothing.
+	if _, err := io.WriteString(conn, "POST /rest/sql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = io.Copy(io.Discard, conn) // the 401, then the close
+	if err != nil {
+		t.Fatalf("got %v, want the server to close the connection", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the half-sent request held its connection %v, want about the read timeout", d)
+	}
+
+	resp, err := r.get(t.Context(), "/mcp/sse", token(t, "agent", RoleReader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("got %d, want the event stream", resp.StatusCode)
+	}
+	lines := make(chan error, 1)
+	go func() {
+		br := bufio.NewReader(resp.Body)
+		for {
+			if _, err := br.ReadString('\n'); err != nil {
+				lines <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-lines:
+		t.Fatalf("the authenticated stream ended within %v: %v", 4*timeout, err)
+	case <-time.After(4 * timeout):
+	}
+}

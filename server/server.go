@@ -30,6 +30,12 @@ type Options struct {
 	// DrainTimeout bounds the wait for in-flight requests at shutdown
 	// (default 10s); then they are cancelled.
 	DrainTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, headers and body, from
+	// its first byte (default DefaultReadTimeout): a client that never
+	// finishes sending one, authenticated or not, loses its connection
+	// then. It does not bound a response: net/http lifts the deadline once
+	// the body is read, so streams live as long as they need.
+	ReadTimeout time.Duration
 	// Version is reported by /health.
 	Version string
 	// Logger; nil discards.
@@ -77,6 +83,9 @@ func New(cfg config.Config, engine *query.Engine, plugin *mcp.Plugin, opts *Opti
 	s := &Server{cfg: cfg, engine: engine, plugin: plugin, started: time.Now()}
 	if opts != nil {
 		s.opts = *opts
+	}
+	if s.opts.ReadTimeout <= 0 {
+		s.opts.ReadTimeout = DefaultReadTimeout
 	}
 	if s.opts.DrainTimeout == 0 {
 		s.opts.DrainTimeout = 10 * time.Second
@@ -148,6 +157,9 @@ func (s *Server) routes() *gin.Engine {
 // idleTimeout closes idle keep-alive connections.
 const idleTimeout = 2 * time.Minute
 
+// DefaultReadTimeout is the default of Options.ReadTimeout.
+const DefaultReadTimeout = 30 * time.Second
+
 // Serve answers on ln until ctx is cancelled, then shuts down gracefully:
 // it stops accepting, ends the MCP event streams, lets in-flight requests
 // finish for up to DrainTimeout, then cancels what is left. With TLS
@@ -159,6 +171,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.router,
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       s.opts.ReadTimeout,
 		IdleTimeout:       idleTimeout,
 		TLSConfig:         s.tls,
 		BaseContext:       func(net.Listener) context.Context { return base },
