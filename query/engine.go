@@ -21,6 +21,7 @@ const (
 	DefaultLimit            = 100
 	DefaultMaxLimit         = 10_000_000
 	DefaultMaxRowBytes      = 16 << 20
+	DefaultAcquireWait      = 10 * time.Second
 )
 
 // connectTimeout bounds connecting to one database in Open (or the
@@ -100,6 +101,9 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 	if e.opts.DefaultLimit > e.opts.MaxLimit {
 		e.opts.DefaultLimit = e.opts.MaxLimit
 	}
+	if e.opts.AcquireWait <= 0 {
+		e.opts.AcquireWait = DefaultAcquireWait
+	}
 	if e.opts.MaxRowBytes <= 0 {
 		e.opts.MaxRowBytes = DefaultMaxRowBytes
 	}
@@ -153,7 +157,7 @@ func (e *Engine) openOne(ctx context.Context, db config.Database) error {
 	case "sqlite":
 		src, err = openSQLite(ctx, db.Name, db.SQLitePath(), e.opts.MaxRowBytes)
 	default:
-		src, err = openPostgres(ctx, db.Name, db.URL, e.opts.StatementTimeout, e.opts.MaxRowBytes)
+		src, err = openPostgres(ctx, db.Name, db.URL, &e.opts)
 	}
 	if err != nil {
 		return err

@@ -25,10 +25,11 @@ const cancelDeadline = 2 * time.Second
 
 // pgSource is a PostgreSQL database behind a pgx pool.
 type pgSource struct {
-	name    string
-	pool    *pgxpool.Pool
-	timeout time.Duration
-	keys    keyState
+	name        string
+	pool        *pgxpool.Pool
+	timeout     time.Duration
+	acquireWait time.Duration // the longest wait for a pool connection
+	keys        keyState
 
 	typesMu sync.Mutex
 	types   map[uint32]string // names of types pgx does not know, by OID
@@ -38,7 +39,7 @@ var _ source = (*pgSource)(nil)
 
 // openPostgres creates the pool and pings it. Errors name the database and
 // never hold the URL or its password.
-func openPostgres(ctx context.Context, name, url string, timeout time.Duration, maxRow int64) (*pgSource, error) {
+func openPostgres(ctx context.Context, name, url string, o *Options) (*pgSource, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, &Error{Kind: KindValidation,
@@ -56,8 +57,14 @@ func openPostgres(ctx context.Context, name, url string, timeout time.Duration, 
 	// 1 GB: a message past the row bound is an error, not an allocation.
 	cfg.ConnConfig.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
 		f := pgproto3.NewFrontend(r, w)
-		f.SetMaxBodyLen(int(maxRow))
+		f.SetMaxBodyLen(int(o.MaxRowBytes))
 		return f
+	}
+	// pgx's default pool (max(4, CPUs)) is smaller than the workers that
+	// share it: one subject's queries could hold every connection. A
+	// pool_max_conns in the URL still wins.
+	if o.PoolSize > 0 && !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = int32(o.PoolSize)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -67,7 +74,7 @@ func openPostgres(ctx context.Context, name, url string, timeout time.Duration, 
 		pool.Close()
 		return nil, connectErr(name, password, err)
 	}
-	return &pgSource{name: name, pool: pool, timeout: timeout}, nil
+	return &pgSource{name: name, pool: pool, timeout: o.StatementTimeout, acquireWait: o.AcquireWait}, nil
 }
 
 // connectErr reports a failed connection with pgx's reason (which names
@@ -121,10 +128,16 @@ func (s *pgSource) begin(ctx context.Context, o txOptions) (pgx.Tx, error) {
 	if o.write {
 		mode = pgx.ReadWrite
 	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: mode})
+	conn, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
+	inner, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: mode})
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	tx := &pooledTx{Tx: inner, conn: conn}
 	// The query's context lives stmtGrace longer (see Engine.retry), so
 	// PostgreSQL normally stops first, with a clean 57014.
 	timeout := o.timeout
@@ -150,6 +163,41 @@ func (s *pgSource) begin(ctx context.Context, o txOptions) (pgx.Tx, error) {
 		return nil, roleErr(role, err)
 	}
 	return tx, nil
+}
+
+// acquire takes a connection from the pool, waiting at most
+// s.acquireWait: a full pool is unavailable with a retry_after, not a
+// wait as long as the statement timeout.
+func (s *pgSource) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	wctx, cancel := context.WithTimeout(ctx, s.acquireWait)
+	defer cancel()
+	conn, err := s.pool.Acquire(wctx)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return nil, &Error{Kind: KindUnavailable,
+			Message: fmt.Sprintf("database %q has no free connection within %s (all %d in use)", s.name, s.acquireWait, s.pool.Config().MaxConns),
+			Hint:    "retry shortly", RetryAfter: time.Second, Err: err}
+	}
+	return conn, err
+}
+
+// pooledTx is a transaction on a connection taken with acquire: ending it
+// gives the connection back (once; pgxpool destroys one left mid-query).
+type pooledTx struct {
+	pgx.Tx
+	conn *pgxpool.Conn
+	once sync.Once
+}
+
+func (t *pooledTx) Commit(ctx context.Context) error {
+	err := t.Tx.Commit(ctx)
+	t.once.Do(t.conn.Release)
+	return err
+}
+
+func (t *pooledTx) Rollback(ctx context.Context) error {
+	err := t.Tx.Rollback(ctx)
+	t.once.Do(t.conn.Release)
+	return err
 }
 
 // roleErr explains a PostgreSQL role that cannot be taken: missing, or

@@ -148,6 +148,14 @@ type Options struct {
 	// of NoLimit (default 10,000,000). Results are bounded in bytes by
 	// their sinks, not by this.
 	MaxLimit int
+	// PoolSize is the most connections to one PostgreSQL database
+	// (0: pgx's default, max(4, CPUs)); a pool_max_conns in its URL wins.
+	// Size it from the workers that share it, so that a subject's share
+	// can never hold every connection.
+	PoolSize int
+	// AcquireWait bounds the wait for a free connection (default 10s); then
+	// the query is unavailable with a retry_after.
+	AcquireWait time.Duration
 	// MaxRowBytes bounds one row as the database sends it (default 16 MiB,
 	// a size class pgx reads into a reused buffer): a larger row is
 	// refused with a validation error, never read into memory

@@ -212,8 +212,12 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		DefaultLimit:     cfg.DefaultRowLimit,
 		MaxLimit:         cfg.MaxRowLimit,
 		MaxRowBytes:      cfg.MaxRowBytes,
-		Logger:           log,
-		Access:           cfg.Access,
+		// One connection per worker, and two for catalog and type-name
+		// reads taken while a worker holds one.
+		PoolSize:    cfg.MaxWorkers + 2,
+		AcquireWait: time.Duration(cfg.WorkerWait),
+		Logger:      log,
+		Access:      cfg.Access,
 	})
 	if err != nil {
 		return nil, nil, nil, err
