@@ -51,6 +51,10 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 		return
 	}
 	defer ss.Close()
+	// Deferred last, so run first: closing the connection cancels the
+	// calls still running on it (untilSessionEnds), for which ss.Close
+	// waits.
+	defer sess.Close()
 
 	w := c.Writer
 	rc := http.NewResponseController(w)

@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// killableClient is an HTTP client whose connections can all be cut at
+// once, as when the client's process dies.
+type killableClient struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (k *killableClient) client(tok string) *http.Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			k.mu.Lock()
+			k.conns = append(k.conns, c)
+			k.mu.Unlock()
+		}
+		return c, err
+	}}
+	return &http.Client{Transport: bearer{token: tok, base: tr}}
+}
+
+func (k *killableClient) kill() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, c := range k.conns {
+		c.Close()
+	}
+}
+
+// TestVanishedSSEClientStopsItsQuery: when a legacy SSE client dies
+// mid-call (its connections drop), the tool call is cancelled and its
+// query leaves PostgreSQL at once, instead of running to the statement
+// timeout for nobody.
+func TestVanishedSSEClientStopsItsQuery(t *testing.T) {
+	e := start(t, envOptions{})
+	var k killableClient
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "vanishing", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{
+		Endpoint: e.base + "/mcp/sse", HTTPClient: k.client(token(t, "alice", "reader"))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "vanish_marker"
+	called := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
+			"database": "iot", "sql": "SELECT count(*) AS n, '" + marker + "' AS m FROM generate_series(1, 2000000000) g"}})
+		called <- err
+	}()
+	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 1 })
+
+	k.kill()
+	gone := time.Now()
+	waitUntil(t, 5*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 0 })
+	d := time.Since(gone)
+	t.Logf("the query left PostgreSQL %v after the client went away", d.Round(time.Millisecond))
+	if d > time.Second {
+		t.Errorf("the query ran %v after its client went away, want under a second", d)
+	}
+	waitUntil(t, 5*time.Second, func() bool { return e.plugin.Status().Sessions["sse"] == 0 })
+	cs.Close()
+	<-called
+}
