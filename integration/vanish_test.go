@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,37 +40,54 @@ func (k *killableClient) kill() {
 	}
 }
 
-// TestVanishedSSEClientStopsItsQuery: when a legacy SSE client dies
-// mid-call (its connections drop), the tool call is cancelled and its
-// query leaves PostgreSQL at once, instead of running to the statement
-// timeout for nobody.
-func TestVanishedSSEClientStopsItsQuery(t *testing.T) {
-	e := start(t, envOptions{})
-	var k killableClient
-	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "vanishing", Version: "1"}, nil)
-	cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{
-		Endpoint: e.base + "/mcp/sse", HTTPClient: k.client(token(t, "alice", "reader"))}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const marker = "vanish_marker"
-	called := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
-			"database": "iot", "sql": "SELECT count(*) AS n, '" + marker + "' AS m FROM generate_series(1, 2000000000) g"}})
-		called <- err
-	}()
-	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 1 })
+// TestVanishedClientStopsItsQuery: when an MCP client dies mid-call (its
+// connections drop), on legacy SSE or on Streamable HTTP, the tool call is
+// cancelled and its query leaves PostgreSQL at once, instead of running to
+// the statement timeout for nobody.
+func TestVanishedClientStopsItsQuery(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		transport func(base string, hc *http.Client) mcpsdk.Transport
+		sessions  string
+	}{
+		{"sse", func(base string, hc *http.Client) mcpsdk.Transport {
+			return &mcpsdk.SSEClientTransport{Endpoint: base + "/mcp/sse", HTTPClient: hc}
+		}, "sse"},
+		{"streamable http", func(base string, hc *http.Client) mcpsdk.Transport {
+			return &mcpsdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc, MaxRetries: -1}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t, envOptions{})
+			var k killableClient
+			client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "vanishing", Version: "1"}, nil)
+			cs, err := client.Connect(t.Context(), tc.transport(e.base, k.client(token(t, "alice", "reader"))),
+				&mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			marker := "vanish_marker_" + strings.ReplaceAll(tc.name, " ", "_")
+			called := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
+					"database": "iot", "sql": "SELECT count(*) AS n, '" + marker + "' AS m FROM generate_series(1, 2000000000) g"}})
+				called <- err
+			}()
+			waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 1 })
 
-	k.kill()
-	gone := time.Now()
-	waitUntil(t, 5*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 0 })
-	d := time.Since(gone)
-	t.Logf("the query left PostgreSQL %v after the client went away", d.Round(time.Millisecond))
-	if d > time.Second {
-		t.Errorf("the query ran %v after its client went away, want under a second", d)
+			k.kill()
+			gone := time.Now()
+			waitUntil(t, 5*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 0 })
+			d := time.Since(gone)
+			t.Logf("the query left PostgreSQL %v after the client went away", d.Round(time.Millisecond))
+			if d > time.Second {
+				t.Errorf("the query ran %v after its client went away, want under a second", d)
+			}
+			if tc.sessions != "" {
+				waitUntil(t, 5*time.Second, func() bool { return e.plugin.Status().Sessions[tc.sessions] == 0 })
+			}
+			cs.Close()
+			<-called
+		})
 	}
-	waitUntil(t, 5*time.Second, func() bool { return e.plugin.Status().Sessions["sse"] == 0 })
-	cs.Close()
-	<-called
 }

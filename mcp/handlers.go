@@ -63,7 +63,7 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := time.Now()
 		caller, _ := query.CallerFrom(ctx)
-		ctx, stop := p.untilSessionEnds(ctx, req)
+		ctx, stop := p.untilCallerGone(ctx, req)
 		defer stop()
 		out, err := p.withWorker(ctx, func() (any, error) {
 			return fn(ctx, p, call{Caller: caller, timeout: t.timeout}, req.Params.Arguments)
@@ -424,24 +424,22 @@ func prepareTool(t *toolSpec) error {
 	return nil
 }
 
-// untilSessionEnds returns ctx cancelled also when the legacy SSE session
-// the call came on closes (its client left or stopped reading), so that no
-// more of a result is produced for nobody. stop releases the watch.
-func (p *Plugin) untilSessionEnds(ctx context.Context, req *mcpsdk.CallToolRequest) (context.Context, func()) {
-	if req.Session == nil {
-		return ctx, func() {}
-	}
-	p.mu.Lock()
-	cn := p.sessions[req.Session.ID()]
-	p.mu.Unlock()
-	if cn == nil {
+// untilCallerGone returns ctx cancelled also when the client that made
+// the call goes away: its legacy SSE session closes (the client left or
+// stopped reading), or the Streamable HTTP POST that carries the call ends
+// before its answer (the client disconnected). Nothing more is then
+// produced for nobody, and the query stops in the database. stop releases
+// the watch.
+func (p *Plugin) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolRequest) (context.Context, func()) {
+	gone := p.goneSignal(req)
+	if gone == nil {
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		select {
-		case <-cn.closed:
+		case <-gone:
 			cancel()
 		case <-done:
 		}
@@ -450,4 +448,26 @@ func (p *Plugin) untilSessionEnds(ctx context.Context, req *mcpsdk.CallToolReque
 		close(done)
 		cancel()
 	}
+}
+
+// goneSignal is the channel closed when the caller of req goes away, or
+// nil when there is none to watch.
+func (p *Plugin) goneSignal(req *mcpsdk.CallToolRequest) <-chan struct{} {
+	if req.Extra != nil && req.Extra.Header != nil {
+		if id := req.Extra.Header.Get(headerPOST); id != "" {
+			if ch, ok := p.posts.Load(id); ok {
+				return ch.(chan struct{})
+			}
+		}
+	}
+	if req.Session == nil {
+		return nil
+	}
+	p.mu.Lock()
+	cn := p.sessions[req.Session.ID()]
+	p.mu.Unlock()
+	if cn == nil {
+		return nil
+	}
+	return cn.closed
 }

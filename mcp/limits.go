@@ -102,6 +102,9 @@ func (w *localWorkers) Use() WorkerStatus {
 const (
 	headerRequestID = "X-Request-ID"
 	headerJSONRPCID = "X-Lakegate-Jsonrpc-Id"
+	// headerPOST names one Streamable HTTP POST for the calls it carries
+	// (set by the plugin, whatever the client sent).
+	headerPOST = "X-Lakegate-Post"
 )
 
 // peekLimit is the most body tagJSONRPCID reads to find the id: the

@@ -133,6 +133,10 @@ type Plugin struct {
 	catalogMu sync.Mutex
 	catalog   map[string]bool // URIs of the table schema resources listed
 
+	// posts maps the headerPOST id of each Streamable HTTP POST in flight
+	// to a channel closed if its client goes away before the answer.
+	posts sync.Map
+
 	statsMu sync.Mutex
 	calls   map[string]*ToolStats
 }

@@ -83,5 +83,20 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 			defer func() { p.settleStreamable(caller.Subject, c.Writer.Header().Get("Mcp-Session-Id")) }()
 		}
 	}
+	if c.Request.Method == http.MethodPost {
+		// The calls this POST carries stop if its client goes away before
+		// their answers (untilCallerGone): the SDK does that itself only
+		// for the stateless revision.
+		id := newID()
+		c.Request.Header.Set(headerPOST, id)
+		gone := make(chan struct{})
+		p.posts.Store(id, gone)
+		defer func() {
+			p.posts.Delete(id)
+			if c.Request.Context().Err() != nil {
+				close(gone)
+			}
+		}()
+	}
 	h.ServeHTTP(c.Writer, c.Request)
 }
