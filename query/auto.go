@@ -26,6 +26,12 @@ type Spill interface {
 	Written() int64
 }
 
+// estimateRows is the row cap above which Auto asks the planner first:
+// under it the rows held are bounded by the cap as well as by
+// InlineBytes, and a plan is not worth its round trips (an EXPLAIN in a
+// transaction of its own) on every new statement.
+const estimateRows = 10_000
+
 // AutoOptions tune Stmt.Auto. InlineBytes and Open are required.
 type AutoOptions struct {
 	// InlineBytes bounds the cells held in memory for an inline answer;
@@ -69,7 +75,8 @@ func (p *Progress) Bytes() int64 { return p.bytes.Load() }
 // while they fit under InlineBytes; past it the held rows are replayed
 // into the Spill (encoded there once), the rest follow them, and only a
 // preview is kept. When the planner estimates the result past InlineBytes
-// (or Always is set) the rows go to the Spill from the first, with only
+// (asked only for a row cap over estimateRows), or Always is set, the
+// rows go to the Spill from the first, with only
 // the preview held; if the estimate was wrong and the whole result fits
 // the preview uncut, it is answered inline after all (not with Always).
 // Memory is bounded by InlineBytes (or PreviewBytes) plus one row.
@@ -77,8 +84,10 @@ func (s *Stmt) Auto(ctx context.Context, o AutoOptions) (*AutoResult, error) {
 	a := &autoSink{o: o}
 	if o.Always {
 		a.direct = true
-	} else if est, ok := s.Estimate(ctx); ok && est > float64(o.InlineBytes) {
-		a.direct = true
+	} else if s.Limit > estimateRows {
+		if est, ok := s.Estimate(ctx); ok && est > float64(o.InlineBytes) {
+			a.direct = true
+		}
 	}
 	if a.direct {
 		a.preview = a.newPreview()
