@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -177,6 +178,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	// Connections that have not sent a request yet: Shutdown leaves them
+	// open for 5 s (a client's spare connection, or a client that never
+	// speaks), so the drain closes them itself.
+	var fresh sync.Map // net.Conn → struct{}
+	hs.ConnState = func(c net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			fresh.Store(c, struct{}{})
+		} else {
+			fresh.Delete(c)
+		}
+	}
 	var h3 *http3.Server
 	var h3done <-chan error
 	if s.tls != nil {
@@ -219,7 +231,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		h3err = make(chan error, 1)
 		go func() { h3err <- h3.Shutdown(drain) }()
 	}
-	err := hs.Shutdown(drain)
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(drain) }()
+	err := closeFresh(&fresh, shut)
 	if err != nil {
 		cancelBase()
 		err = errors.Join(err, hs.Close())
@@ -238,6 +252,27 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return err
 }
+
+// closeFresh closes, every freshSweep until Shutdown returns on shut, the
+// connections that have not sent a request, and returns Shutdown's error.
+func closeFresh(fresh *sync.Map, shut <-chan error) error {
+	t := time.NewTicker(freshSweep)
+	defer t.Stop()
+	for {
+		fresh.Range(func(c, _ any) bool {
+			_ = c.(net.Conn).Close()
+			return true
+		})
+		select {
+		case err := <-shut:
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// freshSweep is how often the drain closes connections with no request.
+const freshSweep = 50 * time.Millisecond
 
 func (s *Server) health(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok", "version": s.opts.Version})
