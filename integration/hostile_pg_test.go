@@ -137,6 +137,10 @@ func runDirect(t *testing.T, dbu, sqlText string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A session-level lock (an advisory one) lives until the backend has
+	// exited, a moment after the connection closes: wait for that, so
+	// that the snapshot after this sees what stays, not what is leaving.
+	defer waitBackendGone(t, dbu, conn.PgConn().PID())
 	defer conn.Close(context.Background())
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -155,6 +159,29 @@ func runDirect(t *testing.T, dbu, sqlText string) {
 	for rows.Next() {
 	}
 	rows.Close()
+}
+
+// waitBackendGone waits (at most 10 s) until backend pid has left
+// pg_stat_activity.
+func waitBackendGone(t *testing.T, dbu string, pid uint32) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dbu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int64(pid)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backend %d still there after 10s", pid)
+		}
+	}
 }
 
 // hostileSeed recreates hostileDB from the integration seed plus
