@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -73,7 +74,7 @@ func commands() []command {
 		}},
 		{`sql DB format = json "SELECT ..."`, []string{"sql"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
 			if a.format != "" && a.format != "json" {
-				return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", a.format), Hint: "use format = json"}
+				return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", excerpt(a.format)), Hint: "use format = json"}
 			}
 			return s.engine.PrepareSQL(c.Request.Context(), caller(c), query.SQLRequest{Database: a.db, SQL: a.sql})
 		}},
@@ -136,7 +137,7 @@ func parseCommand(text string) (command, commandArgs, error) {
 		}
 	}
 	if best.words == nil {
-		return command{}, commandArgs{}, unknownCommand(fmt.Sprintf("unknown command %q", text))
+		return command{}, commandArgs{}, unknownCommand(fmt.Sprintf("unknown command %q", excerpt(text)))
 	}
 	rest := words[len(best.words):]
 	var args commandArgs
@@ -149,6 +150,22 @@ func parseCommand(text string) (command, commandArgs, error) {
 		return command{}, commandArgs{}, err
 	}
 	return best, args, nil
+}
+
+// excerptBytes bounds the input an error message quotes back.
+const excerptBytes = 64
+
+// excerpt is s cut to excerptBytes (on a UTF-8 boundary) with "…", so that
+// an error never echoes a large input back.
+func excerpt(s string) string {
+	if len(s) <= excerptBytes {
+		return s
+	}
+	n := excerptBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func unknownCommand(msg string) error {
@@ -166,7 +183,7 @@ func parseWhere(words []string) (map[string]string, error) {
 		return where, nil
 	}
 	if !strings.EqualFold(words[0], "where") {
-		return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("unexpected %q", words[0]), Hint: "conditions start with: where key = value"}
+		return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("unexpected %q", excerpt(words[0])), Hint: "conditions start with: where key = value"}
 	}
 	words = words[1:]
 	for len(words) > 0 {
@@ -177,7 +194,7 @@ func parseWhere(words []string) (map[string]string, error) {
 		words = words[3:]
 		if len(words) > 0 {
 			if !strings.EqualFold(words[0], "and") {
-				return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("unexpected %q between conditions", words[0]), Hint: "join conditions with and"}
+				return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("unexpected %q between conditions", excerpt(words[0])), Hint: "join conditions with and"}
 			}
 			words = words[1:]
 		}
@@ -206,7 +223,7 @@ func parseSQLArgs(words []string) (commandArgs, error) {
 		case "format":
 			a.format = strings.ToLower(opts[2])
 		default:
-			return commandArgs{}, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("sql option %q is not supported", opts[0]), Hint: "supported: format = json"}
+			return commandArgs{}, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("sql option %q is not supported", excerpt(opts[0])), Hint: "supported: format = json"}
 		}
 		opts = opts[3:]
 	}

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/lakegate/lakegate/query"
 )
@@ -81,5 +83,29 @@ func TestCommands(t *testing.T) {
 	}
 	if n := st.count(t, "devices"); n == 0 {
 		t.Errorf("devices after commands: got %d rows, want the demo rows intact", n)
+	}
+}
+
+// TestCommandErrorsDoNotEchoInput: an error names the unknown input by a
+// short excerpt, never the whole of it (a large body in, a small error out).
+func TestCommandErrorsDoNotEchoInput(t *testing.T) {
+	st := newStack(t, nil)
+	reader := token(t, "alice", RoleReader)
+	huge := strings.Repeat("é", 1<<20) // 2 MB, multi-byte
+	for _, tc := range []struct{ name, command string }{
+		{"unknown command", "frobnicate " + huge},
+		{"bad where", "get tables " + huge},
+		{"bad sql option", `sql demo ` + huge + ` = json "SELECT 1"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]string{"command": tc.command})
+			r := st.do(t, "POST", "/", reader, string(body))
+			if r.code != http.StatusBadRequest {
+				t.Fatalf("got %d, want 400", r.code)
+			}
+			if len(r.body) > 4096 || !utf8.Valid(r.body) {
+				t.Errorf("got a %d-byte error (valid UTF-8: %v), want a short one", len(r.body), utf8.Valid(r.body))
+			}
+		})
 	}
 }
