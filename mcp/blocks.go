@@ -17,6 +17,10 @@ import (
 	"github.com/lakegate/lakegate/query"
 )
 
+// errBlockStorage marks a failure of the block spool itself; such calls are
+// logged at ERROR for the operator.
+var errBlockStorage = errors.New("block storage failed")
+
 // blockErr maps the block store's errors into the taxonomy.
 func blockErr(err error) error {
 	var be *blocktransport.BudgetError
@@ -48,7 +52,11 @@ func blockErr(err error) error {
 	if errors.As(err, &qe) {
 		return err
 	}
-	return fmt.Errorf("block store: %w", err)
+	// Anything else is the spool failing (disk full, directory gone or
+	// not writable): the server's trouble, not the caller's.
+	return &query.Error{Kind: query.KindUnavailable, Message: "block storage is full or not writable",
+		Hint: "try again later, or ask for fewer rows (max_rows)", RetryAfter: 30 * time.Second,
+		Err: fmt.Errorf("%w: %w", errBlockStorage, err)}
 }
 
 // transfer returns the manifest of transfer id if c may read it: its owner

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sort"
 	"strings"
@@ -73,7 +74,11 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 		log := p.log.With(callLog(req, []any{"tool", t.Name, "subject", caller.Subject, "duration_ms", d.Milliseconds()})...)
 		if err != nil {
 			p.observeCall(t.Name, d, nil, nil, err)
-			log.Info("tool call failed", "kind", string(query.KindOf(err)), "error", err.Error())
+			level := slog.LevelInfo
+			if errors.Is(err, errBlockStorage) {
+				level = slog.LevelError // the operator's to fix, not the caller's
+			}
+			log.Log(ctx, level, "tool call failed", "kind", string(query.KindOf(err)), "error", err.Error())
 			return errorResult(err), nil
 		}
 		res, err := p.structuredResult(out)

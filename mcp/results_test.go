@@ -3,7 +3,10 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,4 +127,52 @@ func TestResultsInlineAndBlocks(t *testing.T) {
 			t.Errorf("got %+v, want an export of 2 rows in blocks", meta)
 		}
 	})
+}
+
+// TestResultsBlockStorageFailure: when the spool cannot be written (here
+// its directory is gone), a result for blocks is unavailable, naming the
+// storage, and the call is logged at ERROR for the operator.
+func TestResultsBlockStorageFailure(t *testing.T) {
+	dir := t.TempDir() + "/spool"
+	store, err := blocktransport.Open(blocktransport.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	p, _ := newTestPlugin(t, Options{Blocks: store, Logger: slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, nil))})
+	srv := serveHTTP(t, p)
+	cs := connectStreamable(t, srv.URL, "alice", "2025-11-25", nil)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := contextWithTimeout(t, 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
+		"database": "iot", "sql": "SELECT id FROM devices", "export": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*mcpsdk.TextContent).Text
+	if !res.IsError || !strings.Contains(text, `"kind":"unavailable"`) || !strings.Contains(text, "block storage is full or not writable") {
+		t.Errorf("got %s, want unavailable naming the block storage", text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), `"level":"ERROR","msg":"tool call failed"`) {
+		t.Errorf("no ERROR log line for the call in:\n%s", logs.String())
+	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
