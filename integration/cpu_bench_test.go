@@ -26,10 +26,7 @@ import (
 // LAKEGATE_BENCH_CPU_OUT=DIR keeps the dumps in DIR for callgrind_annotate;
 // LAKEGATE_BENCH_BIN=PATH measures that binary instead of this tree's.
 func TestCallInstructions(t *testing.T) {
-	benchURL := os.Getenv("LAKEGATE_BENCH_DATABASE_URL")
-	if os.Getenv("LAKEGATE_BENCH_CPU") == "" || benchURL == "" {
-		t.Skip("a benchmark: set LAKEGATE_BENCH_CPU=1 and LAKEGATE_BENCH_DATABASE_URL (make bench does)")
-	}
+	benchURL := benchDatabase(t, "LAKEGATE_BENCH_CPU")
 	if _, err := exec.LookPath("valgrind"); err != nil {
 		t.Skip("valgrind is not installed (apt-get install valgrind)")
 	}
@@ -47,15 +44,8 @@ func TestCallInstructions(t *testing.T) {
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := startProcWithin(t, 5*time.Minute, wrapper, "LAKEGATE_DATABASES=bench="+benchURL, "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1",
-		"LAKEGATE_RATE_LIMIT_RPS=0", "LAKEGATE_STATEMENT_TIMEOUT=5m", "LAKEGATE_MCP_KEEPALIVE=1h")
-	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{
-		Endpoint: p.base + "/mcp/sse", HTTPClient: httpClient(token(t, "bench", "reader"))}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	p := startProcWithin(t, 5*time.Minute, wrapper, benchEnv(benchURL, "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1", "LAKEGATE_MCP_KEEPALIVE=1h")...)
+	cs := benchSession(t, p)
 	pid := strconv.Itoa(p.cmd.Process.Pid)
 	control := func(args ...string) {
 		t.Helper()

@@ -24,23 +24,11 @@ import (
 //
 //	LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL=... go test -run '^TestResultMemory$' -count=1 -v ./integration/
 func TestResultMemory(t *testing.T) {
-	benchURL := os.Getenv("LAKEGATE_BENCH_DATABASE_URL")
-	if os.Getenv("LAKEGATE_BENCH_MEMORY") == "" || benchURL == "" {
-		t.Skip("a benchmark: set LAKEGATE_BENCH_MEMORY=1 and LAKEGATE_BENCH_DATABASE_URL (make bench does)")
-	}
+	benchURL := benchDatabase(t, "LAKEGATE_BENCH_MEMORY")
 	bin := buildBinary(t)
 	serve := func(t *testing.T) (*proc, *mcpsdk.ClientSession) {
-		p := startProc(t, bin, "LAKEGATE_DATABASES=bench="+benchURL,
-			"LAKEGATE_MCP_BLOCK_BUDGET="+strconv.Itoa(16<<30), "LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT="+strconv.Itoa(8<<30),
-			"LAKEGATE_RATE_LIMIT_RPS=0", "LAKEGATE_STATEMENT_TIMEOUT=5m")
-		client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil)
-		cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{
-			Endpoint: p.base + "/mcp/sse", HTTPClient: httpClient(token(t, "bench", "reader"))}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return p, cs
+		p := startProc(t, bin, benchEnv(benchURL)...)
+		return p, benchSession(t, p)
 	}
 	// call runs run_sql and returns the reply's size (text and structured
 	// content, as JSON).
@@ -67,6 +55,11 @@ func TestResultMemory(t *testing.T) {
 		second := hwm(t, p.cmd.Process.Pid)
 		t.Logf("run_sql all readings (max_rows 0): server peak RSS %s (at start %s), after a second call %s; reply %d bytes",
 			mib(first), mib(base), mib(second), n)
+	})
+	t.Run("an inline answer near the threshold", func(t *testing.T) {
+		p, cs := serve(t)
+		n := call(t, cs, map[string]any{"database": "bench", "sql": "SELECT * FROM readings ORDER BY id", "max_rows": 100000})
+		t.Logf("run_sql 100,000 rows answered inline (reply %d bytes): server peak RSS %s", n, mib(hwm(t, p.cmd.Process.Pid)))
 	})
 	t.Run("default agent call, 4x the rows", func(t *testing.T) {
 		p, cs := serve(t)
@@ -117,6 +110,39 @@ func TestResultMemory(t *testing.T) {
 		wg.Wait()
 		t.Logf("8 x run_sql 25 rows of 16 MB at once, one reader: server peak RSS %s", mib(hwm(t, p.cmd.Process.Pid)))
 	})
+}
+
+// benchDatabase is the benchmark database's URL, or skips t unless the
+// benchmark's switch (flag) and LAKEGATE_BENCH_DATABASE_URL are set.
+func benchDatabase(t *testing.T, flag string) string {
+	t.Helper()
+	url := os.Getenv("LAKEGATE_BENCH_DATABASE_URL")
+	if os.Getenv(flag) == "" || url == "" {
+		t.Skipf("a benchmark: set %s=1 and LAKEGATE_BENCH_DATABASE_URL (make bench does)", flag)
+	}
+	return url
+}
+
+// benchEnv serves the benchmark database with room for big results: block
+// budgets of 16 and 8 GiB, no rate limit, a 5 minute statement timeout.
+func benchEnv(url string, extra ...string) []string {
+	return append([]string{"LAKEGATE_DATABASES=bench=" + url,
+		"LAKEGATE_MCP_BLOCK_BUDGET=" + strconv.Itoa(16<<30), "LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT=" + strconv.Itoa(8<<30),
+		"LAKEGATE_RATE_LIMIT_RPS=0", "LAKEGATE_STATEMENT_TIMEOUT=5m"}, extra...)
+}
+
+// benchSession is a go-sdk client session over legacy SSE to p, as a
+// reader; closed when the test ends.
+func benchSession(t *testing.T, p *proc) *mcpsdk.ClientSession {
+	t.Helper()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{
+		Endpoint: p.base + "/mcp/sse", HTTPClient: httpClient(token(t, "bench", "reader"))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
 
 // hwm is the peak resident memory (VmHWM) of process pid, in KiB, after a

@@ -155,6 +155,10 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 	if err := enc.End(a.Result); err != nil {
 		return nil, err
 	}
+	// The cells are text now: let them go before the SDK makes its copies
+	// of the reply.
+	preview, cut := a.Rows.Len(), a.Rows.Cut()
+	a.Rows = nil
 	meta := ResultMeta{Columns: a.Columns, RowCount: a.RowCount, Truncated: a.Truncated, NextCursor: a.NextCursor,
 		SQL: a.SQL, ElapsedMS: a.ElapsedMS, Mode: ModeInline}
 	if a.transfer == nil {
@@ -168,13 +172,13 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 		}
 		b.WriteByte('\n')
 	} else {
-		meta.Mode, meta.PreviewRows, meta.CutCells, meta.Transfer = ModeBlocks, a.Rows.Len(), a.Rows.Cut(), a.transfer
+		meta.Mode, meta.PreviewRows, meta.CutCells, meta.Transfer = ModeBlocks, preview, cut, a.transfer
 		m := a.transfer
 		fmt.Fprintf(&b, "# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, sha256 %s, "+
 			"until %s; read them with resources/read (links below), get_result_block, or GET /mcp/blocks/%s/all\n",
-			a.RowCount, a.Rows.Len(), truncNote(a.Truncated), m.ID, len(m.Blocks), m.Format, m.Bytes, m.SHA256,
+			a.RowCount, preview, truncNote(a.Truncated), m.ID, len(m.Blocks), m.Format, m.Bytes, m.SHA256,
 			m.Expires.Format(time.RFC3339), m.ID)
-		if n := a.Rows.Cut(); n > 0 {
+		if n := cut; n > 0 {
 			fmt.Fprintf(&b, "# %d cells longer than %d bytes are cut above (marked …[cut: N bytes in all]); they are whole in the blocks\n",
 				n, cellBytes)
 		}
