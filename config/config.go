@@ -37,6 +37,9 @@ const (
 	DefaultMaxRowLimit      = 10_000_000
 	DefaultMaxRowBytes      = 16 << 20
 	DefaultMaxBodyBytes     = 32 << 20
+	// DefaultMaxConnectionsPerAddress bounds one remote address's open
+	// connections.
+	DefaultMaxConnectionsPerAddress = 256
 	DefaultSessionQueue     = 64
 	DefaultWriteTimeout     = 10 * time.Second
 	// MinSecretBytes is the shortest HS256 secret accepted.
@@ -194,6 +197,14 @@ type Config struct {
 	// larger row is refused with a hint to read the value in parts.
 	MaxRowBytes  int64 `json:"max_row_bytes"`
 	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// MaxConnections bounds the open client connections (0: the process's
+	// file-descriptor limit less 1,024, for the database, block files and
+	// logs); MaxConnectionsPerAddress bounds one remote address's (0 turns
+	// it off). At a cap, the connection that has waited longest without a
+	// request in progress is closed to make room; with none, the new one is
+	// refused.
+	MaxConnections           int `json:"max_connections"`
+	MaxConnectionsPerAddress int `json:"max_connections_per_address"`
 
 	// LogFormat is "text" or "json".
 	LogFormat string `json:"log_format"`
@@ -230,6 +241,7 @@ func Default() Config {
 		MaxRowLimit:              DefaultMaxRowLimit,
 		MaxRowBytes:              DefaultMaxRowBytes,
 		MaxBodyBytes:             DefaultMaxBodyBytes,
+		MaxConnectionsPerAddress: DefaultMaxConnectionsPerAddress,
 		LogFormat:                "text",
 		LogLevel:                 "info",
 	}
@@ -388,6 +400,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		bad("max_body_bytes %d: want at least 1024", c.MaxBodyBytes)
+	}
+	if c.MaxConnections < 0 || c.MaxConnectionsPerAddress < 0 {
+		bad("max_connections %d / max_connections_per_address %d: want 0 or more", c.MaxConnections, c.MaxConnectionsPerAddress)
 	}
 	for i, o := range c.MCPAllowedOrigins {
 		if o == "*" {

@@ -57,6 +57,9 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		"LAKEGATE_MCP_MAX_WORKERS":   &c.MCPMaxWorkers,
 		"LAKEGATE_DEFAULT_ROW_LIMIT": &c.DefaultRowLimit,
 		"LAKEGATE_MAX_ROW_LIMIT":     &c.MaxRowLimit,
+
+		"LAKEGATE_MAX_CONNECTIONS":             &c.MaxConnections,
+		"LAKEGATE_MAX_CONNECTIONS_PER_ADDRESS": &c.MaxConnectionsPerAddress,
 	} {
 		if v := getenv(key); v != "" {
 			n, err := strconv.Atoi(v)
