@@ -40,8 +40,8 @@ const (
 	// DefaultMaxConnectionsPerAddress bounds one remote address's open
 	// connections.
 	DefaultMaxConnectionsPerAddress = 256
-	DefaultSessionQueue     = 64
-	DefaultWriteTimeout     = 10 * time.Second
+	DefaultSessionQueue             = 64
+	DefaultWriteTimeout             = 10 * time.Second
 	// MinSecretBytes is the shortest HS256 secret accepted.
 	MinSecretBytes = 32
 )
