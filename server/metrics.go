@@ -35,6 +35,8 @@ type Metrics struct {
 	bytes          *prometheus.CounterVec
 	rateLimited    *prometheus.CounterVec
 	workerTimeouts *prometheus.CounterVec
+	connsOpen      prometheus.Gauge
+	connsCapped    *prometheus.CounterVec
 }
 
 var _ mcp.Observer = (*Metrics)(nil)
@@ -74,12 +76,23 @@ func NewMetrics() *Metrics {
 		workerTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lakegate_worker_wait_timeouts_total", Help: "Requests answered unavailable after waiting worker_wait for a worker, by origin.",
 		}, []string{"origin"}),
+		connsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lakegate_connections_open", Help: "Client connections open on the TCP listener.",
+		}),
+		connsCapped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lakegate_connections_capped_total", Help: "Connections closed to make room (closed_quiet) or refused (refused) at a connection cap (overall, per_address).",
+		}, []string{"cap", "action"}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.httpRequests, m.httpDuration, m.toolCalls, m.toolDuration, m.queryDuration, m.rows, m.bytes, m.rateLimited, m.workerTimeouts)
+		m.httpRequests, m.httpDuration, m.toolCalls, m.toolDuration, m.queryDuration, m.rows, m.bytes, m.rateLimited, m.workerTimeouts,
+		m.connsOpen, m.connsCapped)
 	// Series that exist from the start, so that rates and alerts see zeros.
 	for _, l := range []string{limitRequests, limitQueries, limitSessions} {
 		m.rateLimited.WithLabelValues(l)
+	}
+	for _, c := range []string{"overall", "per_address"} {
+		m.connsCapped.WithLabelValues(c, "closed_quiet")
+		m.connsCapped.WithLabelValues(c, "refused")
 	}
 	for _, c := range workClassNames {
 		m.workerTimeouts.WithLabelValues(c)

@@ -158,6 +158,10 @@ func (s *Server) routes() *gin.Engine {
 // idleTimeout closes idle keep-alive connections.
 const idleTimeout = 2 * time.Minute
 
+// HeaderTimeout bounds reading a request's headers: a connection that has
+// not sent them by then is closed.
+const HeaderTimeout = 10 * time.Second
+
 // DefaultReadTimeout is the default of Options.ReadTimeout.
 const DefaultReadTimeout = 30 * time.Second
 
@@ -169,9 +173,11 @@ const DefaultReadTimeout = 30 * time.Second
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
+	ln = newConnLimiter(ln, s.cfg.MaxConnections, s.cfg.MaxConnectionsPerAddress, s.log, s.metrics)
 	hs := &http.Server{
-		Handler:           s.router,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           busyWhileHandling(s.router),
+		ConnContext:       withConn,
+		ReadHeaderTimeout: HeaderTimeout,
 		ReadTimeout:       s.opts.ReadTimeout,
 		IdleTimeout:       idleTimeout,
 		TLSConfig:         s.tls,

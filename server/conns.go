@@ -1,0 +1,287 @@
+package server
+
+import (
+	"container/list"
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// connLimiter is the listener the server accepts on: it bounds the open
+// client connections overall and per remote address, before anything is
+// read from them, so that an unauthenticated client cannot take every file
+// descriptor.
+//
+// At a cap, the connection that has been quiet longest (no request in
+// progress: it has not finished sending one, or it is an idle keep-alive)
+// is closed to make room, as nginx reuses idle keep-alive connections when
+// it runs short. A connection is only taken once it has been quiet for
+// quietGrace, so a client that sends its request at once is never closed
+// for a newcomer. When there is none to take, the newcomer is refused
+// (closed at once). Either is counted, and logged at most once a second.
+type connLimiter struct {
+	net.Listener
+	max, perAddr int
+	log          *slog.Logger
+	metrics      *Metrics
+	now          func() time.Time // tests
+
+	mu     sync.Mutex
+	all    list.List // of *trackedConn, the longest quiet first
+	addrs  map[string]*addrConns
+	report capReport // since the last log line
+}
+
+type addrConns struct{ conns list.List }
+
+// capReport counts what the caps did since the last log line.
+type capReport struct {
+	at               time.Time
+	closed, refused  int
+	lastCap, lastAdr string
+}
+
+// quietGrace is how long a connection must have been without a request
+// in progress before a cap may close it.
+const quietGrace = time.Second
+
+// descriptorReserve is left of the file-descriptor limit, when
+// max_connections is 0, for the database, block files and logs.
+const descriptorReserve = 1024
+
+// newConnLimiter wraps ln. max 0 takes the descriptor limit less
+// descriptorReserve; perAddr 0 turns the per-address cap off.
+func newConnLimiter(ln net.Listener, max, perAddr int, log *slog.Logger, m *Metrics) *connLimiter {
+	if max <= 0 {
+		max = descriptorCap()
+	}
+	return &connLimiter{Listener: ln, max: max, perAddr: perAddr, log: log, metrics: m, now: time.Now,
+		addrs: make(map[string]*addrConns)}
+}
+
+// descriptorCap is the soft limit on open files (which the Go runtime
+// raises to the hard limit at start) less descriptorReserve, and at least
+// 64.
+func descriptorCap() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<24 {
+		return 1 << 16
+	}
+	return max(int(rl.Cur)-descriptorReserve, 64)
+}
+
+// Accept returns the next connection within the caps; a connection past
+// them is closed here and never reaches the HTTP server.
+func (l *connLimiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		tc, victim := l.admit(c)
+		if victim != nil {
+			_ = victim.Close()
+		}
+		if tc != nil {
+			return tc, nil
+		}
+		_ = c.Close()
+	}
+}
+
+// admit tracks c if the caps allow, taking a quiet connection to make
+// room; it returns the connection to close, and nil for c refused.
+func (l *connLimiter) admit(c net.Conn) (tc, victim *trackedConn) {
+	addr := remoteHost(c)
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// Taking one of the address's connections also makes room overall.
+	cap, from := "", (*list.List)(nil)
+	if a := l.addrs[addr]; l.perAddr > 0 && a != nil && a.conns.Len() >= l.perAddr {
+		cap, from = "per_address", &a.conns
+	} else if l.all.Len() >= l.max {
+		cap, from = "overall", &l.all
+	}
+	if from != nil {
+		if victim = l.quietest(from, now); victim == nil {
+			l.capHit(cap, addr, now, false)
+			return nil, nil
+		}
+		l.capHit(cap, addr, now, true)
+	}
+	tc = &trackedConn{Conn: c, l: l, addr: addr, quietSince: now}
+	l.track(tc)
+	return tc, victim
+}
+
+// quietest removes from tracking and returns the first connection of ls
+// quiet for quietGrace, or nil.
+func (l *connLimiter) quietest(ls *list.List, now time.Time) *trackedConn {
+	for e := ls.Front(); e != nil; e = e.Next() {
+		tc := e.Value.(*trackedConn)
+		if tc.busy.Load() > 0 {
+			continue
+		}
+		if now.Sub(tc.quietSince) < quietGrace {
+			return nil // the rest went quiet later
+		}
+		l.untrack(tc)
+		return tc
+	}
+	return nil
+}
+
+// track and untrack are called with l.mu held.
+func (l *connLimiter) track(tc *trackedConn) {
+	a := l.addrs[tc.addr]
+	if a == nil {
+		a = &addrConns{}
+		l.addrs[tc.addr] = a
+	}
+	tc.inAll = l.all.PushBack(tc)
+	tc.inAddr = a.conns.PushBack(tc)
+	if l.metrics != nil {
+		l.metrics.connsOpen.Inc()
+	}
+}
+
+func (l *connLimiter) untrack(tc *trackedConn) {
+	if tc.inAll == nil {
+		return
+	}
+	l.all.Remove(tc.inAll)
+	a := l.addrs[tc.addr]
+	a.conns.Remove(tc.inAddr)
+	if a.conns.Len() == 0 {
+		delete(l.addrs, tc.addr)
+	}
+	tc.inAll, tc.inAddr = nil, nil
+	if l.metrics != nil {
+		l.metrics.connsOpen.Dec()
+	}
+}
+
+// capHit counts a connection closed (took) or refused at cap, and logs the
+// counts at most once a second. Called with l.mu held.
+func (l *connLimiter) capHit(cap, addr string, now time.Time, took bool) {
+	action := "refused"
+	if took {
+		action = "closed_quiet"
+		l.report.closed++
+	} else {
+		l.report.refused++
+	}
+	if l.metrics != nil {
+		l.metrics.connsCapped.WithLabelValues(cap, action).Inc()
+	}
+	l.report.lastCap, l.report.lastAdr = cap, addr
+	if now.Sub(l.report.at) < time.Second {
+		return
+	}
+	limit := l.max
+	if cap == "per_address" {
+		limit = l.perAddr
+	}
+	l.log.Warn("connection cap reached: quiet connections closed and new ones refused to stay within it",
+		"cap", cap, "limit", limit, "address", addr, "open", l.all.Len(),
+		"closed_quiet", l.report.closed, "refused", l.report.refused,
+		"hint", "max_connections / max_connections_per_address")
+	l.report = capReport{at: now}
+}
+
+// open is the number of tracked connections.
+func (l *connLimiter) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.all.Len()
+}
+
+// remoteHost is the address part of c's remote address.
+func remoteHost(c net.Conn) string {
+	a := c.RemoteAddr()
+	if a == nil {
+		return ""
+	}
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+// trackedConn is a connection the limiter counts. busy counts the requests
+// being handled on it (several on HTTP/2).
+type trackedConn struct {
+	net.Conn
+	l          *connLimiter
+	addr       string
+	busy       atomic.Int32
+	once       sync.Once
+	quietSince time.Time     // guarded by l.mu
+	inAll      *list.Element // nil once untracked; guarded by l.mu
+	inAddr     *list.Element
+}
+
+// Close stops counting the connection and closes it.
+func (tc *trackedConn) Close() error {
+	tc.once.Do(func() {
+		tc.l.mu.Lock()
+		tc.l.untrack(tc)
+		tc.l.mu.Unlock()
+	})
+	return tc.Conn.Close()
+}
+
+// enter and leave bracket a request handled on the connection: while one
+// is, the connection is never closed for a newcomer.
+func (tc *trackedConn) enter() { tc.busy.Add(1) }
+
+func (tc *trackedConn) leave() {
+	if tc.busy.Add(-1) > 0 {
+		return
+	}
+	l := tc.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if tc.inAll == nil {
+		return
+	}
+	tc.quietSince = l.now()
+	l.all.MoveToBack(tc.inAll)
+	l.addrs[tc.addr].conns.MoveToBack(tc.inAddr)
+}
+
+type connKey struct{}
+
+// withConn is the http.Server's ConnContext: it lets handlers find the
+// tracked connection their request came on.
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	if t, ok := c.(*tls.Conn); ok {
+		c = t.NetConn()
+	}
+	if tc, ok := c.(*trackedConn); ok {
+		return context.WithValue(ctx, connKey{}, tc)
+	}
+	return ctx
+}
+
+// busyWhileHandling marks the request's connection busy while h runs.
+func busyWhileHandling(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
+			tc.enter()
+			defer tc.leave()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
