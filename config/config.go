@@ -40,6 +40,9 @@ const (
 	// DefaultMaxConnectionsPerAddress bounds one remote address's open
 	// connections.
 	DefaultMaxConnectionsPerAddress = 256
+	DefaultHeaderTimeout            = 10 * time.Second
+	DefaultReadTimeout              = 30 * time.Second
+	DefaultIdleTimeout              = 2 * time.Minute
 	DefaultSessionQueue             = 64
 	DefaultWriteTimeout             = 10 * time.Second
 	// MinSecretBytes is the shortest HS256 secret accepted.
@@ -205,6 +208,14 @@ type Config struct {
 	// refused.
 	MaxConnections           int `json:"max_connections"`
 	MaxConnectionsPerAddress int `json:"max_connections_per_address"`
+	// HeaderTimeout bounds reading a request's headers, ReadTimeout a whole
+	// request (headers and body) from its first byte; a client that has
+	// not sent them by then loses its connection. Neither bounds a
+	// response, so event streams live as long as they need. IdleTimeout
+	// closes a keep-alive connection with no request.
+	HeaderTimeout Duration `json:"header_timeout"`
+	ReadTimeout   Duration `json:"read_timeout"`
+	IdleTimeout   Duration `json:"idle_timeout"`
 
 	// LogFormat is "text" or "json".
 	LogFormat string `json:"log_format"`
@@ -242,6 +253,9 @@ func Default() Config {
 		MaxRowBytes:              DefaultMaxRowBytes,
 		MaxBodyBytes:             DefaultMaxBodyBytes,
 		MaxConnectionsPerAddress: DefaultMaxConnectionsPerAddress,
+		HeaderTimeout:            Duration(DefaultHeaderTimeout),
+		ReadTimeout:              Duration(DefaultReadTimeout),
+		IdleTimeout:              Duration(DefaultIdleTimeout),
 		LogFormat:                "text",
 		LogLevel:                 "info",
 	}
@@ -400,6 +414,10 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		bad("max_body_bytes %d: want at least 1024", c.MaxBodyBytes)
+	}
+	if c.HeaderTimeout < Duration(100*time.Millisecond) || c.ReadTimeout < c.HeaderTimeout || c.IdleTimeout < Duration(time.Second) {
+		bad("header_timeout %s / read_timeout %s / idle_timeout %s: want header_timeout at least 100ms, read_timeout at least header_timeout, idle_timeout at least 1s",
+			time.Duration(c.HeaderTimeout), time.Duration(c.ReadTimeout), time.Duration(c.IdleTimeout))
 	}
 	if c.MaxConnections < 0 || c.MaxConnectionsPerAddress < 0 {
 		bad("max_connections %d / max_connections_per_address %d: want 0 or more", c.MaxConnections, c.MaxConnectionsPerAddress)

@@ -44,6 +44,9 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		"LAKEGATE_MCP_KEEPALIVE":     &c.MCPKeepalive,
 		"LAKEGATE_STATEMENT_TIMEOUT": &c.StatementTimeout,
 		"LAKEGATE_MCP_BLOCK_TTL":     &c.MCPBlockTTL,
+		"LAKEGATE_HEADER_TIMEOUT":    &c.HeaderTimeout,
+		"LAKEGATE_READ_TIMEOUT":      &c.ReadTimeout,
+		"LAKEGATE_IDLE_TIMEOUT":      &c.IdleTimeout,
 	} {
 		if v := getenv(key); v != "" {
 			d, err := time.ParseDuration(v)

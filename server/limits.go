@@ -302,9 +302,9 @@ func (s *Server) rateLimit(c *gin.Context) {
 // handler under rowsKey) and bytes returned.
 func (s *Server) work(class workClass) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		// The body is read before a slot is taken, within bodyReadTimeout,
+		// The body is read before a slot is taken, within read_timeout,
 		// so that a slow upload cannot hold a worker.
-		if err := readBody(c); err != nil {
+		if err := readBody(c, time.Duration(s.cfg.ReadTimeout)); err != nil {
 			fail(c, err)
 			return
 		}
@@ -321,26 +321,27 @@ func (s *Server) work(class workClass) gin.HandlerFunc {
 	}
 }
 
-// bodyReadTimeout bounds the upload of a request body that needs a worker.
-const bodyReadTimeout = 30 * time.Second
-
 // readBody reads the request body into memory (bounded by max_body_bytes)
-// within bodyReadTimeout and puts it back as the body.
-func readBody(c *gin.Context) error {
+// within timeout and puts it back as the body.
+func readBody(c *gin.Context, timeout time.Duration) error {
 	if c.Request.Body == nil || c.Request.Body == http.NoBody {
 		return nil
 	}
 	rc := http.NewResponseController(c.Writer)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
 	data, err := io.ReadAll(c.Request.Body)
-	_ = rc.SetReadDeadline(time.Time{})
+	// Close while the deadline holds: after a failed read it would wait
+	// for the rest of the body.
 	c.Request.Body.Close()
+	_ = rc.SetReadDeadline(time.Time{})
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		return err // rendered as 413
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("the request body did not arrive within %s", bodyReadTimeout)}
+		c.Header("Connection", "close") // never wait for the rest
+		return &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("the request body did not arrive within %s", timeout),
+			Hint: "read_timeout bounds sending a whole request"}
 	case err != nil:
 		return &query.Error{Kind: query.KindValidation, Message: "reading the request body failed", Err: err}
 	}

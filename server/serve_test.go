@@ -29,7 +29,12 @@ type running struct {
 // The test's cleanup stops it if the test did not.
 func startServe(t *testing.T, opts *Options, setup func(*Server)) *running {
 	t.Helper()
-	cfg := config.Default()
+	return startServeWith(t, config.Default(), opts, setup)
+}
+
+// startServeWith is startServe with the configuration cfg.
+func startServeWith(t *testing.T, cfg config.Config, opts *Options, setup func(*Server)) *running {
+	t.Helper()
 	cfg.JWTSecret = testSecret
 	engine, plugin := newEngine(t)
 	s, err := New(cfg, engine, plugin, opts)
@@ -211,31 +216,46 @@ func TestServeListenerError(t *testing.T) {
 	}
 }
 
-// TestServeReadTimeout: a request that never finishes sending its body is
-// dropped within the read timeout when it is not authenticated (the
-// slowloris), while an authenticated stream lives on past it.
+// TestServeReadTimeout: requests that never finish sending their headers
+// or body lose their connection (the slowloris): half-sent headers within
+// the header timeout, an unauthenticated body at once (it is never waited
+// for), an authenticated body within the read timeout; while an
+// authenticated stream lives on past both.
 func TestServeReadTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	r := startServe(t, &Options{ReadTimeout: timeout}, nil)
+	cfg := config.Default()
+	cfg.HeaderTimeout = config.Duration(timeout)
+	cfg.ReadTimeout = config.Duration(timeout)
+	r := startServeWith(t, cfg, nil, nil)
 	addr := strings.TrimPrefix(r.base, "http://")
 
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	// Headers that promise a body, then nothing.
-	if _, err := io.WriteString(conn, "POST /rest/sql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, err = io.Copy(io.Discard, conn) // the 401, then the close
-	if err != nil {
-		t.Fatalf("got %v, want the server to close the connection", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("the half-sent request held its connection %v, want about the read timeout", d)
+	tok := token(t, "agent", RoleReader)
+	for _, tc := range []struct{ name, req, want string }{
+		{"headers", "GET /health HTTP/1.1\r\nHost: x\r\n", ""},
+		{"body", "POST /rest/sql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", "401"},
+		{"authenticated body", "POST /rest/sql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tok +
+			"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", "400"},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, tc.req); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		got, err := io.ReadAll(conn) // the answer if any, then the close
+		if err != nil {
+			t.Fatalf("%s: got %v (after %q), want the server to close the connection", tc.name, err, got)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: the half-sent request held its connection %v, want about the timeout", tc.name, d)
+		}
+		if status, _, _ := strings.Cut(strings.TrimPrefix(string(got), "HTTP/1.1 "), " "); tc.want != "" && status != tc.want {
+			t.Errorf("%s: got %q, want %s", tc.name, got, tc.want)
+		}
 	}
 
 	resp, err := r.get(t.Context(), "/mcp/sse", token(t, "agent", RoleReader))

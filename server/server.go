@@ -31,12 +31,6 @@ type Options struct {
 	// DrainTimeout bounds the wait for in-flight requests at shutdown
 	// (default 10s); then they are cancelled.
 	DrainTimeout time.Duration
-	// ReadTimeout bounds reading a whole request, headers and body, from
-	// its first byte (default DefaultReadTimeout): a client that never
-	// finishes sending one, authenticated or not, loses its connection
-	// then. It does not bound a response: net/http lifts the deadline once
-	// the body is read, so streams live as long as they need.
-	ReadTimeout time.Duration
 	// Version is reported by /health.
 	Version string
 	// Logger; nil discards.
@@ -84,9 +78,6 @@ func New(cfg config.Config, engine *query.Engine, plugin *mcp.Plugin, opts *Opti
 	s := &Server{cfg: cfg, engine: engine, plugin: plugin, started: time.Now()}
 	if opts != nil {
 		s.opts = *opts
-	}
-	if s.opts.ReadTimeout <= 0 {
-		s.opts.ReadTimeout = DefaultReadTimeout
 	}
 	if s.opts.DrainTimeout == 0 {
 		s.opts.DrainTimeout = 10 * time.Second
@@ -155,16 +146,6 @@ func (s *Server) routes() *gin.Engine {
 	return r
 }
 
-// idleTimeout closes idle keep-alive connections.
-const idleTimeout = 2 * time.Minute
-
-// HeaderTimeout bounds reading a request's headers: a connection that has
-// not sent them by then is closed.
-const HeaderTimeout = 10 * time.Second
-
-// DefaultReadTimeout is the default of Options.ReadTimeout.
-const DefaultReadTimeout = 30 * time.Second
-
 // Serve answers on ln until ctx is cancelled, then shuts down gracefully:
 // it stops accepting, ends the MCP event streams, lets in-flight requests
 // finish for up to DrainTimeout, then cancels what is left. With TLS
@@ -175,11 +156,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancelBase()
 	ln = newConnLimiter(ln, s.cfg.MaxConnections, s.cfg.MaxConnectionsPerAddress, s.log, s.metrics)
 	hs := &http.Server{
-		Handler:           busyWhileHandling(s.router),
-		ConnContext:       withConn,
-		ReadHeaderTimeout: HeaderTimeout,
-		ReadTimeout:       s.opts.ReadTimeout,
-		IdleTimeout:       idleTimeout,
+		Handler:     busyWhileHandling(s.router),
+		ConnContext: withConn,
+		// The read timeouts bound a request, never a response: net/http
+		// lifts the deadline once the body is read, so streams live on.
+		ReadHeaderTimeout: time.Duration(s.cfg.HeaderTimeout),
+		ReadTimeout:       time.Duration(s.cfg.ReadTimeout),
+		IdleTimeout:       time.Duration(s.cfg.IdleTimeout),
 		TLSConfig:         s.tls,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),

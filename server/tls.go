@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"time"
 	"os"
 	"strconv"
 
@@ -61,7 +62,7 @@ func (s *Server) serveHTTP3(ln net.Listener) (*http3.Server, <-chan error, error
 	h3 := &http3.Server{
 		Handler:     s.router,
 		TLSConfig:   http3.ConfigureTLSConfig(s.tls.Clone()),
-		IdleTimeout: idleTimeout,
+		IdleTimeout: time.Duration(s.cfg.IdleTimeout),
 		Logger:      s.log,
 	}
 	errc := make(chan error, 1)
