@@ -14,6 +14,20 @@ import (
 // DefaultRolesClaim is the JWT claim read for the caller's roles.
 const DefaultRolesClaim = "roles"
 
+// Values of server_info_functions: who may call the SQL functions that read
+// server information rather than data (version(), current_setting(...),
+// inet_server_addr(), pg_postmaster_start_time(), sqlite_version(), SQLite
+// pragma tables, ...). Empty means ServerInfoAdmin.
+const (
+	// ServerInfoAdmin opens them to callers holding the admin role only
+	// (the default).
+	ServerInfoAdmin = "admin"
+	// ServerInfoAll opens them to every caller allowed to run SQL.
+	ServerInfoAll = "all"
+	// ServerInfoNone closes them to every caller.
+	ServerInfoNone = "none"
+)
+
 // RoleAccess narrows what the callers holding one role may use. A caller
 // whose roles have no RoleAccess may use everything its route roles allow.
 type RoleAccess struct {
@@ -31,13 +45,15 @@ type RoleAccess struct {
 }
 
 // applyAuthEnv reads the LAKEGATE_* variables of the JWT, client
-// certificate and access settings.
+// certificate and access settings, and server_info_functions.
 func (c *Config) applyAuthEnv(getenv func(string) string) error {
 	for key, dst := range map[string]*string{
 		"LAKEGATE_JWT_JWKS_URL":    &c.JWTJWKSURL,
 		"LAKEGATE_JWT_ISSUER":      &c.JWTIssuer,
 		"LAKEGATE_JWT_AUDIENCE":    &c.JWTAudience,
 		"LAKEGATE_JWT_ROLES_CLAIM": &c.JWTRolesClaim,
+
+		"LAKEGATE_SERVER_INFO_FUNCTIONS": &c.ServerInfoFunctions,
 	} {
 		if v := getenv(key); v != "" {
 			*dst = v
@@ -81,7 +97,8 @@ func splitList(s string) []string {
 	return out
 }
 
-// validateAuth checks the JWT, client certificate and access settings.
+// validateAuth checks the JWT, client certificate and access settings, and
+// server_info_functions.
 func (c *Config) validateAuth(bad func(format string, args ...any)) {
 	for i, f := range c.JWTPublicKeyFiles {
 		if strings.TrimSpace(f) == "" {
@@ -108,6 +125,12 @@ func (c *Config) validateAuth(bad func(format string, args ...any)) {
 		if !validRole(r) {
 			bad("tls_client_cert_roles[%d] %q: want a role name without spaces or commas, e.g. reader", i, r)
 		}
+	}
+	switch c.ServerInfoFunctions {
+	case "", ServerInfoAdmin, ServerInfoAll, ServerInfoNone:
+	default:
+		bad("server_info_functions %q: want %s (only the admin role may call server-information functions such as version() and current_setting()), %s or %s",
+			c.ServerInfoFunctions, ServerInfoAdmin, ServerInfoAll, ServerInfoNone)
 	}
 	roles := make([]string, 0, len(c.Access))
 	for r := range c.Access {

@@ -22,6 +22,7 @@ func TestLoadAuthEnv(t *testing.T) {
 		"LAKEGATE_TLS_CLIENT_CERT_ROLES": "reader,analyst",
 		"LAKEGATE_ACCESS":                `{"analyst": {"databases": ["iot"], "tables": {"iot": ["readings"]}, "pg_role": "lg_analyst"}}`,
 		"LAKEGATE_DATABASE_URL":          "postgres://h/iot",
+		"LAKEGATE_SERVER_INFO_FUNCTIONS": "none",
 	}
 	got, err := Load("", func(k string) string { return env[k] })
 	if err != nil {
@@ -39,6 +40,7 @@ func TestLoadAuthEnv(t *testing.T) {
 	want.Access = map[string]RoleAccess{"analyst": {Databases: []string{"iot"},
 		Tables: map[string][]string{"iot": {"readings"}}, PGRole: "lg_analyst"}}
 	want.Databases = []Database{{Name: "iot", URL: "postgres://h/iot"}}
+	want.ServerInfoFunctions = ServerInfoNone
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
@@ -109,6 +111,9 @@ func TestValidateAuth(t *testing.T) {
 		{"pg role reserved", func(c *Config) { c.Access = map[string]RoleAccess{"a": {PGRole: "pg_read_all_data"}} }, []string{"access.a.pg_role", "pg_*"}},
 		{"pg role too long", func(c *Config) { c.Access = map[string]RoleAccess{"a": {PGRole: strings.Repeat("r", 64)}} }, []string{"access.a.pg_role"}},
 		{"bad role name", func(c *Config) { c.Access = map[string]RoleAccess{"a b": {}} }, []string{`role "a b"`}},
+		{"unknown server_info_functions", func(c *Config) { c.ServerInfoFunctions = "readers" },
+			[]string{`server_info_functions "readers"`, "admin", "all", "none"}},
+		{"server_info_functions is case-sensitive", func(c *Config) { c.ServerInfoFunctions = "Admin" }, []string{"server_info_functions"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,6 +144,15 @@ func TestValidateAuth(t *testing.T) {
 			t.Errorf("got %v, want nil", err)
 		}
 	})
+	for _, v := range []string{"", ServerInfoAdmin, ServerInfoAll, ServerInfoNone} {
+		t.Run("server_info_functions "+v, func(t *testing.T) {
+			c := Default()
+			c.ServerInfoFunctions = v
+			if err := c.Validate(); err != nil {
+				t.Errorf("got %v, want nil", err)
+			}
+		})
+	}
 }
 
 func TestLoadAuthFile(t *testing.T) {

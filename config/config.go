@@ -124,6 +124,11 @@ type Config struct {
 	// Access narrows, per role, the databases and tables callers may use
 	// and the PostgreSQL role their queries run as.
 	Access map[string]RoleAccess `json:"access"`
+	// ServerInfoFunctions says who may call SQL functions that read server
+	// information (settings, version, addresses, paths, other sessions):
+	// ServerInfoAdmin (the default; empty means it), ServerInfoAll or
+	// ServerInfoNone.
+	ServerInfoFunctions string `json:"server_info_functions"`
 
 	// TLSCertFile and TLSKeyFile (PEM) turn on HTTPS, and HTTP/3 on the
 	// same port number over UDP.
