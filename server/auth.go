@@ -211,11 +211,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		caller, err = s.bearerCaller(c, h)
 	}
 	if err != nil {
-		if c.Request.ContentLength != 0 {
-			// The body of an unauthenticated request is never read: close
-			// the connection after the answer rather than wait for it.
-			c.Header("Connection", "close")
-		}
+		dropBody(c)
 		fail(c, err)
 		return
 	}

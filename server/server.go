@@ -113,11 +113,13 @@ func (s *Server) routes() *gin.Engine {
 		r.Use(s.altSvc)
 	}
 	r.NoRoute(func(c *gin.Context) {
+		dropBody(c)
 		fail(c, &query.Error{Kind: query.KindNotFound, Message: "no such route: " + c.Request.Method + " " + c.Request.URL.Path,
 			Hint: "see GET /rest/databases, POST /rest/sql, /mcp/sse"})
 	})
 	r.NoMethod(func(c *gin.Context) {
 		// 405 has no kind of its own: it is the caller's mistake, with Allow set.
+		dropBody(c)
 		body := mcp.NewErrorBody(&query.Error{Kind: query.KindValidation,
 			Message: "method " + c.Request.Method + " is not allowed on " + c.Request.URL.Path,
 			Hint:    "allowed: " + c.Writer.Header().Get("Allow")})
@@ -264,5 +266,6 @@ func closeFresh(fresh *sync.Map, shut <-chan error) error {
 const freshSweep = 50 * time.Millisecond
 
 func (s *Server) health(c *gin.Context) {
+	dropBody(c)
 	c.JSON(http.StatusOK, gin.H{"status": "ok", "version": s.opts.Version})
 }
