@@ -35,16 +35,15 @@ type connLimiter struct {
 	mu     sync.Mutex
 	all    list.List // of *trackedConn, the longest quiet first
 	addrs  map[string]*addrConns
-	report capReport // since the last log line
+	report map[string]*capReport // by cap: since its last log line
 }
 
 type addrConns struct{ conns list.List }
 
-// capReport counts what the caps did since the last log line.
+// capReport counts what a cap did since its last log line.
 type capReport struct {
-	at               time.Time
-	closed, refused  int
-	lastCap, lastAdr string
+	at              time.Time
+	closed, refused int
 }
 
 // quietGrace is how long a connection must have been without a request
@@ -62,7 +61,7 @@ func newConnLimiter(ln net.Listener, max, perAddr int, log *slog.Logger, m *Metr
 		max = descriptorCap()
 	}
 	return &connLimiter{Listener: ln, max: max, perAddr: perAddr, log: log, metrics: m, now: time.Now,
-		addrs: make(map[string]*addrConns)}
+		addrs: make(map[string]*addrConns), report: map[string]*capReport{"overall": {}, "per_address": {}}}
 }
 
 // descriptorCap is the soft limit on open files (which the Go runtime
@@ -168,21 +167,21 @@ func (l *connLimiter) untrack(tc *trackedConn) {
 	}
 }
 
-// capHit counts a connection closed (took) or refused at cap, and logs the
-// counts at most once a second. Called with l.mu held.
+// capHit counts a connection closed (took) or refused at cap, and logs
+// each cap's counts at most once a second. Called with l.mu held.
 func (l *connLimiter) capHit(cap, addr string, now time.Time, took bool) {
+	r := l.report[cap]
 	action := "refused"
 	if took {
 		action = "closed_quiet"
-		l.report.closed++
+		r.closed++
 	} else {
-		l.report.refused++
+		r.refused++
 	}
 	if l.metrics != nil {
 		l.metrics.connsCapped.WithLabelValues(cap, action).Inc()
 	}
-	l.report.lastCap, l.report.lastAdr = cap, addr
-	if now.Sub(l.report.at) < time.Second {
+	if now.Sub(r.at) < time.Second {
 		return
 	}
 	limit := l.max
@@ -191,9 +190,8 @@ func (l *connLimiter) capHit(cap, addr string, now time.Time, took bool) {
 	}
 	l.log.Warn("connection cap reached: quiet connections closed and new ones refused to stay within it",
 		"cap", cap, "limit", limit, "address", addr, "open", l.all.Len(),
-		"closed_quiet", l.report.closed, "refused", l.report.refused,
-		"hint", "max_connections / max_connections_per_address")
-	l.report = capReport{at: now}
+		"closed_quiet", r.closed, "refused", r.refused, "hint", "max_connections / max_connections_per_address")
+	*r = capReport{at: now}
 }
 
 // open is the number of tracked connections.
