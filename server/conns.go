@@ -21,16 +21,16 @@ import (
 // At a cap, the connection that has been quiet longest (no request in
 // progress: it has not finished sending one, or it is an idle keep-alive)
 // is closed to make room, as nginx reuses idle keep-alive connections when
-// it runs short. A connection is only taken once it has been quiet for
-// quietGrace, so a client that sends its request at once is never closed
-// for a newcomer. When there is none to take, the newcomer is refused
-// (closed at once). Either is counted, and logged at most once a second.
+// it runs short. So a flood of connections that never send a request
+// pushes out its own oldest, and a client that sends its request as soon
+// as it connects gets its answer. Only when every connection has a
+// request in progress is the newcomer refused (closed at once). Either is
+// counted, and logged at most once a second per cap.
 type connLimiter struct {
 	net.Listener
 	max, perAddr int
 	log          *slog.Logger
 	metrics      *Metrics
-	now          func() time.Time // tests
 
 	mu     sync.Mutex
 	all    list.List // of *trackedConn, the longest quiet first
@@ -46,10 +46,6 @@ type capReport struct {
 	closed, refused int
 }
 
-// quietGrace is how long a connection must have been without a request
-// in progress before a cap may close it.
-const quietGrace = time.Second
-
 // descriptorReserve is left of the file-descriptor limit, when
 // max_connections is 0, for the database, block files and logs.
 const descriptorReserve = 1024
@@ -60,7 +56,7 @@ func newConnLimiter(ln net.Listener, max, perAddr int, log *slog.Logger, m *Metr
 	if max <= 0 {
 		max = descriptorCap()
 	}
-	return &connLimiter{Listener: ln, max: max, perAddr: perAddr, log: log, metrics: m, now: time.Now,
+	return &connLimiter{Listener: ln, max: max, perAddr: perAddr, log: log, metrics: m,
 		addrs: make(map[string]*addrConns), report: map[string]*capReport{"overall": {}, "per_address": {}}}
 }
 
@@ -98,7 +94,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 // room; it returns the connection to close, and nil for c refused.
 func (l *connLimiter) admit(c net.Conn) (tc, victim *trackedConn) {
 	addr := remoteHost(c)
-	now := l.now()
+	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// Taking one of the address's connections also makes room overall.
@@ -109,30 +105,26 @@ func (l *connLimiter) admit(c net.Conn) (tc, victim *trackedConn) {
 		cap, from = "overall", &l.all
 	}
 	if from != nil {
-		if victim = l.quietest(from, now); victim == nil {
+		if victim = l.quietest(from); victim == nil {
 			l.capHit(cap, addr, now, false)
 			return nil, nil
 		}
 		l.capHit(cap, addr, now, true)
 	}
-	tc = &trackedConn{Conn: c, l: l, addr: addr, quietSince: now}
+	tc = &trackedConn{Conn: c, l: l, addr: addr}
 	l.track(tc)
 	return tc, victim
 }
 
 // quietest removes from tracking and returns the first connection of ls
-// quiet for quietGrace, or nil.
-func (l *connLimiter) quietest(ls *list.List, now time.Time) *trackedConn {
+// with no request in progress (ls is kept in the order they went quiet),
+// or nil.
+func (l *connLimiter) quietest(ls *list.List) *trackedConn {
 	for e := ls.Front(); e != nil; e = e.Next() {
-		tc := e.Value.(*trackedConn)
-		if tc.busy.Load() > 0 {
-			continue
+		if tc := e.Value.(*trackedConn); tc.busy.Load() == 0 {
+			l.untrack(tc)
+			return tc
 		}
-		if now.Sub(tc.quietSince) < quietGrace {
-			return nil // the rest went quiet later
-		}
-		l.untrack(tc)
-		return tc
 	}
 	return nil
 }
@@ -221,13 +213,12 @@ func remoteHost(c net.Conn) string {
 // being handled on it (several on HTTP/2).
 type trackedConn struct {
 	net.Conn
-	l          *connLimiter
-	addr       string
-	busy       atomic.Int32
-	once       sync.Once
-	quietSince time.Time     // guarded by l.mu
-	inAll      *list.Element // nil once untracked; guarded by l.mu
-	inAddr     *list.Element
+	l      *connLimiter
+	addr   string
+	busy   atomic.Int32
+	once   sync.Once
+	inAll  *list.Element // nil once untracked; guarded by l.mu
+	inAddr *list.Element
 }
 
 // Close stops counting the connection and closes it.
@@ -254,7 +245,6 @@ func (tc *trackedConn) leave() {
 	if tc.inAll == nil {
 		return
 	}
-	tc.quietSince = l.now()
 	l.all.MoveToBack(tc.inAll)
 	l.addrs[tc.addr].conns.MoveToBack(tc.inAddr)
 }

@@ -13,12 +13,10 @@ import (
 	"time"
 )
 
-// limiterHarness accepts on a connLimiter with a clock the test moves.
+// limiterHarness accepts on a connLimiter and hands on what it accepts.
 type limiterHarness struct {
 	t        *testing.T
 	l        *connLimiter
-	mu       sync.Mutex
-	clock    time.Time
 	accepted chan *trackedConn
 	logs     *bytes.Buffer
 }
@@ -28,11 +26,10 @@ func newLimiterHarness(t *testing.T, max, perAddr int) *limiterHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &limiterHarness{t: t, clock: time.Unix(1000, 0), accepted: make(chan *trackedConn, 100), logs: &bytes.Buffer{}}
+	h := &limiterHarness{t: t, accepted: make(chan *trackedConn, 100), logs: &bytes.Buffer{}}
 	var logMu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedWriter{&logMu, h.logs}, nil))
 	h.l = newConnLimiter(ln, max, perAddr, log, NewMetrics())
-	h.l.now = func() time.Time { h.mu.Lock(); defer h.mu.Unlock(); return h.clock }
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -60,12 +57,6 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.w.Write(p)
-}
-
-func (h *limiterHarness) advance(d time.Duration) {
-	h.mu.Lock()
-	h.clock = h.clock.Add(d)
-	h.mu.Unlock()
 }
 
 // dial connects from the loopback address from (127.0.0.x) and waits until
@@ -105,48 +96,46 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 	return err != nil
 }
 
-func TestConnLimiterPerAddressTakesTheQuietestAfterGrace(t *testing.T) {
+func TestConnLimiterPerAddressTakesTheQuietest(t *testing.T) {
 	h := newLimiterHarness(t, 100, 3)
-	var clients []net.Conn
-	var tracked []*trackedConn
-	for range 3 {
-		c, tc := h.dial("127.0.0.1")
-		if tc == nil {
-			t.Fatal("refused below the cap")
+	var c [7]net.Conn
+	var tc [7]*trackedConn
+	dial := func(i int, from string) {
+		t.Helper()
+		if c[i], tc[i] = h.dial(from); tc[i] == nil {
+			t.Fatalf("connection %d refused", i)
 		}
-		clients, tracked = append(clients, c), append(tracked, tc)
 	}
-	// All three just opened: none has been quiet for the grace, so a
-	// fourth from the same address is refused.
-	c4, tc4 := h.dial("127.0.0.1")
-	if tc4 != nil || !closedByServer(t, c4) {
-		t.Fatal("a fourth connection within the grace was not refused")
+	for i := range 3 {
+		dial(i, "127.0.0.1")
+	}
+	// A fourth from the address pushes out its oldest.
+	dial(3, "127.0.0.1")
+	if !closedByServer(t, c[0]) || !stillOpen(c[1]) {
+		t.Fatal("want the oldest connection closed, the next kept")
 	}
 	// Another address is not held back by this one's cap.
-	if _, tc := h.dial("127.0.0.2"); tc == nil {
+	if _, other := h.dial("127.0.0.2"); other == nil {
 		t.Fatal("another address was refused")
 	}
-	// A request in progress on the oldest keeps it.
-	tracked[0].enter()
-	h.advance(2 * quietGrace)
-	c5, tc5 := h.dial("127.0.0.1")
-	if tc5 == nil {
-		t.Fatal("no room made for a newcomer past the grace")
+	// A request in progress keeps its connection.
+	tc[1].enter()
+	dial(4, "127.0.0.1")
+	if !closedByServer(t, c[2]) || !stillOpen(c[1]) {
+		t.Fatal("want the busy connection kept and the next quiet one closed")
 	}
-	if !closedByServer(t, clients[1]) {
-		t.Fatal("the quietest connection was not closed")
+	// Once its request ends, it is the most recently quiet.
+	tc[1].leave()
+	dial(5, "127.0.0.1")
+	if !closedByServer(t, c[3]) || !stillOpen(c[1]) || !stillOpen(c[4]) || !stillOpen(c[5]) {
+		t.Fatal("want the longest quiet connection closed, the one that just ended its request kept")
 	}
-	if !stillOpen(clients[0]) || !stillOpen(clients[2]) || !stillOpen(c5) {
-		t.Fatal("a busy or younger connection was closed")
+	// With a request in progress on every one, the newcomer is refused.
+	for _, i := range []int{1, 4, 5} {
+		tc[i].enter()
 	}
-	// Once its request ends, the busy one counts as quiet from then.
-	tracked[0].leave()
-	h.advance(2 * quietGrace)
-	if _, tc := h.dial("127.0.0.1"); tc == nil {
-		t.Fatal("refused though quiet connections were there")
-	}
-	if !closedByServer(t, clients[2]) {
-		t.Fatal("want the longest quiet (third) connection closed, the one that just left its request kept")
+	if cn, refused := h.dial("127.0.0.1"); refused != nil || !closedByServer(t, cn) {
+		t.Fatal("a newcomer was let in past a cap of busy connections")
 	}
 	if got := h.l.open(); got != 4 { // three of 127.0.0.1, one of 127.0.0.2
 		t.Fatalf("open %d, want 4", got)
@@ -160,19 +149,21 @@ func TestConnLimiterPerAddressTakesTheQuietestAfterGrace(t *testing.T) {
 func TestConnLimiterOverallCap(t *testing.T) {
 	h := newLimiterHarness(t, 2, 0)
 	c1, _ := h.dial("127.0.0.1")
-	_, _ = h.dial("127.0.0.2")
-	if c, tc := h.dial("127.0.0.3"); tc != nil || !closedByServer(t, c) {
-		t.Fatal("a third connection within the grace was not refused")
+	c2, tc2 := h.dial("127.0.0.2")
+	c3, tc3 := h.dial("127.0.0.3")
+	if tc3 == nil || !closedByServer(t, c1) || !stillOpen(c2) {
+		t.Fatal("want the oldest connection closed for the third")
 	}
-	h.advance(2 * quietGrace)
-	if _, tc := h.dial("127.0.0.3"); tc == nil {
-		t.Fatal("no room made past the grace")
-	}
-	if !closedByServer(t, c1) {
-		t.Fatal("the quietest connection was not closed")
+	tc2.enter()
+	tc3.enter()
+	if c, tc := h.dial("127.0.0.4"); tc != nil || !closedByServer(t, c) || !stillOpen(c3) {
+		t.Fatal("want a newcomer refused when every connection is busy")
 	}
 	if got := h.l.open(); got != 2 {
 		t.Fatalf("open %d, want 2", got)
+	}
+	if !strings.Contains(h.logs.String(), "cap=overall") {
+		t.Fatalf("no log line for the cap: %q", h.logs.String())
 	}
 }
 
