@@ -45,6 +45,11 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrShuttingDown is the answer to a request the server stopped because it
+// is shutting down; it is also the cause of the contexts it cancels then.
+var ErrShuttingDown = &Error{Kind: KindUnavailable, Message: "the server is shutting down; the request was stopped",
+	Hint: "retry shortly: the restarted server, or another replica, will answer", RetryAfter: time.Second}
+
 // Errorf returns an *Error of the given kind with a formatted message.
 func Errorf(kind Kind, format string, args ...any) *Error {
 	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -43,6 +44,9 @@ func (s *Server) renderErrors(c *gin.Context) {
 		return
 	}
 	err := c.Errors.Last().Err
+	if errors.Is(context.Cause(c.Request.Context()), query.ErrShuttingDown) {
+		err = query.ErrShuttingDown // whatever the stop looked like inside
+	}
 	code := status(query.KindOf(err))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {

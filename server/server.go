@@ -154,8 +154,8 @@ func (s *Server) routes() *gin.Engine {
 // configured, ln serves HTTPS (HTTP/1.1 and HTTP/2) and the same router is
 // served over HTTP/3 on the UDP port of the same number.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	base, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
+	base, cancelBase := context.WithCancelCause(context.Background())
+	defer cancelBase(nil)
 	ln = newConnLimiter(ln, s.cfg.MaxConnections, s.cfg.MaxConnectionsPerAddress, s.log, s.metrics)
 	hs := &http.Server{
 		Handler:     busyWhileHandling(s.router),
@@ -224,10 +224,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	shut := make(chan error, 1)
 	go func() { shut <- hs.Shutdown(drain) }()
-	err := closeFresh(&fresh, shut)
-	if err != nil {
-		cancelBase()
-		err = errors.Join(err, hs.Close())
+	var err error
+	if closeFresh(&fresh, shut) != nil {
+		// The drain is over: stop what still runs, each request answering
+		// 503 with retry_after (renderErrors reads the cause), give the
+		// answers answerGrace to go out, then close what is left.
+		s.log.Warn("drain timeout: stopping the requests still running", "drain_timeout", s.opts.DrainTimeout.String())
+		cancelBase(query.ErrShuttingDown)
+		grace, cancelGrace := context.WithTimeout(context.Background(), answerGrace)
+		if hs.Shutdown(grace) != nil {
+			s.log.Warn("requests did not answer within the grace after the drain: their connections are closed", "grace", answerGrace.String())
+			_ = hs.Close() // the listener's "already closed" is no news
+		}
+		cancelGrace()
 	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
@@ -261,6 +270,10 @@ func closeFresh(fresh *sync.Map, shut <-chan error) error {
 		}
 	}
 }
+
+// answerGrace is how long requests stopped at the end of the drain have to
+// send their answers.
+const answerGrace = 2 * time.Second
 
 // freshSweep is how often the drain closes connections with no request.
 const freshSweep = 50 * time.Millisecond
