@@ -97,6 +97,12 @@ func TestRESTBesideMCP(t *testing.T) {
 			{"bad type", `[{"id":100012,"device_id":"abc","ts":"2025-06-01T00:00:00Z","temperature":1,"humidity":1,"status":"ok"}]`, "device_id"},
 			{"not an object", `[1]`, "row 0"},
 			{"broken json", `[{"id":1}`, "row"},
+			// encoding/json would store U+FFFD in place of text that is
+			// not UTF-8; ingest refuses it, naming row and column.
+			{"invalid UTF-8", `[{"id":100013,"device_id":1,"ts":"2025-06-01T00:00:00Z","temperature":1,"humidity":1,"status":"ok","note":"fine"},
+				{"id":100014,"device_id":1,"ts":"2025-06-01T00:00:00Z","temperature":1,"humidity":1,"status":"ok","note":"caf` + "\xe9" + `"}]`, `row 1, column \"note\"`},
+			{"lone surrogate escape", `{"id":100015,"device_id":1,"ts":"2025-06-01T00:00:00Z","temperature":1,"humidity":1,"status":"ok"}
+{"id":100016,"device_id":1,"ts":"2025-06-01T00:00:00Z","temperature":1,"humidity":1,"status":"\ud800"}`, `row 1, column \"status\"`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				code, body := post(t, e.base+"/data/iot/readings", writer, tc.body)

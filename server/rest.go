@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -191,34 +190,60 @@ func (s *Server) ingest(c *gin.Context) {
 }
 
 // readRows reads either a JSON array of objects or NDJSON (one object per
-// line). Errors name the row (0-based).
+// line). Errors name the row (0-based). A string that is not valid UTF-8
+// text (see jsontext.go) is refused, naming its row and column, where
+// encoding/json would have stored U+FFFD in its place.
 func readRows(body io.Reader) ([]map[string]any, error) {
-	br := bufio.NewReader(body)
-	first, err := peekNonSpace(br)
+	// The body is already in memory, bounded by max_body_bytes (work
+	// reads it before taking a worker).
+	data, err := io.ReadAll(body)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &query.Error{Kind: query.KindValidation, Message: "empty body", Hint: "send a JSON array of row objects or NDJSON"}
-		}
-		return nil, err
-	}
-	var rows []map[string]any
-	bad := func(i int, err error) error {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
+			return nil, err
+		}
+		return nil, &query.Error{Kind: query.KindValidation, Message: "reading the request body failed", Err: err}
+	}
+	start := len(data) - len(bytes.TrimLeft(data, " \t\r\n"))
+	if start == len(data) {
+		return nil, &query.Error{Kind: query.KindValidation, Message: "empty body", Hint: "send a JSON array of row objects or NDJSON"}
+	}
+	first := data[start]
+	// Only a body that may hold invalid text is searched row by row.
+	checkText := invalidJSONText(data)
+	var rows []map[string]any
+	bad := func(i int, err error) error {
+		var qe *query.Error
+		if errors.As(err, &qe) {
 			return err
 		}
 		return &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("row %d: %s", i, strings.TrimPrefix(err.Error(), "json: ")),
 			Hint: "each row is a JSON object of column: value"}
 	}
-	dec := json.NewDecoder(br)
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
+	// decodeRow decodes row i and, when checkText, checks the text of its
+	// strings in the bytes it was decoded from.
+	decodeRow := func(i int) (map[string]any, error) {
+		from := dec.InputOffset()
+		var row map[string]any
+		if err := dec.Decode(&row); err != nil {
+			return nil, err
+		}
+		if checkText {
+			if err := rowText(i, data[from:dec.InputOffset()]); err != nil {
+				return nil, err
+			}
+		}
+		return row, nil
+	}
 	if first == '[' {
 		if _, err := dec.Token(); err != nil {
 			return nil, bad(0, err)
 		}
 		for i := 0; dec.More(); i++ {
-			var row map[string]any
-			if err := dec.Decode(&row); err != nil {
+			row, err := decodeRow(i)
+			if err != nil {
 				return nil, bad(i, err)
 			}
 			rows = append(rows, row)
@@ -232,8 +257,7 @@ func readRows(body io.Reader) ([]map[string]any, error) {
 		}
 	} else {
 		for i := 0; ; i++ {
-			var row map[string]any
-			err := dec.Decode(&row)
+			row, err := decodeRow(i)
 			if errors.Is(err, io.EOF) {
 				break
 			}
@@ -257,16 +281,21 @@ func readRows(body io.Reader) ([]map[string]any, error) {
 	return rows, nil
 }
 
-func peekNonSpace(br *bufio.Reader) (byte, error) {
-	for {
-		b, err := br.ReadByte()
-		if err != nil {
-			return 0, err
-		}
-		if !bytes.ContainsRune([]byte(" \t\r\n"), rune(b)) {
-			return b, br.UnreadByte()
-		}
+// rowText refuses row i, raw as encoding/json read it, if one of its
+// strings is not valid text.
+func rowText(i int, raw []byte) error {
+	key, isKey, found := invalidRowText(raw)
+	switch {
+	case !found:
+		return nil
+	case isKey:
+		return &query.Error{Kind: query.KindValidation,
+			Message: fmt.Sprintf("row %d: column name %q is not valid UTF-8 text (a byte that is not UTF-8, or a \\u escape of half a surrogate pair)", i, key),
+			Hint:    "send column names as UTF-8 text"}
 	}
+	return &query.Error{Kind: query.KindValidation,
+		Message: fmt.Sprintf("row %d, column %q: the string is not valid UTF-8 text (a byte that is not UTF-8, or a \\u escape of half a surrogate pair)", i, key),
+		Hint:    "send text as UTF-8; send binary data to a bytea or BLOB column as base64"}
 }
 
 func (s *Server) mcpEnable(c *gin.Context) {
