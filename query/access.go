@@ -1,6 +1,7 @@
 package query
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -22,13 +23,23 @@ type grant struct {
 	tables map[string]bool
 	// pgRole is the PostgreSQL role its queries run as; empty: none.
 	pgRole string
+	// serverInfo is the server_info_functions policy (normalized: never
+	// empty) and infoOK whether it lets this caller call them.
+	serverInfo string
+	infoOK     bool
 }
 
 // grantFor checks that c may use database db and returns what it may use
 // there. Every entry point of the engine calls it first.
 func (e *Engine) grantFor(c Caller, db string) (*grant, error) {
 	roles := e.ruledRoles(c)
-	g := &grant{db: db}
+	g := &grant{db: db, serverInfo: e.opts.ServerInfoFunctions}
+	switch g.serverInfo {
+	case config.ServerInfoAll:
+		g.infoOK = true
+	case config.ServerInfoAdmin:
+		g.infoOK = c.HasRole(adminRole)
+	}
 	if len(roles) == 0 {
 		return g, nil
 	}
@@ -167,22 +178,25 @@ func (g *grant) tablesHint() string {
 // check validates caller-written SQL (validate.Check). With a table list,
 // only its tables may be read: another table is forbidden, and a
 // statement whose tables the validator cannot list is refused.
+//
+// Server-information functions are open to the callers the
+// server_info_functions policy names; the refusal says which function and
+// which setting: forbidden when another token could call it (policy
+// admin), a validation error when no caller may (policy none).
 func (g *grant) check(d Dialect, sqlText string) error {
-	if g.tables == nil {
-		if _, err := validate.Check(sqlText, nil); err != nil {
-			return refusal(err)
-		}
-		return nil
-	}
 	var denied *validate.TableRef
-	opts := &validate.Options{AllowTable: func(t validate.TableRef) bool {
-		ok := g.allowsRef(d, t)
-		if !ok && denied == nil {
-			denied = &t
+	opts := &validate.Options{ServerInfo: g.infoOK}
+	if g.tables != nil {
+		opts.AllowTable = func(t validate.TableRef) bool {
+			ok := g.allowsRef(d, t)
+			if !ok && denied == nil {
+				denied = &t
+			}
+			return ok
 		}
-		return ok
-	}}
+	}
 	_, err := validate.Check(sqlText, opts)
+	var ve *validate.Error
 	switch {
 	case err == nil:
 		return nil
@@ -190,8 +204,31 @@ func (g *grant) check(d Dialect, sqlText string) error {
 		return &Error{Kind: KindForbidden,
 			Message: fmt.Sprintf("table %s of database %q is not open to %s", denied, g.db, g.who),
 			Hint:    g.tablesHint(), Err: err}
+	case errors.As(err, &ve) && ve.ServerInfo != "":
+		return g.infoRefusal(ve)
 	}
 	return refusal(err)
+}
+
+// adminRole is the role the server_info_functions policy "admin" opens
+// server-information functions to.
+const adminRole = "admin"
+
+// infoRefusal explains a server-information function refused by the
+// server_info_functions policy.
+func (g *grant) infoRefusal(ve *validate.Error) *Error {
+	at := ""
+	if ve.Line > 0 {
+		at = fmt.Sprintf(" (line %d, column %d)", ve.Line, ve.Col)
+	}
+	if g.serverInfo == config.ServerInfoNone {
+		return &Error{Kind: KindValidation,
+			Message: fmt.Sprintf("the SQL was refused: %s; the server_info_functions setting is %q: no caller may use it%s", ve.Reason, g.serverInfo, at),
+			Hint:    "remove " + ve.ServerInfo + "; an operator may set server_info_functions to admin or all", Err: ve}
+	}
+	return &Error{Kind: KindForbidden,
+		Message: fmt.Sprintf("the SQL was refused: %s; the server_info_functions setting is %q: only the %s role may use it%s", ve.Reason, g.serverInfo, adminRole, at),
+		Hint:    "remove " + ve.ServerInfo + ", or use a token with the admin role; an operator may set server_info_functions to all", Err: ve}
 }
 
 // allowsRef matches a table named in SQL against the table list. An

@@ -287,10 +287,12 @@ func TestStmtAccessPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(context.Background())
+	// The statement reads search_path with current_setting, a
+	// server-information function: open it to every caller here.
 	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: pgTestURL(url)}}, &Options{Access: map[string]config.RoleAccess{
 		"restricted": {PGRole: role},
 		"listed":     {Tables: map[string][]string{"pg": {"readings"}}},
-	}})
+	}, ServerInfoFunctions: config.ServerInfoAll})
 	if err != nil {
 		t.Fatal(err)
 	}

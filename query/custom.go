@@ -53,7 +53,10 @@ func NewSQLTool(name, database, statement string, params []ToolParam) (*SQLTool,
 	if strings.TrimSpace(statement) == "" {
 		return nil, fmt.Errorf("statement is required")
 	}
-	if _, err := validate.Check(statement, nil); err != nil {
+	// Server-information functions are the operator's to declare: each
+	// call is checked again, with the caller's server_info_functions
+	// policy, when it runs.
+	if _, err := validate.Check(statement, &validate.Options{ServerInfo: true}); err != nil {
 		return nil, fmt.Errorf("statement refused: %w", err)
 	}
 	seen := map[string]bool{}

@@ -119,6 +119,14 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 	if e.opts.KeyTTL <= 0 {
 		e.opts.KeyTTL = DefaultKeyTTL
 	}
+	switch e.opts.ServerInfoFunctions {
+	case "":
+		e.opts.ServerInfoFunctions = config.ServerInfoAdmin
+	case config.ServerInfoAdmin, config.ServerInfoAll, config.ServerInfoNone:
+	default:
+		return nil, Errorf(KindValidation, "server_info_functions %q: want %s, %s or %s", e.opts.ServerInfoFunctions,
+			config.ServerInfoAdmin, config.ServerInfoAll, config.ServerInfoNone)
+	}
 	e.log = e.opts.Logger
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -180,4 +180,11 @@ type Options struct {
 	// it may use and the PostgreSQL role their queries run as (see
 	// config.RoleAccess). Nil: callers may use everything.
 	Access map[string]config.RoleAccess
+	// ServerInfoFunctions says who may call the functions that read
+	// server information rather than data (version(), current_setting,
+	// inet_server_addr, sqlite_version, pragma tables...; see the list in
+	// package validate): config.ServerInfoAdmin (the default, also for
+	// ""), only callers holding the admin role; config.ServerInfoAll,
+	// everyone; config.ServerInfoNone, no one.
+	ServerInfoFunctions string
 }

@@ -218,6 +218,8 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		AcquireWait: time.Duration(cfg.WorkerWait),
 		Logger:      log,
 		Access:      cfg.Access,
+		// Who may call version(), current_setting() and the like.
+		ServerInfoFunctions: cfg.ServerInfoFunctions,
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -27,8 +27,10 @@ var deniedWords = []string{
 // or list server files, change settings, signal or reload the server, write
 // or advance sequences, take advisory locks, touch large objects, replication
 // or backups, open other connections, or run SQL given as text (which would
-// read tables the allow-list never sees). current_setting and currval only
-// read and are allowed. Sorted; TestListsSorted checks.
+// read tables the allow-list never sees). currval only reads and is
+// allowed; current_setting reads server settings and is one of the
+// server-information functions (serverInfoFuncNames), which Options.ServerInfo
+// opens. Sorted; TestListsSorted checks.
 var deniedFuncNames = []string{
 	"connectby",                 // tablefunc: reads a table named in a string
 	"loread",                    // large objects
@@ -92,6 +94,94 @@ var deniedFuncPrefixes = []string{
 	"txid_",                    // transaction ids
 }
 
+// serverInfoFuncNames are functions that read information about the server
+// rather than the data: its settings (data_directory, config_file,
+// listen_addresses...), version and build, network addresses, start and
+// reload times, file paths, the control file, WAL and replication state,
+// memory, installed extensions, and other sessions' locks, statements and
+// statistics; for SQLite, its version, source id and compile options. They
+// are accepted only with Options.ServerInfo. What a query runs as
+// (current_user, session_user, current_database(), current_schema) is not
+// server information: the caller chose the database, its access rule the
+// role, and none of them names a path, address, version or other session.
+// Functions that read server files or other sessions' query text are in
+// deniedFuncNames and stay refused whatever the options. Sorted;
+// TestListsSorted checks.
+var serverInfoFuncNames = []string{
+	"current_setting",                      // every setting: paths, addresses, versions
+	"fts5_source_id",                       // SQLite FTS5 build
+	"inet_client_addr",                     // address lakegate connects from
+	"inet_client_port",                     // port lakegate connects from
+	"inet_server_addr",                     // database server address
+	"inet_server_port",                     // database server port
+	"pg_blocking_pids",                     // other sessions' process ids
+	"pg_collation_actual_version",          // operating system library versions
+	"pg_conf_load_time",                    // configuration reload time
+	"pg_current_snapshot",                  // other sessions' transaction ids
+	"pg_database_collation_actual_version", // operating system library versions
+	"pg_extension_update_paths",            // installed extension versions
+	"pg_filenode_relation",                 // data file names
+	"pg_get_aios",                          // other sessions' I/O
+	"pg_get_backend_memory_contexts",       // server memory
+	"pg_get_loaded_modules",                // loaded shared libraries
+	"pg_get_process_memory_contexts",       // other sessions' memory
+	"pg_get_replication_slots",             // replication
+	"pg_is_in_backup",                      // backup state
+	"pg_is_in_recovery",                    // replication role
+	"pg_is_wal_replay_paused",              // replication state
+	"pg_lock_status",                       // other sessions' locks
+	"pg_postmaster_start_time",             // server start time
+	"pg_prepared_xact",                     // other sessions' prepared transactions
+	"pg_relation_filenode",                 // data file names
+	"pg_relation_filepath",                 // data file paths
+	"pg_safe_snapshot_blocking_pids",       // other sessions' process ids
+	"pg_settings_get_flags",                // setting flags
+	"pg_show_all_settings",                 // every setting (the pg_settings view)
+	"pg_show_replication_origin_status",    // replication
+	"pg_stat_statements",                   // other sessions' statements (extension)
+	"pg_stat_statements_info",              // statement statistics (extension)
+	"pg_tablespace_location",               // tablespace directories
+	"pg_wal_summary_contents",              // WAL
+	"pg_walfile_name",                      // WAL file names
+	"pg_walfile_name_offset",               // WAL file names
+	"sqlite_source_id",                     // SQLite build
+	"sqlite_version",                       // SQLite version
+	"version",                              // server version, compiler, platform
+}
+
+// serverInfoFuncPrefixes are families of server-information functions, by
+// lower-case name prefix. Sorted; TestListsSorted checks.
+var serverInfoFuncPrefixes = []string{
+	"pg_available_",        // installed extensions, WAL summaries
+	"pg_buffercache",       // pg_buffercache: shared buffers of every database
+	"pg_control_",          // control file: system identifier, checkpoints
+	"pg_current_wal",       // WAL positions
+	"pg_get_shmem",         // shared memory
+	"pg_get_wal",           // WAL contents (pg_walinspect) and replay state
+	"pg_last_",             // replication: received and replayed WAL, last commit
+	"pg_stat_get_",         // server statistics and other sessions' state (the pg_stat_* views)
+	"pragma_",              // SQLite pragma functions and tables: file paths, compile options, schema
+	"sqlite_compileoption", // SQLite compile options
+	"ssl_",                 // sslinfo: the connection's certificates and TLS
+}
+
+// fieldCallNames are refused functions that take one argument. PostgreSQL's
+// field selection calls them without parentheses: x.f and (expr).f mean f(x)
+// when x has no column f, so ('data_directory'::text).current_setting, or
+// s.current_setting over unnest(ARRAY['data_directory']) s, is
+// current_setting('data_directory'). After "." these names are refused as
+// if called (pg_* names are refused there anyway, as system names). Names
+// of zero-argument functions (version) stay usable as column names: t.version.
+// Sorted; TestListsSorted checks.
+var fieldCallNames = []string{
+	"crosstab", "crosstab2", "crosstab3", "crosstab4", "current_setting",
+	"dblink", "dblink_cancel_query", "dblink_close", "dblink_connect", "dblink_connect_u",
+	"dblink_disconnect", "dblink_error_message", "dblink_exec", "dblink_get_notify",
+	"dblink_get_pkey", "dblink_get_result", "dblink_is_busy",
+	"lo_close", "lo_creat", "lo_create", "lo_get", "lo_import", "lo_tell", "lo_tell64", "lo_unlink",
+	"nextval", "ts_stat", "txid_status",
+}
+
 // isDeniedWord reports whether an unquoted word is in deniedWords.
 func isDeniedWord(w string) bool {
 	_, found := slices.BinarySearch(deniedWords, w)
@@ -118,4 +208,33 @@ func isDeniedFunc(name string) bool {
 func isSystemName(name string) bool {
 	name = strings.ToLower(name)
 	return name == "information_schema" || name == "lakegate_idempotency" || strings.HasPrefix(name, "pg_")
+}
+
+// isServerInfoFunc reports whether a function name (any case) reads server
+// information (serverInfoFuncNames, serverInfoFuncPrefixes).
+func isServerInfoFunc(name string) bool {
+	name = strings.ToLower(name)
+	if _, found := slices.BinarySearch(serverInfoFuncNames, name); found {
+		return true
+	}
+	for _, p := range serverInfoFuncPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isServerInfoTable reports whether a name used as a table reads server
+// information: SQLite's pragma table-valued functions, which need no
+// parentheses (FROM pragma_database_list).
+func isServerInfoTable(name string) bool {
+	return strings.HasPrefix(strings.ToLower(name), "pragma_")
+}
+
+// isFieldCall reports whether a name (any case) after "." may call a
+// refused function by field selection (fieldCallNames).
+func isFieldCall(name string) bool {
+	_, found := slices.BinarySearch(fieldCallNames, strings.ToLower(name))
+	return found
 }

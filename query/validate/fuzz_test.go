@@ -158,6 +158,12 @@ func FuzzCheck(f *testing.F) {
 			if it.word != "" && i+1 < len(items) && items[i+1].punct == '(' && isDeniedFunc(it.word) {
 				t.Fatalf("accepted %q, but it calls denied function %s", sql, it.word)
 			}
+			if it.word != "" && i+1 < len(items) && items[i+1].punct == '(' && isServerInfoFunc(it.word) {
+				t.Fatalf("accepted %q, but it calls server-information function %s", sql, it.word)
+			}
+			if it.word != "" && i > 0 && items[i-1].punct == '.' && isFieldCall(it.word) {
+				t.Fatalf("accepted %q, but .%s calls a refused function by field selection", sql, it.word)
+			}
 			if !it.quoted && mutating[it.word] {
 				prevDot := i > 0 && items[i-1].punct == '.'
 				nextDot := i+1 < len(items) && items[i+1].punct == '.'

@@ -93,7 +93,7 @@ func parseLayer(src string, toks []token, opts *Options) (*Statement, *Error) {
 		return nil, newError(src, -1,
 			fmt.Sprintf("only SELECT statements are accepted; this one reads as %T", stmt), hintReadOnly)
 	}
-	tables, bad := collect(src, toks, stmt)
+	tables, bad := collect(src, toks, stmt, opts)
 	if bad != nil {
 		return nil, bad
 	}
@@ -101,6 +101,8 @@ func parseLayer(src string, toks []token, opts *Options) (*Statement, *Error) {
 		switch {
 		case isSystemName(t.Schema) || isSystemName(t.Name):
 			return nil, newError(src, tablePos(toks, t), fmt.Sprintf("system table %s is not accepted", t), hintSystem)
+		case !opts.ServerInfo && isServerInfoTable(t.Name):
+			return nil, infoError(src, tablePos(toks, t), t.Name, fmt.Sprintf("table function %s reads server information", t.Name))
 		case opts.AllowTable != nil && !opts.AllowTable(t):
 			return nil, newError(src, tablePos(toks, t), fmt.Sprintf("table %s is not on the table allow-list", t), hintAllow)
 		}
@@ -112,8 +114,9 @@ func parseLayer(src string, toks []token, opts *Options) (*Statement, *Error) {
 var errStop = errors.New("stop")
 
 // collect walks the syntax tree for the tables read, refusing locking
-// clauses and denied function calls on the way.
-func collect(src string, toks []token, stmt sqlparser.Statement) ([]TableRef, *Error) {
+// clauses, denied function calls and (unless opts.ServerInfo)
+// server-information functions on the way.
+func collect(src string, toks []token, stmt sqlparser.Statement, opts *Options) ([]TableRef, *Error) {
 	var tables []TableRef
 	var bad *Error
 	seen := map[TableRef]bool{}
@@ -146,6 +149,8 @@ func collect(src string, toks []token, stmt sqlparser.Statement) ([]TableRef, *E
 					name = n.Qualifier.String() + "." + name
 				}
 				bad = newError(src, -1, fmt.Sprintf("function %s is not accepted", name), hintFunc)
+			} else if !opts.ServerInfo && isServerInfoFunc(n.Name.String()) {
+				bad = infoError(src, -1, n.Name.String(), fmt.Sprintf("function %s reads server information", n.Name.String()))
 			}
 		}
 		if bad != nil {

@@ -7,7 +7,8 @@
 // Check applies two layers. A PostgreSQL-aware tokenizer is authoritative for
 // the statement's shape: exactly one statement starting with SELECT, WITH,
 // VALUES, TABLE or "(", no data-modifying or session keywords, no locking
-// clauses, no denied function calls, no system catalogs, ASCII outside
+// clauses, no denied function calls, no system catalogs, no
+// server-information functions unless Options.ServerInfo, ASCII outside
 // strings, bounded size and nesting. Then the MySQL-dialect parser reads a
 // normalized copy of the tokens (comments dropped, strings blanked, quoted
 // names kept as names) to list the tables read; PostgreSQL-only syntax it
@@ -34,6 +35,7 @@ const (
 	hintReadOnly = "lakegate runs a single read-only SELECT (or UNION/WITH ... SELECT); to change data use the ingest API"
 	hintFunc     = "functions that sleep, read server files, change settings, signal the server, write sequences, take advisory locks, use large objects, replication, dblink or run SQL given as text are not available; remove the call"
 	hintSystem   = "system schemas and catalogs (pg_catalog, information_schema, pg_*) and lakegate_idempotency are not readable; use lakegate's catalog (table and column listing) instead"
+	hintInfo     = "functions and tables that read server information (settings, versions, addresses, file paths, other sessions) are not open to this caller; remove the call"
 	hintAllow    = "only the tables on the allow-list may be read; list the available tables with lakegate's catalog"
 	hintParse    = "use CAST(x AS type) instead of ::, lower(a) LIKE lower(b) instead of ILIKE, subqueries instead of WITH, and no window functions, DISTINCT ON, FILTER, ARRAY[...] or interval '...'"
 )
@@ -61,6 +63,13 @@ type Options struct {
 	// When set, statements whose tables cannot be listed (Parsed would be
 	// false) are refused, and system schemas stay refused whatever it says.
 	AllowTable func(t TableRef) bool
+	// ServerInfo accepts the functions that read server information
+	// rather than data (settings, version, addresses, file paths, start
+	// times, WAL and replication state, other sessions; SQLite's version,
+	// compile options and pragma tables). False, the default, refuses
+	// them with an *Error whose ServerInfo names the function. Functions
+	// on the deny list stay refused either way.
+	ServerInfo bool
 }
 
 // Statement is what Check learned of an accepted statement.
@@ -85,6 +94,9 @@ type Error struct {
 	Col  int
 	// Hint says what is accepted.
 	Hint string
+	// ServerInfo names the server-information function or table refused
+	// because Options.ServerInfo was false; empty for other refusals.
+	ServerInfo string
 }
 
 // Error returns the reason followed by the position when it is known.
@@ -136,7 +148,7 @@ func Check(sql string, opts *Options) (*Statement, error) {
 	if lexErr != nil {
 		return nil, lexErr
 	}
-	if err := checkTokens(sql, toks); err != nil {
+	if err := checkTokens(sql, toks, opts); err != nil {
 		return nil, err
 	}
 	st, err := parseLayer(sql, toks, opts)
@@ -147,7 +159,7 @@ func Check(sql string, opts *Options) (*Statement, error) {
 }
 
 // checkTokens applies the lexical rules to the token stream.
-func checkTokens(src string, toks []token) *Error {
+func checkTokens(src string, toks []token, opts *Options) *Error {
 	if len(toks) == 0 || len(toks) == 1 && isPunct(toks[0], ";") {
 		return newError(src, -1, "the statement is empty", hintReadOnly)
 	}
@@ -194,11 +206,15 @@ func checkTokens(src string, toks []token) *Error {
 			if err := checkWord(src, toks, i); err != nil {
 				return err
 			}
-			if err := checkName(src, toks, i); err != nil {
+			if err := checkName(src, toks, i, opts); err != nil {
 				return err
 			}
 		case kQIdent:
-			if err := checkName(src, toks, i); err != nil {
+			if err := checkName(src, toks, i, opts); err != nil {
+				return err
+			}
+		case kString:
+			if err := checkString(src, t, opts); err != nil {
 				return err
 			}
 		}
@@ -232,17 +248,47 @@ func checkWord(src string, toks []token, i int) *Error {
 	return nil
 }
 
-// checkName refuses denied function calls and system catalogs.
-func checkName(src string, toks []token, i int) *Error {
+// checkName refuses denied function calls, system catalogs and, unless
+// opts.ServerInfo, server-information functions and tables. A name after
+// "." that PostgreSQL's field selection would call (x.f is f(x)) counts as
+// a call.
+func checkName(src string, toks []token, i int, opts *Options) *Error {
 	t := toks[i]
 	call := i+1 < len(toks) && isPunct(toks[i+1], "(")
+	field := !call && i > 0 && isPunct(toks[i-1], ".") && isFieldCall(t.val)
 	switch {
-	case call && isDeniedFunc(t.val):
+	case (call || field) && isDeniedFunc(t.val):
 		return newError(src, t.pos, fmt.Sprintf("function %s is not accepted", t.val), hintFunc)
+	case (call || field) && !opts.ServerInfo && isServerInfoFunc(t.val):
+		return infoError(src, t.pos, t.val, fmt.Sprintf("function %s reads server information", t.val))
 	case !call && isSystemName(t.val):
 		return newError(src, t.pos, fmt.Sprintf("system schema or catalog %s is not accepted", t.val), hintSystem)
+	case !call && !opts.ServerInfo && isServerInfoTable(t.val):
+		return infoError(src, t.pos, t.val, fmt.Sprintf("table function %s reads server information", t.val))
 	}
 	return nil
+}
+
+// checkString refuses, unless opts.ServerInfo, a '...' string naming a
+// server-information table: SQLite reads a string where a table belongs as
+// the table's name (FROM 'pragma_database_list', x IN 'pragma_...').
+func checkString(src string, t token, opts *Options) *Error {
+	if opts.ServerInfo || src[t.pos] != '\'' || t.end-t.pos < 2 {
+		return nil
+	}
+	name := strings.ReplaceAll(src[t.pos+1:t.end-1], "''", "'")
+	if !isServerInfoTable(name) {
+		return nil
+	}
+	return infoError(src, t.pos, name,
+		fmt.Sprintf("string %s names table function %s, which reads server information (SQLite reads a string in a table's place as its name)", src[t.pos:t.end], name))
+}
+
+// infoError refuses a server-information function or table, name.
+func infoError(src string, pos int, name, reason string) *Error {
+	e := newError(src, pos, reason, hintInfo)
+	e.ServerInfo = name
+	return e
 }
 
 // isNamePosition reports whether the word at toks[i] can only be a name:

@@ -62,7 +62,7 @@ var acceptedCases = []struct {
 	{"values", "VALUES (1, 'a'), (2, 'b')", false, nil},
 	{"table", "TABLE devices", false, nil},
 	{"parenthesized select", "(SELECT 1)", false, nil},
-	{"allowed system-ish functions", "SELECT current_setting('TimeZone'), currval('s'), pg_typeof(1), pg_size_pretty(1024)", true, nil},
+	{"allowed system-ish functions", "SELECT currval('s'), pg_typeof(1), pg_size_pretty(1024), pg_backend_pid(), current_database()", true, nil},
 	{"unicode string escape", `SELECT U&'d\0061t\+000061'`, true, nil},
 	{"bit and hex strings", `SELECT B'0101', X'1F', N'abc'`, true, nil},
 	{"for read only", "SELECT 1 FOR READ ONLY", false, nil},
@@ -230,6 +230,8 @@ func TestParserLayer(t *testing.T) {
 		{"system table", "SELECT * FROM pg_shadow", "system table pg_shadow"},
 		{"information_schema", "SELECT * FROM information_schema.tables", "information_schema.tables"},
 		{"ingest keys", "SELECT * FROM public.lakegate_idempotency", "public.lakegate_idempotency"},
+		{"server-information function", "SELECT version() FROM t", "function version reads server information"},
+		{"server-information table function", "SELECT * FROM pragma_database_list", "table function pragma_database_list reads server information"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -298,6 +300,10 @@ func TestListsSorted(t *testing.T) {
 		"deniedWords":        deniedWords,
 		"deniedFuncNames":    deniedFuncNames,
 		"deniedFuncPrefixes": deniedFuncPrefixes,
+
+		"serverInfoFuncNames":    serverInfoFuncNames,
+		"serverInfoFuncPrefixes": serverInfoFuncPrefixes,
+		"fieldCallNames":         fieldCallNames,
 	}
 	for name, list := range lists {
 		t.Run(name, func(t *testing.T) {
@@ -327,6 +333,130 @@ func TestDeniedFunc(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := isDeniedFunc(tc.name); got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestServerInfo checks the server-information functions and tables: refused
+// by default, naming what was refused in Error.ServerInfo, and accepted with
+// Options.ServerInfo.
+func TestServerInfo(t *testing.T) {
+	cases := []struct{ name, sql, what string }{
+		{"version", "SELECT version()", "version"},
+		{"version upper case", "SELECT VERSION ()", "version"},
+		{"version quoted", `SELECT "version"()`, "version"},
+		{"version in FROM", "SELECT * FROM version()", "version"},
+		{"version behind a comment", "SELECT version/**/()", "version"},
+		{"version schema-qualified", "SELECT public.version()", "version"},
+		{"current_setting", "SELECT current_setting('data_directory')", "current_setting"},
+		{"current_setting missing_ok", "SELECT current_setting('config_file', true)", "current_setting"},
+		{"current_setting by field selection", "SELECT ('data_directory'::text).current_setting", "current_setting"},
+		{"current_setting by field selection of an alias", "SELECT s.current_setting FROM unnest(ARRAY['data_directory']) s", "current_setting"},
+		{"current_setting quoted field", `SELECT s."current_setting" FROM unnest(ARRAY['hba_file']) s`, "current_setting"},
+		{"pg_show_all_settings", "SELECT * FROM pg_show_all_settings()", "pg_show_all_settings"},
+		{"pg_settings_get_flags", "SELECT pg_settings_get_flags('port')", "pg_settings_get_flags"},
+		{"inet_server_addr", "SELECT inet_server_addr(), 1", "inet_server_addr"},
+		{"inet_server_port", "SELECT inet_server_port()", "inet_server_port"},
+		{"inet_client_addr", "SELECT inet_client_addr()", "inet_client_addr"},
+		{"inet_client_port", "SELECT inet_client_port()", "inet_client_port"},
+		{"pg_postmaster_start_time", "SELECT pg_postmaster_start_time()", "pg_postmaster_start_time"},
+		{"pg_conf_load_time", "SELECT pg_conf_load_time()", "pg_conf_load_time"},
+		{"pg_tablespace_location", "SELECT pg_tablespace_location(1663)", "pg_tablespace_location"},
+		{"pg_relation_filepath", "SELECT pg_relation_filepath('readings')", "pg_relation_filepath"},
+		{"pg_control_system", "SELECT * FROM pg_control_system()", "pg_control_system"},
+		{"pg_current_wal_lsn", "SELECT pg_current_wal_lsn()", "pg_current_wal_lsn"},
+		{"pg_is_in_recovery", "SELECT pg_is_in_recovery()", "pg_is_in_recovery"},
+		{"pg_last_wal_replay_lsn", "SELECT pg_last_wal_replay_lsn()", "pg_last_wal_replay_lsn"},
+		{"pg_stat_get statistics", "SELECT pg_stat_get_db_numbackends(1)", "pg_stat_get_db_numbackends"},
+		{"pg_stat_statements", "SELECT query FROM pg_stat_statements(true)", "pg_stat_statements"},
+		{"pg_lock_status", "SELECT * FROM pg_lock_status()", "pg_lock_status"},
+		{"pg_blocking_pids", "SELECT pg_blocking_pids(1)", "pg_blocking_pids"},
+		{"pg_available_extensions", "SELECT * FROM pg_available_extensions()", "pg_available_extensions"},
+		{"pg_get_replication_slots", "SELECT * FROM pg_get_replication_slots()", "pg_get_replication_slots"},
+		{"pg_get_backend_memory_contexts", "SELECT * FROM pg_get_backend_memory_contexts()", "pg_get_backend_memory_contexts"},
+		{"sqlite_version", "SELECT sqlite_version()", "sqlite_version"},
+		{"sqlite_version quoted", `SELECT "SQLITE_VERSION"()`, "SQLITE_VERSION"},
+		{"sqlite_source_id", "SELECT sqlite_source_id()", "sqlite_source_id"},
+		{"sqlite_compileoption_get", "SELECT sqlite_compileoption_get(0)", "sqlite_compileoption_get"},
+		{"sqlite_compileoption_used", "SELECT sqlite_compileoption_used('THREADSAFE')", "sqlite_compileoption_used"},
+		{"pragma table", "SELECT * FROM pragma_database_list", "pragma_database_list"},
+		{"pragma table called", "SELECT * FROM pragma_compile_options()", "pragma_compile_options"},
+		{"pragma table quoted", `SELECT file FROM "Pragma_Database_List"`, "Pragma_Database_List"},
+		{"pragma table bracketed", "SELECT file FROM [pragma_database_list]", "pragma_database_list"},
+		{"pragma table schema-qualified", "SELECT file FROM main.pragma_database_list", "pragma_database_list"},
+		{"pragma table as a string", "SELECT file FROM 'pragma_database_list'", "pragma_database_list"},
+		{"pragma table as a string after IN", "SELECT 1 WHERE 'x' IN 'PRAGMA_COMPILE_OPTIONS'", "PRAGMA_COMPILE_OPTIONS"},
+		{"pragma table with arguments", "SELECT * FROM pragma_table_info('devices')", "pragma_table_info"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Check(tc.sql, nil)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("Check(%q): got %v, want *Error", tc.sql, err)
+			}
+			if e.ServerInfo != tc.what || !strings.Contains(e.Reason, "server information") || e.Hint != hintInfo {
+				t.Errorf("got %+v, want a server-information refusal naming %q", e, tc.what)
+			}
+			if _, err := Check(tc.sql, &Options{ServerInfo: true}); err != nil {
+				t.Errorf("with ServerInfo: got %v, want nil", err)
+			}
+		})
+	}
+}
+
+// TestServerInfoNotNames checks that names like the server-information
+// functions are accepted where they cannot call one.
+func TestServerInfoNotNames(t *testing.T) {
+	for _, sql := range []string{
+		"SELECT version FROM deployments",
+		"SELECT d.version, d.setting FROM deployments d",
+		"SELECT count(*) AS version FROM t",
+		"SELECT 'version()', 'current_setting(''data_directory'')', 'the pragma_database_list'",
+		"SELECT current_user, session_user, current_database(), current_schema, pg_backend_pid()",
+		"SELECT t.sqlite_version FROM t",
+	} {
+		t.Run(sql, func(t *testing.T) {
+			if _, err := Check(sql, nil); err != nil {
+				t.Errorf("got %v, want nil", err)
+			}
+		})
+	}
+}
+
+// TestRefusedWhateverServerInfo checks that Options.ServerInfo opens no
+// system catalog and no denied function, called or by field selection.
+func TestRefusedWhateverServerInfo(t *testing.T) {
+	cases := []struct{ name, sql, reason string }{
+		{"pg_settings", "SELECT name, setting FROM pg_settings", "system schema or catalog pg_settings"},
+		{"pg_file_settings", "SELECT * FROM pg_file_settings", "pg_file_settings"},
+		{"pg_hba_file_rules view", "SELECT * FROM pg_hba_file_rules", "pg_hba_file_rules"},
+		{"pg_stat_activity", "SELECT query FROM pg_stat_activity", "pg_stat_activity"},
+		{"version through pg_catalog", "SELECT pg_catalog.version()", "pg_catalog"},
+		{"pg_current_logfile", "SELECT pg_current_logfile()", "function pg_current_logfile is not accepted"},
+		{"pg_ls_dir", "SELECT pg_ls_dir('.')", "function pg_ls_dir is not accepted"},
+		{"pg_read_file", "SELECT pg_read_file('postgresql.conf')", "function pg_read_file is not accepted"},
+		{"pg_stat_get_activity", "SELECT * FROM pg_stat_get_activity(NULL)", "function pg_stat_get_activity is not accepted"},
+		{"pg_show_all_file_settings", "SELECT * FROM pg_show_all_file_settings()", "function pg_show_all_file_settings"},
+		{"pg_config", "SELECT * FROM pg_config()", "function pg_config"},
+		{"ts_stat by field selection", "SELECT ('SELECT to_tsvector(query) FROM pg_stat_activity'::text).ts_stat", "function ts_stat is not accepted"},
+		{"crosstab by field selection", "SELECT s.crosstab FROM unnest(ARRAY['SELECT 1']) s", "function crosstab is not accepted"},
+		{"nextval by field selection", "SELECT ('s'::regclass).nextval", "function nextval is not accepted"},
+		{"lo_get by field selection", "SELECT (16384::oid).lo_get", "function lo_get is not accepted"},
+		{"dblink_exec by field selection", "SELECT ('x'::text).DBLINK_EXEC", "function dblink_exec is not accepted"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, opts := range []*Options{nil, {ServerInfo: true}} {
+				_, err := Check(tc.sql, opts)
+				var e *Error
+				if !errors.As(err, &e) {
+					t.Fatalf("Check(%q, %+v): got %v, want *Error", tc.sql, opts, err)
+				}
+				if !strings.Contains(e.Reason, tc.reason) || e.ServerInfo != "" {
+					t.Errorf("got %+v, want a refusal containing %q", e, tc.reason)
+				}
 			}
 		})
 	}
