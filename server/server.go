@@ -230,6 +230,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// 503 with retry_after (renderErrors reads the cause), give the
 		// answers answerGrace to go out, then close what is left.
 		s.log.Warn("drain timeout: stopping the requests still running", "drain_timeout", s.opts.DrainTimeout.String())
+		// MCP first: its stopped calls answer on event streams and POSTs
+		// whose requests must still be alive to carry the answers.
+		select {
+		case perr := <-pluginDone:
+			pluginDone <- perr
+		case <-time.After(answerGrace):
+		}
 		cancelBase(query.ErrShuttingDown)
 		grace, cancelGrace := context.WithTimeout(context.Background(), answerGrace)
 		if hs.Shutdown(grace) != nil {
