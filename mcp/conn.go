@@ -81,15 +81,29 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // encodeMessage is jsonrpc.EncodeMessage, except that a successful
 // response is framed around its result as it is: the SDK has marshalled the
 // result already, and encoding/json would scan all of it (a whole query
-// result) once more to compact it.
+// result) once more to compact it. A response's aliased id goes out as the
+// client wrote it (see idAliasPrefix).
 func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
 	r, ok := msg.(*jsonrpc.Response)
-	if !ok || r.Error != nil || len(r.Result) == 0 {
+	if !ok {
 		return jsonrpc.EncodeMessage(msg)
 	}
-	id, err := json.Marshal(r.ID.Raw())
-	if err != nil {
-		return nil, err
+	text, aliased := aliasText(r.ID)
+	if r.Error != nil || len(r.Result) == 0 {
+		data, err := jsonrpc.EncodeMessage(msg)
+		if err != nil || !aliased {
+			return data, err
+		}
+		return restoreIDs(data), nil
+	}
+	var id []byte
+	if aliased {
+		id = []byte(text)
+	} else {
+		var err error
+		if id, err = json.Marshal(r.ID.Raw()); err != nil {
+			return nil, err
+		}
 	}
 	b := make([]byte, 0, len(r.Result)+len(id)+32)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)

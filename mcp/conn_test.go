@@ -146,7 +146,7 @@ func TestDecodeMessages(t *testing.T) {
 		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`, 2, ""},
 		{"empty", `  `, 0, "empty body"},
 		{"empty batch", `[]`, 0, "empty batch"},
-		{"truncated", `{"jsonrpc":"2.0","id":1`, 0, "unexpected EOF"},
+		{"truncated", `{"jsonrpc":"2.0","id":1`, 0, "unexpected end of JSON input"},
 		{"bad batch item", `[{"jsonrpc":"2.0","id":1,"method":"ping"}, 7]`, 0, "batch item 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -114,54 +114,26 @@ const peekLimit = mcpsdk.DefaultMaxRequestBodyBytes
 // tagJSONRPCID reads the id of a POSTed JSON-RPC request (not of a batch)
 // into a request header, which the SDK hands to the tool handler in
 // RequestExtra.Header: the SDK does not expose the id itself. The body is
-// put back whole for the SDK.
-func tagJSONRPCID(c *gin.Context) error {
+// put back for the SDK, with the ids it cannot keep exactly aliased
+// (aliasBody); aliased tells that the response must restore them.
+func tagJSONRPCID(c *gin.Context) (aliased bool, err error) {
 	c.Request.Header.Del(headerJSONRPCID)
 	if c.Request.Body == nil {
-		return nil
+		return false, nil
 	}
 	head, err := io.ReadAll(io.LimitReader(c.Request.Body, peekLimit+1))
 	if err != nil {
-		return err
+		return false, err
+	}
+	if len(head) <= peekLimit {
+		var id string
+		head, id, aliased = aliasBody(head)
+		if id != "" {
+			c.Request.Header.Set(headerJSONRPCID, id)
+		}
 	}
 	c.Request.Body = readCloser{io.MultiReader(bytes.NewReader(head), c.Request.Body), c.Request.Body}
-	if len(head) > peekLimit {
-		return nil
-	}
-	if id := requestIDOf(head); id != "" {
-		c.Request.Header.Set(headerJSONRPCID, id)
-	}
-	return nil
-}
-
-// requestIDOf is the id of the single JSON-RPC request in body, or "".
-func requestIDOf(body []byte) string {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '{' {
-		return ""
-	}
-	var msg struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(body, &msg) != nil {
-		return ""
-	}
-	return idText(msg.ID)
-}
-
-// idText renders a JSON-RPC id (a string or a number) for logs.
-func idText(raw json.RawMessage) string {
-	var id any
-	if json.Unmarshal(raw, &id) != nil {
-		return ""
-	}
-	switch v := id.(type) {
-	case string:
-		return v
-	case float64:
-		return string(raw)
-	}
-	return ""
+	return aliased, nil
 }
 
 // tagMessage gives a POSTed SSE message the same request extra the SDK
@@ -175,7 +147,7 @@ func tagMessage(msg jsonrpc.Message, requestID string) {
 	if requestID != "" {
 		h.Set(headerRequestID, requestID)
 	}
-	h.Set(headerJSONRPCID, fmt.Sprint(r.ID.Raw()))
+	h.Set(headerJSONRPCID, idLogText(r.ID))
 	r.Extra = &mcpsdk.RequestExtra{Header: h}
 }
 

@@ -203,14 +203,15 @@ func (p *Plugin) serveMessage(c *gin.Context) {
 	c.String(http.StatusAccepted, "Accepted")
 }
 
-// decodeMessages reads one JSON-RPC message or a batch (an array of them).
+// decodeMessages reads one JSON-RPC message or a batch (an array of them),
+// keeping ids as sent (decodeMessage).
 func decodeMessages(body []byte) ([]jsonrpc.Message, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return nil, errors.New("empty body: want one JSON-RPC message")
 	}
 	if body[0] != '[' {
-		msg, err := jsonrpc.DecodeMessage(body)
+		msg, err := decodeMessage(body)
 		if err != nil {
 			return nil, err
 		}
@@ -225,7 +226,7 @@ func decodeMessages(body []byte) ([]jsonrpc.Message, error) {
 	}
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	for i, raw := range raws {
-		msg, err := jsonrpc.DecodeMessage(raw)
+		msg, err := decodeMessage(raw)
 		if err != nil {
 			return nil, fmt.Errorf("batch item %d: %w", i, err)
 		}

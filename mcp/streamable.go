@@ -67,10 +67,15 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 	if v := strings.TrimSpace(c.GetHeader("MCP-Protocol-Version")); !p.opts.StatelessDisabled && v >= modernRevision {
 		h, stateful = p.stateless, false
 	}
+	var w http.ResponseWriter = c.Writer
 	if c.Request.Method == http.MethodPost {
-		if err := tagJSONRPCID(c); err != nil {
+		aliased, err := tagJSONRPCID(c)
+		if err != nil {
 			fail(c, err)
 			return
+		}
+		if aliased {
+			w = idRestorer{c.Writer}
 		}
 		// A POST without a session id to the stateful handler opens a
 		// session: it counts against the session limits.
@@ -98,5 +103,5 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 			}
 		}()
 	}
-	h.ServeHTTP(c.Writer, c.Request)
+	h.ServeHTTP(w, c.Request)
 }
