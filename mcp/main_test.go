@@ -25,12 +25,15 @@ func TestMain(m *testing.M) {
 
 // fakeEngine serves a fixed catalog (so tests can change it) and records
 // who called; statements run on a real SQLite engine. Slow SQL (sql ==
-// "slow") blocks until its context ends.
+// "slow") blocks until its context ends; slowStarted and slowEnded (with
+// the context's error) tell of it, when there is room.
 type fakeEngine struct {
-	real    *query.Engine
-	mu      sync.Mutex
-	tables  map[string][]string
-	callers []string
+	real        *query.Engine
+	mu          sync.Mutex
+	tables      map[string][]string
+	callers     []string
+	slowStarted chan struct{}
+	slowEnded   chan error
 }
 
 var _ Engine = (*fakeEngine)(nil)
@@ -46,7 +49,8 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 		t.Fatal(err)
 	}
 	t.Cleanup(real.Close)
-	return &fakeEngine{real: real, tables: map[string][]string{"iot": {"devices", "readings"}, "shop": {"orders"}}}
+	return &fakeEngine{real: real, tables: map[string][]string{"iot": {"devices", "readings"}, "shop": {"orders"}},
+		slowStarted: make(chan struct{}, 8), slowEnded: make(chan error, 8)}
 }
 
 func (f *fakeEngine) record(c query.Caller) {
@@ -117,7 +121,15 @@ func (f *fakeEngine) PrepareQuery(ctx context.Context, c query.Caller, r query.R
 func (f *fakeEngine) PrepareSQL(ctx context.Context, c query.Caller, r query.SQLRequest) (*query.Stmt, error) {
 	f.record(c)
 	if r.SQL == "slow" {
+		select {
+		case f.slowStarted <- struct{}{}:
+		default:
+		}
 		<-ctx.Done()
+		select {
+		case f.slowEnded <- ctx.Err():
+		default:
+		}
 		return nil, ctx.Err()
 	}
 	return f.real.PrepareSQL(ctx, c, r)

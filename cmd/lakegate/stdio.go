@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 	"github.com/lakegate/lakegate/server"
 )
@@ -41,12 +42,25 @@ func newStdioCommand(configFile *string, stderr io.Writer, getenv func(string) s
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runStdio(ctx, cfg, query.Caller{Subject: sub, Roles: roles}, &mcpsdk.StdioTransport{}, stderr)
+			// A write to a stdout whose reader is gone must fail with
+			// EPIPE (the session then ends, cancelling its calls), not
+			// kill the process with SIGPIPE as Go does for fd 1 and 2.
+			signal.Ignore(syscall.SIGPIPE)
+			t := &mcp.StdioTransport{In: os.Stdin, Out: os.Stdout, Drain: stdioDrain(cfg)}
+			return runStdio(ctx, cfg, query.Caller{Subject: sub, Roles: roles}, t, stderr)
 		},
 	}
 	cmd.Flags().StringVar(&sub, "sub", "stdio", "subject the calls run as (logs, database role mapping)")
 	cmd.Flags().StringSliceVar(&roles, "role", []string{server.RoleReader}, "roles the calls hold")
 	return cmd
+}
+
+// stdioDrain is how long `lakegate stdio` goes on answering the requests
+// it read once its input has ended: as long as a tool call may take (its
+// wait for a worker and its statement timeout), so that piped requests get
+// their answers; a client that is gone, or SIGTERM, cancels them at once.
+func stdioDrain(cfg config.Config) time.Duration {
+	return time.Duration(cfg.WorkerWait) + time.Duration(cfg.StatementTimeout)
 }
 
 func validRole(r string) bool {
@@ -59,7 +73,7 @@ func validRole(r string) bool {
 }
 
 // runStdio serves one MCP session over t until the client closes its input
-// or ctx ends.
+// (and its answers are written), the client is gone, or ctx ends.
 func runStdio(ctx context.Context, cfg config.Config, caller query.Caller, t mcpsdk.Transport, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
 	if err := useDemo(ctx, &cfg, log); err != nil {
