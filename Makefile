@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 PKGS    := ./...
 
-.PHONY: all build run test vet js-deps fuzz bench clean
+.PHONY: all build run test vet js-deps fuzz bench chaos clean
 
 all: build
 
@@ -39,6 +39,10 @@ fuzz:
 
 bench:
 	bash integration/with-postgres.sh bash integration/bench.sh $(GO)
+
+# Attacks on the real server and a throwaway PostgreSQL, one line each (not part of test; under a minute).
+chaos:
+	bash integration/with-postgres.sh bash integration/chaos.sh $(GO)
 
 clean:
 	rm -rf bin
