@@ -43,6 +43,7 @@ const (
 	DefaultHeaderTimeout            = 10 * time.Second
 	DefaultReadTimeout              = 30 * time.Second
 	DefaultIdleTimeout              = 2 * time.Minute
+	DefaultDrainTimeout             = 10 * time.Second
 	DefaultSessionQueue             = 64
 	DefaultWriteTimeout             = 10 * time.Second
 	// MinSecretBytes is the shortest HS256 secret accepted.
@@ -221,6 +222,9 @@ type Config struct {
 	HeaderTimeout Duration `json:"header_timeout"`
 	ReadTimeout   Duration `json:"read_timeout"`
 	IdleTimeout   Duration `json:"idle_timeout"`
+	// DrainTimeout is how long a shutdown lets requests in flight finish;
+	// then they are stopped and answer 503 with Retry-After.
+	DrainTimeout Duration `json:"drain_timeout"`
 
 	// LogFormat is "text" or "json".
 	LogFormat string `json:"log_format"`
@@ -261,6 +265,7 @@ func Default() Config {
 		HeaderTimeout:            Duration(DefaultHeaderTimeout),
 		ReadTimeout:              Duration(DefaultReadTimeout),
 		IdleTimeout:              Duration(DefaultIdleTimeout),
+		DrainTimeout:             Duration(DefaultDrainTimeout),
 		LogFormat:                "text",
 		LogLevel:                 "info",
 	}
@@ -423,6 +428,9 @@ func (c *Config) Validate() error {
 	if c.HeaderTimeout < Duration(100*time.Millisecond) || c.ReadTimeout < c.HeaderTimeout || c.IdleTimeout < Duration(time.Second) {
 		bad("header_timeout %s / read_timeout %s / idle_timeout %s: want header_timeout at least 100ms, read_timeout at least header_timeout, idle_timeout at least 1s",
 			time.Duration(c.HeaderTimeout), time.Duration(c.ReadTimeout), time.Duration(c.IdleTimeout))
+	}
+	if c.DrainTimeout < 0 {
+		bad("drain_timeout %s: want 0 (stop at once) or more", time.Duration(c.DrainTimeout))
 	}
 	if c.MaxConnections < 0 || c.MaxConnectionsPerAddress < 0 {
 		bad("max_connections %d / max_connections_per_address %d: want 0 or more", c.MaxConnections, c.MaxConnectionsPerAddress)

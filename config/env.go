@@ -47,6 +47,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		"LAKEGATE_HEADER_TIMEOUT":    &c.HeaderTimeout,
 		"LAKEGATE_READ_TIMEOUT":      &c.ReadTimeout,
 		"LAKEGATE_IDLE_TIMEOUT":      &c.IdleTimeout,
+		"LAKEGATE_DRAIN_TIMEOUT":     &c.DrainTimeout,
 	} {
 		if v := getenv(key); v != "" {
 			d, err := time.ParseDuration(v)

@@ -204,11 +204,11 @@ func start(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drain := o.drain
-	if drain == 0 {
-		drain = 5 * time.Second
+	cfg.DrainTimeout = config.Duration(5 * time.Second)
+	if o.drain != 0 {
+		cfg.DrainTimeout = config.Duration(o.drain)
 	}
-	srv, err := server.New(cfg, engine, plugin, &server.Options{Logger: log, DrainTimeout: drain, Metrics: metrics, Limits: limits})
+	srv, err := server.New(cfg, engine, plugin, &server.Options{Logger: log, Metrics: metrics, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -61,9 +60,14 @@ type restAnswer struct {
 
 // sqlAsync posts one /rest/sql call in the background.
 func sqlAsync(client *http.Client, base, tok, sqlText string) <-chan restAnswer {
+	return sqlAsyncOn(client, base, tok, "iot", sqlText)
+}
+
+// sqlAsyncOn is sqlAsync on the database db.
+func sqlAsyncOn(client *http.Client, base, tok, db, sqlText string) <-chan restAnswer {
 	out := make(chan restAnswer, 1)
 	go func() {
-		body, _ := json.Marshal(map[string]any{"database": "iot", "sql": sqlText})
+		body, _ := json.Marshal(map[string]any{"database": db, "sql": sqlText})
 		req, _ := http.NewRequest(http.MethodPost, base+"/rest/sql", strings.NewReader(string(body)))
 		req.Header.Set("Authorization", "Bearer "+tok)
 		resp, err := client.Do(req)
@@ -124,16 +128,16 @@ func TestShutdownDrain(t *testing.T) {
 				}
 				return
 			}
-			err := <-served
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("Serve: got %v, want the drain's deadline", err)
+			if err := <-served; err != nil {
+				t.Errorf("Serve: got %v, want nil: a drain that ran out is no failure", err)
 			}
 			drained := time.Now()
 			waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 0 })
 			t.Logf("the query left pg_stat_activity %v after the drain timeout", time.Since(drained).Round(time.Millisecond))
 			a := <-answer
-			if a.err == nil && a.code == http.StatusOK {
-				t.Errorf("cut query: got 200 %s, want a failure", a.body)
+			if a.err != nil || a.code != http.StatusServiceUnavailable || !strings.Contains(a.body, `"kind":"unavailable"`) ||
+				!strings.Contains(a.body, "shutting down") || !strings.Contains(a.body, `"retry_after":1`) {
+				t.Errorf("stopped query: got %d %s (%v), want 503 unavailable, shutting down, retry_after", a.code, a.body, a.err)
 			}
 		})
 	}
@@ -181,57 +185,104 @@ func TestSIGTERMDrain(t *testing.T) {
 	}
 }
 
-// Shutdown with a Streamable HTTP tool call in flight that outlasts the
-// drain timeout: the call is cancelled when the drain ends, in PostgreSQL
-// too, and Serve returns then, not when the query's statement timeout
-// (30s) would have stopped it. (Its answer is lost either way: closing the
-// session ends the streams it would travel on.)
+// SIGTERM on the binary with a query that outlasts the drain: the query
+// is stopped when the drain ends (in PostgreSQL too) and answers 503
+// unavailable with retry_after, and the process exits 0.
+func TestSIGTERMPastDrain(t *testing.T) {
+	p := startProc(t, buildBinary(t), "LAKEGATE_DRAIN_TIMEOUT=1s")
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	const marker = "sigterm_past_drain"
+	lockDevices(t, pool)
+	answer := sqlAsync(newClient(t), p.base, token(t, "alice", "reader"), "SELECT count(*) AS n, '"+marker+"' AS m FROM devices")
+	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, pool, marker) == 1 })
+	begun := time.Now()
+	p.signal(syscall.SIGTERM)
+	a := <-answer
+	if a.err != nil || a.code != http.StatusServiceUnavailable || !strings.Contains(a.body, "shutting down") ||
+		!strings.Contains(a.body, `"retry_after":1`) {
+		t.Errorf("stopped query: got %d %s (%v), want 503 unavailable, shutting down, retry_after", a.code, a.body, a.err)
+	}
+	if code := p.wait(15 * time.Second); code != 0 {
+		t.Errorf("exit code: got %d, want 0; stderr: %s", code, p.stderr.String())
+	}
+	t.Logf("answered and exited %v after SIGTERM (drain 1s)", time.Since(begun).Round(time.Millisecond))
+	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, pool, marker) == 0 })
+}
+
+// Shutdown with a tool call in flight that outlasts the drain timeout, on
+// both HTTP transports: the call is stopped when the drain ends, in
+// PostgreSQL too, its answer says the server is shutting down (with
+// retry_after) and reaches the client before the stream ends, and Serve
+// returns then, with no error, not when the query's statement timeout
+// (30s) would have stopped it.
 func TestShutdownDrainMCP(t *testing.T) {
 	const drain = time.Second
-	e := start(t, envOptions{drain: drain})
-	cs := e.connectHTTP(t, token(t, "alice", "reader"), "2025-06-18", nil)
-	const marker = "mcp_drain_marker"
-	lockDevices(t, e.pool)
-	called := make(chan error, 1)
-	go func() {
-		res, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: "run_sql",
-			Arguments: map[string]any{"database": "iot", "sql": "SELECT count(*) AS n, '" + marker + "' AS m FROM devices"}})
-		if err == nil && !res.IsError {
-			err = errors.New("the call answered: " + textOf(res))
-		}
-		called <- err
-	}()
-	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 1 })
+	for _, transport := range []string{"streamable", "sse"} {
+		t.Run(transport, func(t *testing.T) {
+			e := start(t, envOptions{drain: drain})
+			tok := token(t, "alice", "reader")
+			var cs *mcpsdk.ClientSession
+			if transport == "sse" {
+				cs = e.connect(t, tok)
+			} else {
+				cs = e.connectHTTP(t, tok, "2025-06-18", nil)
+			}
+			marker := "mcp_drain_marker_" + transport
+			lockDevices(t, e.pool)
+			type answer struct {
+				res *mcpsdk.CallToolResult
+				err error
+			}
+			called := make(chan answer, 1)
+			go func() {
+				res, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: "run_sql",
+					Arguments: map[string]any{"database": "iot", "sql": "SELECT count(*) AS n, '" + marker + "' AS m FROM devices"}})
+				called <- answer{res, err}
+			}()
+			waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 1 })
 
-	begun := time.Now()
-	served := make(chan error, 1)
-	go func() { served <- e.shutdown() }()
-	// While the call drains, the server takes no new connection.
-	addr := strings.TrimPrefix(e.base, "http://")
-	refused := false
-	for !refused {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			refused = true
-			break
-		}
-		c.Close()
-		select {
-		case err := <-served:
-			served <- err
-			t.Fatal("Serve returned before new connections were refused")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	select {
-	case <-served:
-		t.Logf("Serve returned %v after shutdown began (drain %v)", time.Since(begun).Round(time.Millisecond), drain)
-	case <-time.After(15 * time.Second):
-		t.Fatal("Serve did not return after the drain timeout")
-	}
-	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 0 })
-	if err := <-called; err == nil {
-		t.Error("cut call: got no error")
+			begun := time.Now()
+			served := make(chan error, 1)
+			go func() { served <- e.shutdown() }()
+			// While the call drains, the server takes no new connection.
+			addr := strings.TrimPrefix(e.base, "http://")
+			for refused := false; !refused; {
+				c, err := net.DialTimeout("tcp", addr, time.Second)
+				if err != nil {
+					refused = true
+					break
+				}
+				c.Close()
+				select {
+				case err := <-served:
+					served <- err
+					t.Fatal("Serve returned before new connections were refused")
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			select {
+			case err := <-served:
+				t.Logf("Serve returned %v after shutdown began (drain %v)", time.Since(begun).Round(time.Millisecond), drain)
+				if err != nil {
+					t.Errorf("Serve: got %v, want nil", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("Serve did not return after the drain timeout")
+			}
+			waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 0 })
+			a := <-called
+			if a.err != nil || !a.res.IsError {
+				t.Fatalf("stopped call: got %v (%v), want a tool error", a.res, a.err)
+			}
+			if text := textOf(a.res); !strings.Contains(text, `"kind":"unavailable"`) || !strings.Contains(text, "shutting down") ||
+				!strings.Contains(text, `"retry_after":1`) {
+				t.Errorf("stopped call: got %s, want unavailable, shutting down, retry_after", text)
+			}
+		})
 	}
 }
 

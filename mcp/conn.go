@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,6 +30,10 @@ type conn struct {
 	in           chan jsonrpc.Message
 	out          *outQueue
 	writeTimeout time.Duration
+
+	// unanswered counts the calls delivered and not yet answered, so that
+	// a shutdown can wait for their answers to be queued.
+	unanswered atomic.Int64
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -71,6 +76,9 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	err = c.out.push(ctx, c, data)
+	if _, ok := msg.(*jsonrpc.Response); ok && err == nil {
+		c.unanswered.Add(-1)
+	}
 	if errors.Is(err, errQueueFull) {
 		c.closeWith(errSlowClient)
 		return errSlowClient
@@ -116,7 +124,15 @@ func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
 // deliver hands a POSTed message to the protocol server. It waits at most
 // writeTimeout for room in the queue.
 func (c *conn) deliver(ctx context.Context, msg jsonrpc.Message) error {
+	r, call := msg.(*jsonrpc.Request)
+	call = call && r.IsCall()
+	if call {
+		c.unanswered.Add(1)
+	}
 	err := enqueue(ctx, c, c.in, msg)
+	if err != nil && call {
+		c.unanswered.Add(-1) // never delivered
+	}
 	if errors.Is(err, errQueueFull) {
 		return query.Errorf(query.KindUnavailable, "session %s is busy: too many messages waiting", c.id)
 	}

@@ -119,9 +119,9 @@ type Plugin struct {
 
 	mu       sync.Mutex
 	sessions map[string]*conn
-	// streamOwners maps open Streamable HTTP sessions to their subject;
+	// streams holds the open Streamable HTTP sessions (sessions.go);
 	// streamPending counts, per subject, POSTs opening one now.
-	streamOwners  map[string]string
+	streams       map[string]*streamSession
 	streamPending map[string]int
 	stdio         int // open stdio sessions
 	closed        bool
@@ -149,11 +149,15 @@ type ToolStats struct {
 
 // Status is the plugin's state for operators.
 type Status struct {
-	Enabled   bool                 `json:"enabled"`
-	Since     *time.Time           `json:"since,omitempty"`
-	Sessions  map[string]int       `json:"sessions"`
-	ToolCalls map[string]ToolStats `json:"tool_calls"`
-	Workers   WorkerStatus         `json:"workers"`
+	Enabled  bool           `json:"enabled"`
+	Since    *time.Time     `json:"since,omitempty"`
+	Sessions map[string]int `json:"sessions"`
+	// IdleSessions counts the Streamable HTTP sessions with no request in
+	// progress (no call, no open stream): at a session cap, the least
+	// recently used of them is closed to make room.
+	IdleSessions int                  `json:"idle_sessions"`
+	ToolCalls    map[string]ToolStats `json:"tool_calls"`
+	Workers      WorkerStatus         `json:"workers"`
 	// Blocks counts the block store's transfers (absent without a store).
 	Blocks *BlockStatus `json:"blocks,omitempty"`
 }
@@ -184,7 +188,7 @@ type BlockStatus struct {
 // the protocol server. It starts nothing.
 func New(engine Engine, opts *Options) (*Plugin, error) {
 	p := &Plugin{engine: engine, sessions: map[string]*conn{}, calls: map[string]*ToolStats{},
-		streamOwners: map[string]string{}, streamPending: map[string]int{}}
+		streams: map[string]*streamSession{}, streamPending: map[string]int{}}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -291,7 +295,7 @@ func (p *Plugin) Enable() {
 func (p *Plugin) Disable() {
 	if p.enabled.CompareAndSwap(true, false) {
 		p.enabledSince.Store(nil)
-		p.closeSessions()
+		p.closeSessions(false)
 		p.log.Info("mcp disabled")
 	}
 }
@@ -316,6 +320,12 @@ func (p *Plugin) Status() Status {
 	p.mu.Lock()
 	st.Sessions["sse"] = len(p.sessions)
 	st.Sessions["stdio"] = p.stdio
+	p.pruneStreamableLocked()
+	for _, s := range p.streams {
+		if s.busy == 0 {
+			st.IdleSessions++
+		}
+	}
 	for ss := range p.server.Sessions() {
 		if id := ss.ID(); id != "" && p.sessions[id] == nil {
 			st.Sessions["streamable"]++
@@ -340,61 +350,93 @@ func (p *Plugin) ToolNames() []string {
 	return names
 }
 
-// Close closes every session (SSE and Streamable HTTP) and waits for
-// their streams to end; Streamable HTTP requests in flight may finish
-// meanwhile. When ctx ends first, the requests still running are
-// cancelled (their queries stop) and Close returns ctx's error once they
-// have ended. New sessions are refused afterwards. Safe to call more than
-// once.
+// Close shuts the plugin down: new sessions and requests are refused
+// (unavailable, shutting down); the requests running may finish until ctx
+// ends, and those still running then are stopped (their queries too) and
+// answer that the server is shutting down, with retry_after. Then every
+// session closes, its answers sent first, and Close returns once their
+// streams have ended. Safe to call more than once.
 func (p *Plugin) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		// The SDK's session Close waits for the session's requests.
-		p.closeSessions()
-		p.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
+	if n := p.requests.finish(ctx); n > 0 {
+		p.log.Warn("drain timeout: MCP requests stopped, each answered that the server is shutting down", "requests", n)
+		p.awaitAnswers(answerWait)
 	}
-	p.requests.cancelAll()
-	<-done
-	return ctx.Err()
+	p.closeSessions(true)
+	p.wg.Wait()
+	return nil
 }
 
-// closeSessions ends every open SSE and Streamable HTTP session.
-func (p *Plugin) closeSessions() {
+// answerWait bounds, at shutdown, the wait for the answers of stopped
+// requests to be handed to their transports.
+const answerWait = 2 * time.Second
+
+// awaitAnswers waits, up to bound, until every call delivered on an SSE
+// session has its answer queued and no Streamable HTTP POST is in
+// progress (the SDK answers a POST before it returns): the protocol
+// session's Close would drop an answer written after it.
+func (p *Plugin) awaitAnswers(bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		waiting := false
+		p.posts.Range(func(any, any) bool { waiting = true; return false })
+		p.mu.Lock()
+		for _, c := range p.sessions {
+			waiting = waiting || c.unanswered.Load() > 0
+		}
+		p.mu.Unlock()
+		if !waiting {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// shuttingDown reports whether Close was called.
+func (p *Plugin) shuttingDown() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// closeSessions ends every open SSE and Streamable HTTP session. At
+// shutdown, each protocol session is closed first: the SDK waits for its
+// requests' answers to be sent, and the SSE streams send what is queued
+// before they end. Otherwise (disable), the connections close first, which
+// cancels the calls still running on them.
+func (p *Plugin) closeSessions(shutdown bool) {
 	p.mu.Lock()
 	open := make([]*conn, 0, len(p.sessions))
 	for _, c := range p.sessions {
 		open = append(open, c)
 	}
 	p.mu.Unlock()
-	for _, c := range open {
-		c.Close() // unregisters itself
+	if !shutdown {
+		for _, c := range open {
+			c.Close() // unregisters itself
+		}
 	}
 	// Closing a protocol session ends its streams; the SDK forgets it.
 	for ss := range p.server.Sessions() {
 		_ = ss.Close()
+	}
+	for _, c := range open {
+		c.Close()
 	}
 }
 
 // openSession registers a new session for caller, within the limits.
 func (p *Plugin) openSession(caller query.Caller) (*conn, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, query.Errorf(query.KindUnavailable, "server is shutting down")
-	}
-	if !p.Enabled() {
+	if !p.closed && !p.Enabled() {
+		p.mu.Unlock()
 		return nil, query.Errorf(query.KindUnavailable, "MCP is disabled on this server")
 	}
-	if err := p.admitSessionLocked(caller.Subject, "sse"); err != nil {
+	victim, err := p.admitSessionLocked(caller.Subject, "sse")
+	if err != nil {
+		p.mu.Unlock()
 		return nil, err
 	}
 	c := newConn(newID(), caller, p.opts.SessionQueue, p.opts.SessionQueueBytes, p.opts.WriteTimeout)
@@ -407,6 +449,8 @@ func (p *Plugin) openSession(caller query.Caller) (*conn, error) {
 	}
 	p.sessions[c.id] = c
 	p.wg.Add(1)
+	p.mu.Unlock()
+	p.closeStream(victim)
 	return c, nil
 }
 

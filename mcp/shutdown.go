@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -10,40 +11,54 @@ import (
 )
 
 // inflight tracks the protocol requests being handled, so that Close can
-// cancel them when its deadline passes: the SDK's session Close waits for
-// a session's requests to finish, and a tool call's query may otherwise
-// run until its statement timeout, long past the server's drain. Safe for
-// concurrent use; the zero value is ready.
+// let them finish within its deadline and then stop those still running:
+// the SDK's session Close waits for a session's requests, and a tool
+// call's query may otherwise run until its statement timeout, long past
+// the server's drain. Safe for concurrent use; the zero value is ready.
 type inflight struct {
 	mu      sync.Mutex
 	next    uint64
-	cancels map[uint64]context.CancelFunc
-	stopped bool // cancelAll was called: new requests are refused
+	cancels map[uint64]context.CancelCauseFunc
+	stopped bool          // no new requests: the server is shutting down
+	idle    chan struct{} // made by stop, closed once none runs
 }
 
 // cancelOnClose is receiving middleware: every request runs under a
-// context that cancelAll ends.
+// context that cancelAll ends. A request stopped that way, or arriving
+// once the server is shutting down, answers query.ErrShuttingDown (a tool
+// call as a tool error, like its other errors).
 func (p *Plugin) cancelOnClose(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
 		id, ok := p.requests.add(cancel)
 		if !ok {
-			return nil, query.Errorf(query.KindUnavailable, "server is shutting down")
+			return shuttingDown(method)
 		}
 		defer p.requests.remove(id)
-		return next(ctx, method, req)
+		res, err := next(ctx, method, req)
+		if errors.Is(context.Cause(ctx), query.ErrShuttingDown) {
+			return shuttingDown(method)
+		}
+		return res, err
 	}
 }
 
-func (f *inflight) add(cancel context.CancelFunc) (uint64, bool) {
+func shuttingDown(method string) (mcpsdk.Result, error) {
+	if method == "tools/call" {
+		return errorResult(query.ErrShuttingDown), nil
+	}
+	return nil, query.ErrShuttingDown
+}
+
+func (f *inflight) add(cancel context.CancelCauseFunc) (uint64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopped {
 		return 0, false
 	}
 	if f.cancels == nil {
-		f.cancels = map[uint64]context.CancelFunc{}
+		f.cancels = map[uint64]context.CancelCauseFunc{}
 	}
 	f.next++
 	f.cancels[f.next] = cancel
@@ -52,16 +67,42 @@ func (f *inflight) add(cancel context.CancelFunc) (uint64, bool) {
 
 func (f *inflight) remove(id uint64) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	delete(f.cancels, id)
-	f.mu.Unlock()
+	if f.stopped && len(f.cancels) == 0 && f.idle != nil {
+		close(f.idle)
+		f.idle = nil
+	}
 }
 
-// cancelAll cancels every request in flight and refuses new ones.
-func (f *inflight) cancelAll() {
+// finish refuses new requests and waits until those running have ended or
+// ctx is done; then it stops those left (their answer: shutting down) and
+// reports how many it stopped.
+func (f *inflight) finish(ctx context.Context) (stopped int) {
+	f.mu.Lock()
+	f.stopped = true
+	idle := make(chan struct{})
+	if len(f.cancels) == 0 {
+		close(idle)
+	} else {
+		f.idle = idle
+	}
+	f.mu.Unlock()
+	select {
+	case <-idle:
+		return 0
+	case <-ctx.Done():
+	}
+	return f.cancelAll()
+}
+
+// cancelAll stops every request in flight and refuses new ones.
+func (f *inflight) cancelAll() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stopped = true
 	for _, cancel := range f.cancels {
-		cancel()
+		cancel(query.ErrShuttingDown)
 	}
+	return len(f.cancels)
 }

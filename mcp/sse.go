@@ -113,6 +113,13 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 			reason := "closed"
 			if err := sess.err(); err != nil {
 				reason = err.Error()
+			} else if p.shuttingDown() {
+				// The answers of the calls the shutdown stopped are
+				// queued: send them, then say why the stream ends.
+				reason = "server shutting down"
+				if send() == nil {
+					_ = write([]byte(": server shutting down\n\n"))
+				}
 			}
 			log.Info("mcp sse session ended", "reason", reason)
 			return

@@ -255,8 +255,8 @@ func TestNew(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.opts.DrainTimeout != 10*time.Second || s.log == nil {
-			t.Errorf("got drain %v, logger %v, want 10s and a discard logger", s.opts.DrainTimeout, s.log)
+		if s.log == nil {
+			t.Error("got no logger, want a discard logger")
 		}
 	})
 }

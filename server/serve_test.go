@@ -89,7 +89,7 @@ func (r *running) get(ctx context.Context, path, tok string) (*http.Response, er
 }
 
 func TestServeShutdownEndsSSE(t *testing.T) {
-	r := startServe(t, &Options{DrainTimeout: 5 * time.Second}, nil)
+	r := startServe(t, nil, nil)
 	resp, err := r.get(t.Context(), "/mcp/sse", token(t, "agent", RoleReader))
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,9 @@ func TestServeDrain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			release := make(chan struct{})
 			started := make(chan struct{}, 1)
-			r := startServe(t, &Options{DrainTimeout: tt.drain}, func(s *Server) {
+			cfg := config.Default()
+			cfg.DrainTimeout = config.Duration(tt.drain)
+			r := startServeWith(t, cfg, nil, func(s *Server) {
 				// /slow finishes 300ms after shutdown starts; /stuck when
 				// its request is cancelled; /deaf when the test ends.
 				s.router.GET("/slow", func(c *gin.Context) {

@@ -28,9 +28,6 @@ import (
 
 // Options tune a Server. The zero value of each field is its default.
 type Options struct {
-	// DrainTimeout bounds the wait for in-flight requests at shutdown
-	// (default 10s); then they are cancelled.
-	DrainTimeout time.Duration
 	// Version is reported by /health.
 	Version string
 	// Logger; nil discards.
@@ -78,9 +75,6 @@ func New(cfg config.Config, engine *query.Engine, plugin *mcp.Plugin, opts *Opti
 	s := &Server{cfg: cfg, engine: engine, plugin: plugin, started: time.Now()}
 	if opts != nil {
 		s.opts = *opts
-	}
-	if s.opts.DrainTimeout == 0 {
-		s.opts.DrainTimeout = 10 * time.Second
 	}
 	s.log = s.opts.Logger
 	if s.log == nil {
@@ -209,8 +203,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
-	s.log.Info("shutting down", "drain_timeout", s.opts.DrainTimeout.String())
-	drain, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout)
+	s.log.Info("shutting down", "drain_timeout", time.Duration(s.cfg.DrainTimeout).String())
+	drain, cancel := context.WithTimeout(context.Background(), time.Duration(s.cfg.DrainTimeout))
 	defer cancel()
 	// Stop accepting at once (Shutdown closes the listeners first) while the
 	// MCP sessions close: event streams never finish by themselves, and
@@ -229,7 +223,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// The drain is over: stop what still runs, each request answering
 		// 503 with retry_after (renderErrors reads the cause), give the
 		// answers answerGrace to go out, then close what is left.
-		s.log.Warn("drain timeout: stopping the requests still running", "drain_timeout", s.opts.DrainTimeout.String())
+		s.log.Warn("drain timeout: stopping the requests still running", "drain_timeout", time.Duration(s.cfg.DrainTimeout).String())
 		// MCP first: its stopped calls answer on event streams and POSTs
 		// whose requests must still be alive to carry the answers.
 		select {
