@@ -141,5 +141,9 @@ else
   echo "valgrind is not installed (apt-get install valgrind): skipped"
 fi
 
+echo "== noisy neighbour: one subject's point query p50, idle vs while another runs its maximum of queries"
+LAKEGATE_BENCH_FAIR=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestNoisyNeighbour$' -count=1 -v ./integration/ \
+  | grep -E 'noisy neighbour:|FAIL|ok' || true
+
 echo "== memory per idle SSE session (1,000 sessions held by the binary; target < 50 KiB)"
 LAKEGATE_BENCH_SESSIONS=1 "$GO" test -run '^TestIdleSessionMemory$' -count=1 -v ./integration/ | grep -E 'per idle session|FAIL|ok' || true

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -210,93 +209,4 @@ func resultRows(out any) int64 {
 		return int64(a.RowCount)
 	}
 	return 0
-}
-
-// Session limits cover SSE and Streamable HTTP sessions together. SSE
-// sessions are in p.sessions; Streamable HTTP sessions live in the SDK,
-// which tells us of their start (the Mcp-Session-Id of the answer to a
-// POST without one) but not of their end: streamOwners is pruned against
-// the SDK's live sessions whenever it is counted.
-
-// reserveStreamable admits a POST that will open a Streamable HTTP session
-// for subject, or refuses it; settleStreamable must follow.
-func (p *Plugin) reserveStreamable(subject string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.admitSessionLocked(subject, "streamable"); err != nil {
-		return err
-	}
-	p.streamPending[subject]++
-	return nil
-}
-
-// settleStreamable ends a reservation; id is the session the POST opened
-// ("" when none).
-func (p *Plugin) settleStreamable(subject, id string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.streamPending[subject]--; p.streamPending[subject] <= 0 {
-		delete(p.streamPending, subject)
-	}
-	if id != "" {
-		p.streamOwners[id] = subject
-	}
-}
-
-// admitSessionLocked checks the session limits for one more session of
-// subject on transport. p.mu is held.
-func (p *Plugin) admitSessionLocked(subject, transport string) error {
-	if p.closed {
-		return query.Errorf(query.KindUnavailable, "server is shutting down")
-	}
-	p.pruneStreamableLocked()
-	total, mine := len(p.sessions)+len(p.streamOwners), 0
-	for _, c := range p.sessions {
-		if c.caller.Subject == subject {
-			mine++
-		}
-	}
-	for _, owner := range p.streamOwners {
-		if owner == subject {
-			mine++
-		}
-	}
-	for owner, n := range p.streamPending {
-		total += n
-		if owner == subject {
-			mine += n
-		}
-	}
-	var err error
-	switch {
-	case total >= p.opts.MaxSessions:
-		err = &query.Error{Kind: query.KindRateLimited, Message: fmt.Sprintf("too many open MCP sessions on this server (%d)", p.opts.MaxSessions),
-			Hint: "retry later", RetryAfter: 5 * time.Second}
-	case mine >= p.opts.MaxSessionsPerSubject:
-		err = &query.Error{Kind: query.KindRateLimited, Message: fmt.Sprintf("too many open MCP sessions for this subject (%d, SSE and Streamable HTTP together)", p.opts.MaxSessionsPerSubject),
-			Hint: "close unused sessions (DELETE /mcp, or end the SSE stream)", RetryAfter: 5 * time.Second}
-	default:
-		return nil
-	}
-	if p.opts.Observer != nil {
-		p.opts.Observer.SessionRefused(transport)
-	}
-	return err
-}
-
-// pruneStreamableLocked forgets Streamable HTTP sessions the SDK has
-// closed. p.mu is held.
-func (p *Plugin) pruneStreamableLocked() {
-	if len(p.streamOwners) == 0 {
-		return
-	}
-	live := make(map[string]bool, len(p.streamOwners))
-	for ss := range p.server.Sessions() {
-		live[ss.ID()] = true
-	}
-	for id := range p.streamOwners {
-		if !live[id] {
-			delete(p.streamOwners, id)
-		}
-	}
 }

@@ -56,11 +56,8 @@ func callerTokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.Toke
 // the stateful handler, which answers a probe of the new revision with
 // "unsupported protocol version" so that the client falls back.
 func (p *Plugin) serveStreamable(c *gin.Context) {
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
-		fail(c, query.Errorf(query.KindUnavailable, "server is shutting down"))
+	if p.shuttingDown() {
+		fail(c, query.ErrShuttingDown)
 		return
 	}
 	h, stateful := p.stateful, true
@@ -87,6 +84,10 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 			}
 			defer func() { p.settleStreamable(caller.Subject, c.Writer.Header().Get("Mcp-Session-Id")) }()
 		}
+	}
+	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" {
+		// In use while this request runs: never closed to make room.
+		defer p.useStream(id)()
 	}
 	if c.Request.Method == http.MethodPost {
 		// The calls this POST carries stop if its client goes away before

@@ -62,7 +62,7 @@ func startWired(t *testing.T, change func(*config.Config)) *wired {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(cfg, engine, plugin, &Options{Logger: log, Metrics: metrics, Limits: limits, DrainTimeout: 5 * time.Second})
+	s, err := New(cfg, engine, plugin, &Options{Logger: log, Metrics: metrics, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,8 +269,10 @@ func TestSessionLimits(t *testing.T) {
 	}
 	wantLimited(t, w.initialize(t, alice), http.StatusTooManyRequests, query.KindRateLimited)
 
-	// The total: alice and bob hold both sessions.
+	// The total: alice and bob hold both sessions, bob's in use once its
+	// client has opened its stream.
 	bobs := w.streamable(t, bob)
+	waitFor(t, "bob's stream", func() bool { return w.plugin.Status().IdleSessions == 0 })
 	for name, r := range map[string]response{"sse": w.openSSE(t, carol), "streamable": w.initialize(t, carol)} {
 		e := wantLimited(t, r, http.StatusTooManyRequests, query.KindRateLimited)
 		if !strings.Contains(e.Error.Message, "on this server") {
@@ -291,6 +293,60 @@ func TestSessionLimits(t *testing.T) {
 	}
 	if v := value(t, scrape(t, w), "lakegate_rate_limited_total", "limit", "sessions"); v != 4 {
 		t.Errorf("lakegate_rate_limited_total{limit=sessions}: got %v, want 4", v)
+	}
+}
+
+// Sessions left open and idle (no call, no stream: what the TypeScript
+// SDK's close() and a health check leave behind) never lock their subject
+// out: at the cap the least recently used idle one is closed to make room,
+// and its client's next request gets 404 (start a new session). A session
+// in use is never taken.
+func TestSessionLimitsTakeIdleSessions(t *testing.T) {
+	w := startWired(t, func(c *config.Config) { c.MCPMaxSessions, c.MCPMaxSessionsPerSubject = 100, 2 })
+	alice := token(t, "alice", RoleReader)
+	var ids []string
+	for i := range 5 {
+		r := w.initialize(t, alice)
+		if r.code != http.StatusOK || r.header.Get("Mcp-Session-Id") == "" {
+			t.Fatalf("connect %d: got %d %s, want 200 with a session", i+1, r.code, r.body)
+		}
+		ids = append(ids, r.header.Get("Mcp-Session-Id"))
+	}
+	if got := w.plugin.Status().Sessions["streamable"]; got != 2 {
+		t.Errorf("open sessions: got %d, want the cap, 2", got)
+	}
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	pingOn := func(id string) response {
+		return w.do(t, "POST", "/mcp", alice, ping, "Content-Type", "application/json",
+			"Accept", "application/json, text/event-stream", "Mcp-Session-Id", id, "MCP-Protocol-Version", "2025-11-25")
+	}
+	if r := pingOn(ids[0]); r.code != http.StatusNotFound {
+		t.Errorf("the oldest idle session: got %d %s, want 404 (closed to make room)", r.code, r.body)
+	}
+	// The newest two are open; the one used last is kept next time.
+	for _, id := range []string{ids[4], ids[3]} {
+		if r := pingOn(id); r.code != http.StatusOK {
+			t.Fatalf("a recent session: got %d %s, want 200", r.code, r.body)
+		}
+	}
+	if r := w.initialize(t, alice); r.code != http.StatusOK {
+		t.Fatalf("connect: got %d %s", r.code, r.body)
+	}
+	if r := pingOn(ids[3]); r.code != http.StatusOK {
+		t.Errorf("the session used last: got %d, want 200 (kept)", r.code)
+	}
+	if r := pingOn(ids[4]); r.code != http.StatusNotFound {
+		t.Errorf("the session unused longest: got %d, want 404 (taken)", r.code)
+	}
+	// Sessions in use are never taken: with both of bob's held by open
+	// streams, his next is refused.
+	bob := token(t, "bob", RoleReader)
+	w.streamable(t, bob)
+	w.streamable(t, bob)
+	waitFor(t, "bob's streams", func() bool { return w.plugin.Status().IdleSessions == 2 }) // alice's two
+	e := wantLimited(t, w.initialize(t, bob), http.StatusTooManyRequests, query.KindRateLimited)
+	if !strings.Contains(e.Error.Message, "in use") {
+		t.Errorf("message: got %q, want it to say the sessions are in use", e.Error.Message)
 	}
 }
 

@@ -1,0 +1,179 @@
+package mcp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+// Session limits cover SSE and Streamable HTTP sessions together. SSE
+// sessions are in p.sessions; Streamable HTTP sessions live in the SDK,
+// which tells us of their start (the Mcp-Session-Id of the answer to a POST
+// without one) but not of their end: p.streams is pruned against the SDK's
+// live sessions whenever it is counted.
+//
+// Clients often leave Streamable HTTP sessions open (the TypeScript SDK's
+// close() sends no DELETE; a health check never closes its session), so a
+// cap that refused newcomers would lock a subject out until the sessions
+// expire. At a cap the least recently used idle Streamable HTTP session is
+// closed instead, as nginx reuses idle keep-alive connections. A session is
+// idle when none of its requests is in progress: no call, no open GET
+// stream. An SSE session always has its stream open, so it is never taken;
+// nor is a session in use. Only when nothing can be taken is the newcomer
+// refused.
+
+// streamSession is an open Streamable HTTP session as the limits see it.
+type streamSession struct {
+	subject  string
+	busy     int       // its HTTP requests in progress
+	lastUsed time.Time // when its last request ended, or it opened
+}
+
+// reserveStreamable admits a POST that will open a Streamable HTTP session
+// for subject, or refuses it; settleStreamable must follow.
+func (p *Plugin) reserveStreamable(subject string) error {
+	p.mu.Lock()
+	victim, err := p.admitSessionLocked(subject, "streamable")
+	if err == nil {
+		p.streamPending[subject]++
+	}
+	p.mu.Unlock()
+	p.closeStream(victim)
+	return err
+}
+
+// settleStreamable ends a reservation; id is the session the POST opened
+// ("" when none).
+func (p *Plugin) settleStreamable(subject, id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.streamPending[subject]--; p.streamPending[subject] <= 0 {
+		delete(p.streamPending, subject)
+	}
+	if id != "" {
+		p.streams[id] = &streamSession{subject: subject, lastUsed: time.Now()}
+	}
+}
+
+// useStream marks a request of the Streamable HTTP session id in progress
+// until the returned func is called.
+func (p *Plugin) useStream(id string) (done func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.streams[id]
+	if s == nil {
+		return func() {}
+	}
+	s.busy++
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		s.busy--
+		s.lastUsed = time.Now()
+	}
+}
+
+// admitSessionLocked checks the session limits for one more session of
+// subject on transport. At a cap it takes the least recently used idle
+// Streamable HTTP session (of subject at the per-subject cap, of anyone
+// at the server's) and returns its id for the caller to close once p.mu
+// is released. p.mu is held.
+func (p *Plugin) admitSessionLocked(subject, transport string) (victim string, err error) {
+	if p.closed {
+		return "", query.ErrShuttingDown
+	}
+	p.pruneStreamableLocked()
+	total, mine := len(p.sessions)+len(p.streams), 0
+	for _, c := range p.sessions {
+		if c.caller.Subject == subject {
+			mine++
+		}
+	}
+	for _, s := range p.streams {
+		if s.subject == subject {
+			mine++
+		}
+	}
+	for owner, n := range p.streamPending {
+		total += n
+		if owner == subject {
+			mine += n
+		}
+	}
+	switch {
+	case mine >= p.opts.MaxSessionsPerSubject:
+		if victim = p.leastRecentlyUsedLocked(subject); victim != "" {
+			return victim, nil
+		}
+		err = &query.Error{Kind: query.KindRateLimited,
+			Message: fmt.Sprintf("all %d MCP sessions allowed for this subject are in use (SSE streams, or Streamable HTTP sessions with a call running or a stream open)", p.opts.MaxSessionsPerSubject),
+			Hint:    "end one: DELETE /mcp, or close an SSE stream; idle Streamable HTTP sessions are closed to make room by themselves", RetryAfter: 5 * time.Second}
+	case total >= p.opts.MaxSessions:
+		if victim = p.leastRecentlyUsedLocked(""); victim != "" {
+			return victim, nil
+		}
+		err = &query.Error{Kind: query.KindRateLimited,
+			Message: fmt.Sprintf("all %d MCP sessions allowed on this server are in use", p.opts.MaxSessions),
+			Hint:    "retry later", RetryAfter: 5 * time.Second}
+	default:
+		return "", nil
+	}
+	if p.opts.Observer != nil {
+		p.opts.Observer.SessionRefused(transport)
+	}
+	return "", err
+}
+
+// leastRecentlyUsedLocked removes from the registry and returns the idle
+// Streamable HTTP session of subject ("": of anyone) unused longest, or
+// "". p.mu is held.
+func (p *Plugin) leastRecentlyUsedLocked(subject string) string {
+	var id string
+	var oldest time.Time
+	for sid, s := range p.streams {
+		if s.busy > 0 || (subject != "" && s.subject != subject) {
+			continue
+		}
+		if id == "" || s.lastUsed.Before(oldest) {
+			id, oldest = sid, s.lastUsed
+		}
+	}
+	if id != "" {
+		p.log.Info("mcp session closed to make room: the least recently used idle one",
+			"session_id", id, "subject", p.streams[id].subject, "idle", time.Since(oldest).Round(time.Second).String())
+		delete(p.streams, id)
+	}
+	return id
+}
+
+// closeStream closes the Streamable HTTP session id, if any; its client's
+// next request gets 404, upon which MCP clients open a new session.
+func (p *Plugin) closeStream(id string) {
+	if id == "" {
+		return
+	}
+	for ss := range p.server.Sessions() {
+		if ss.ID() == id {
+			_ = ss.Close()
+			return
+		}
+	}
+}
+
+// pruneStreamableLocked forgets Streamable HTTP sessions the SDK has
+// closed. p.mu is held.
+func (p *Plugin) pruneStreamableLocked() {
+	if len(p.streams) == 0 {
+		return
+	}
+	live := make(map[string]bool, len(p.streams))
+	for ss := range p.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	for id := range p.streams {
+		if !live[id] {
+			delete(p.streams, id)
+		}
+	}
+}
