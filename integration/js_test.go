@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/config"
 )
 
 // jsDir holds the Node clients (package.json pins their versions);
@@ -107,6 +108,38 @@ func TestTypeScriptSDKClient(t *testing.T) {
 				t.Errorf("completion: got %v, want [devices]", sum.Completion)
 			}
 		})
+	}
+}
+
+// 200 connect–call–close cycles of the TypeScript SDK, then 200 health
+// checks (connect, list tools, close), under one token: the SDK's close()
+// sends no DELETE, so each leaves its session open, and past the cap of 64
+// sessions per subject the idle ones must make room rather than lock the
+// subject out.
+func TestTypeScriptSDKSessionChurn(t *testing.T) {
+	env := nodeEnv(t)
+	e := start(t, envOptions{config: func(c *config.Config) { c.RateLimitRPS = 0 }})
+	tok := token(t, "churn", "reader")
+	for _, mode := range []string{"call", "check"} {
+		out, err := runNode(t, env, 3*time.Minute, "node", "cycles.mjs", e.base+"/mcp", tok, "200", mode)
+		if err != nil {
+			t.Fatalf("node cycles.mjs %s: %v\n%s", mode, err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var sum struct {
+			OK, Failed int
+			FirstError string `json:"first_error"`
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+			t.Fatalf("summary: %v\n%s", err, out)
+		}
+		t.Logf("%s: %s", mode, lines[len(lines)-1])
+		if sum.OK != 200 {
+			t.Errorf("%s: %d of 200 cycles succeeded; first error: %s", mode, sum.OK, sum.FirstError)
+		}
+	}
+	if st := e.plugin.Status(); st.Sessions["streamable"] > 64 {
+		t.Errorf("open sessions: %d, want at most the cap of 64", st.Sessions["streamable"])
 	}
 }
 
