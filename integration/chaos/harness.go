@@ -293,8 +293,8 @@ type stage struct {
 
 // newStage starts a server and opens the pool; with locked, it also
 // locks devices.
-func (e *env) newStage(ctx context.Context, locked bool) (*stage, error) {
-	s, err := e.startServer(ctx)
+func (e *env) newStage(ctx context.Context, locked bool, extra ...string) (*stage, error) {
+	s, err := e.startServer(ctx, extra...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,17 +9,16 @@ import (
 )
 
 // SIGTERM mid-query: a REST query blocked on a lock, then SIGTERM to the
-// server. The query cannot finish within the drain (the default, 10 s, as
-// cmd/lakegate had no setting for it when this was written), so when the
-// drain ends the server should stop it, in PostgreSQL too, answer 503 with
-// Retry-After, and exit 0.
+// server. The query cannot finish within the drain (drain_timeout, 2 s
+// here to keep the run short), so when the drain ends the server should
+// stop it, in PostgreSQL too, answer 503 with Retry-After, and exit 0.
 const (
 	sigtermMarker = "chaos_sigterm"
-	drain         = 10 * time.Second
+	drain         = 2 * time.Second
 )
 
 func sigtermMidQuery(ctx context.Context, e *env) (string, error) {
-	s, err := e.newStage(ctx, true)
+	s, err := e.newStage(ctx, true, "LAKEGATE_DRAIN_TIMEOUT="+drain.String())
 	if err != nil {
 		return "", err
 	}
@@ -56,7 +55,7 @@ func sigtermMidQuery(ctx context.Context, e *env) (string, error) {
 	if retry == "" {
 		retry = "none"
 	}
-	figure := fmt.Sprintf("a REST query blocked on a lock got HTTP %d, Retry-After %s, %.2f s after SIGTERM; the process exited with status %d after %.2f s (default drain %v)",
+	figure := fmt.Sprintf("a REST query blocked on a lock got HTTP %d, Retry-After %s, %.2f s after SIGTERM; the process exited with status %d after %.2f s (drain_timeout %v)",
 		a.code, retry, answered.Seconds(), code, exited.Seconds(), drain)
 	left, err := s.waitActive(ctx, sigtermMarker, 0, 5*time.Second)
 	if err != nil {
