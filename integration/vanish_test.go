@@ -10,6 +10,8 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/blocktransport"
 )
 
 // killableClient is an HTTP client whose connections can all be cut at
@@ -85,6 +87,50 @@ func TestVanishedClientStopsItsQuery(t *testing.T) {
 			}
 			if tc.sessions != "" {
 				waitUntil(t, 5*time.Second, func() bool { return e.plugin.Status().Sessions[tc.sessions] == 0 })
+			}
+			cs.Close()
+			<-called
+		})
+	}
+}
+
+// TestVanishedClientRemovesItsBlocks: a client that dies while its export
+// is being written into blocks leaves nothing on disk: the transfer is
+// aborted and its files removed, on both HTTP transports.
+func TestVanishedClientRemovesItsBlocks(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		transport func(base string, hc *http.Client) mcpsdk.Transport
+	}{
+		{"sse", func(base string, hc *http.Client) mcpsdk.Transport {
+			return &mcpsdk.SSEClientTransport{Endpoint: base + "/mcp/sse", HTTPClient: hc}
+		}},
+		{"streamable http", func(base string, hc *http.Client) mcpsdk.Transport {
+			return &mcpsdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc, MaxRetries: -1}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := blockEnv(t, blocktransport.Options{}, false)
+			var k killableClient
+			client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "vanishing", Version: "1"}, nil)
+			cs, err := client.Connect(t.Context(), tc.transport(e.base, k.client(token(t, "alice", "reader"))),
+				&mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Seconds of rows: a correlated sum over 20,000 numbers per row.
+			slow := "SELECT r.id, repeat('x', 500) AS pad, (SELECT sum(x) FROM generate_series(1, 20000 + r.id % 2) x) FROM readings r ORDER BY r.id"
+			called := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql",
+					Arguments: map[string]any{"database": "iot", "sql": slow, "export": true}})
+				called <- err
+			}()
+			waitUntil(t, 20*time.Second, func() bool { st := e.blocks.Stats(); return st.Transfers == 1 && st.Bytes > 0 })
+			k.kill()
+			waitUntil(t, 10*time.Second, func() bool { st := e.blocks.Stats(); return st.Aborted == 1 && st.Transfers == 0 && st.Bytes == 0 })
+			if n := transferDirs(t, e); n != 0 {
+				t.Errorf("%d transfer directories left after the client vanished, want 0", n)
 			}
 			cs.Close()
 			<-called
