@@ -42,23 +42,26 @@ func (k *killableClient) kill() {
 	}
 }
 
+// httpTransports makes a go-sdk client transport to a server at base for
+// each HTTP transport, over the client hc.
+var httpTransports = []struct {
+	name      string
+	transport func(base string, hc *http.Client) mcpsdk.Transport
+}{
+	{"sse", func(base string, hc *http.Client) mcpsdk.Transport {
+		return &mcpsdk.SSEClientTransport{Endpoint: base + "/mcp/sse", HTTPClient: hc}
+	}},
+	{"streamable http", func(base string, hc *http.Client) mcpsdk.Transport {
+		return &mcpsdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc, MaxRetries: -1}
+	}},
+}
+
 // TestVanishedClientStopsItsQuery: when an MCP client dies mid-call (its
 // connections drop), on legacy SSE or on Streamable HTTP, the tool call is
 // cancelled and its query leaves PostgreSQL at once, instead of running to
 // the statement timeout for nobody.
 func TestVanishedClientStopsItsQuery(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		transport func(base string, hc *http.Client) mcpsdk.Transport
-		sessions  string
-	}{
-		{"sse", func(base string, hc *http.Client) mcpsdk.Transport {
-			return &mcpsdk.SSEClientTransport{Endpoint: base + "/mcp/sse", HTTPClient: hc}
-		}, "sse"},
-		{"streamable http", func(base string, hc *http.Client) mcpsdk.Transport {
-			return &mcpsdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc, MaxRetries: -1}
-		}, ""},
-	} {
+	for _, tc := range httpTransports {
 		t.Run(tc.name, func(t *testing.T) {
 			e := start(t, envOptions{})
 			var k killableClient
@@ -85,8 +88,8 @@ func TestVanishedClientStopsItsQuery(t *testing.T) {
 			if d > time.Second {
 				t.Errorf("the query ran %v after its client went away, want under a second", d)
 			}
-			if tc.sessions != "" {
-				waitUntil(t, 5*time.Second, func() bool { return e.plugin.Status().Sessions[tc.sessions] == 0 })
+			if tc.name == "sse" {
+				waitUntil(t, 5*time.Second, func() bool { return e.plugin.Status().Sessions["sse"] == 0 })
 			}
 			cs.Close()
 			<-called
@@ -98,17 +101,7 @@ func TestVanishedClientStopsItsQuery(t *testing.T) {
 // is being written into blocks leaves nothing on disk: the transfer is
 // aborted and its files removed, on both HTTP transports.
 func TestVanishedClientRemovesItsBlocks(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		transport func(base string, hc *http.Client) mcpsdk.Transport
-	}{
-		{"sse", func(base string, hc *http.Client) mcpsdk.Transport {
-			return &mcpsdk.SSEClientTransport{Endpoint: base + "/mcp/sse", HTTPClient: hc}
-		}},
-		{"streamable http", func(base string, hc *http.Client) mcpsdk.Transport {
-			return &mcpsdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc, MaxRetries: -1}
-		}},
-	} {
+	for _, tc := range httpTransports {
 		t.Run(tc.name, func(t *testing.T) {
 			e := blockEnv(t, blocktransport.Options{}, false)
 			var k killableClient
