@@ -39,7 +39,7 @@ const (
 	DefaultMaxBodyBytes     = 32 << 20
 	// DefaultMaxConnectionsPerAddress bounds one remote address's open
 	// connections.
-	DefaultMaxConnectionsPerAddress = 256
+	DefaultMaxConnectionsPerAddress = 1024
 	DefaultHeaderTimeout            = 10 * time.Second
 	DefaultReadTimeout              = 30 * time.Second
 	DefaultIdleTimeout              = 2 * time.Minute

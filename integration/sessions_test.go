@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lakegate/lakegate/config"
 )
 
 // Sessions open at once in the tests below, spread over subjects so that
@@ -131,7 +133,8 @@ func ensureFiles(t *testing.T, need uint64) {
 // endpoint event and keepalives, and a tool call on one of them works.
 func TestThousandSSESessions(t *testing.T) {
 	ensureFiles(t, 2*manySessions+512)
-	e := start(t, envOptions{keepalive: time.Second})
+	// All from one address, as behind a proxy: no per-address cap.
+	e := start(t, envOptions{keepalive: time.Second, config: func(c *config.Config) { c.MaxConnectionsPerAddress = 0 }})
 	addr := strings.TrimPrefix(e.base, "http://")
 	begun := time.Now()
 	sessions := openSessions(t, addr, manySessions)

@@ -57,7 +57,7 @@ func TestSlowlorisFlood(t *testing.T) {
 	}
 	bin, chaos := buildBinary(t), buildChaos(t)
 	p := startProc(t, bin, "LAKEGATE_HEADER_TIMEOUT="+headerTimeout.String(),
-		"LAKEGATE_MAX_CONNECTIONS=2000")
+		"LAKEGATE_MAX_CONNECTIONS=2000", "LAKEGATE_MAX_CONNECTIONS_PER_ADDRESS=256")
 	target := strings.TrimPrefix(p.base, "http://")
 
 	type attacker struct {
@@ -69,14 +69,15 @@ func TestSlowlorisFlood(t *testing.T) {
 	for i, left := 0, total; left > 0; i++ {
 		n := min(left, perProc)
 		left -= n
-		// Odd attackers crowd 10 addresses, past the per-address cap of
-		// 256; even ones spread over 50.
+		// Odd attackers crowd 2 addresses, past the per-address cap of
+		// 256 (about half the 2,000 held are theirs); even ones spread
+		// over 50.
 		addrs := 50
 		if i%2 == 1 {
-			addrs = 10
+			addrs = 2
 		}
 		cmd := exec.Command(chaos, "slowloris", "-target", target, "-conns", strconv.Itoa(n),
-			"-from", "127.0."+strconv.Itoa(1+i)+".1", "-addrs", strconv.Itoa(addrs), "-hold", (headerTimeout + 3*time.Second).String())
+			"-from", "127.0."+strconv.Itoa(1+i)+".1", "-addrs", strconv.Itoa(addrs), "-hold", (headerTimeout + 4*time.Second).String())
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -142,8 +143,11 @@ func TestSlowlorisFlood(t *testing.T) {
 		if rep.StillOpen != 0 || rep.Opened == 0 {
 			t.Errorf("%d of %d half-open connections outlived the header timeout %v", rep.StillOpen, rep.Opened, headerTimeout)
 		}
-		if rep.CloseMaxMS > float64((headerTimeout + time.Second).Milliseconds()) {
-			t.Errorf("a half-open connection was closed after %.0f ms, want within the header timeout %v", rep.CloseMaxMS, headerTimeout)
+		// Counted from the attacker's side, where a connection waits
+		// for its accept too: slack for a loaded machine, far below the
+		// 30 s read timeout.
+		if rep.CloseMaxMS > float64((2*headerTimeout + time.Second).Milliseconds()) {
+			t.Errorf("a half-open connection was closed after %.0f ms, want about the header timeout %v", rep.CloseMaxMS, headerTimeout)
 		}
 		if err := a.cmd.Wait(); err != nil {
 			t.Errorf("attacker: %v: %s", err, a.stderr.String())

@@ -98,18 +98,18 @@ func (l *connLimiter) admit(c net.Conn) (tc, victim *trackedConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// Taking one of the address's connections also makes room overall.
-	cap, from := "", (*list.List)(nil)
+	which, from := "", (*list.List)(nil)
 	if a := l.addrs[addr]; l.perAddr > 0 && a != nil && a.conns.Len() >= l.perAddr {
-		cap, from = "per_address", &a.conns
+		which, from = "per_address", &a.conns
 	} else if l.all.Len() >= l.max {
-		cap, from = "overall", &l.all
+		which, from = "overall", &l.all
 	}
 	if from != nil {
 		if victim = l.quietest(from); victim == nil {
-			l.capHit(cap, addr, now, false)
+			l.capHit(which, addr, now, false)
 			return nil, nil
 		}
-		l.capHit(cap, addr, now, true)
+		l.capHit(which, addr, now, true)
 	}
 	tc = &trackedConn{Conn: c, l: l, addr: addr}
 	l.track(tc)
@@ -161,8 +161,8 @@ func (l *connLimiter) untrack(tc *trackedConn) {
 
 // capHit counts a connection closed (took) or refused at cap, and logs
 // each cap's counts at most once a second. Called with l.mu held.
-func (l *connLimiter) capHit(cap, addr string, now time.Time, took bool) {
-	r := l.report[cap]
+func (l *connLimiter) capHit(which, addr string, now time.Time, took bool) {
+	r := l.report[which]
 	action := "refused"
 	if took {
 		action = "closed_quiet"
@@ -171,17 +171,17 @@ func (l *connLimiter) capHit(cap, addr string, now time.Time, took bool) {
 		r.refused++
 	}
 	if l.metrics != nil {
-		l.metrics.connsCapped.WithLabelValues(cap, action).Inc()
+		l.metrics.connsCapped.WithLabelValues(which, action).Inc()
 	}
 	if now.Sub(r.at) < time.Second {
 		return
 	}
 	limit := l.max
-	if cap == "per_address" {
+	if which == "per_address" {
 		limit = l.perAddr
 	}
 	l.log.Warn("connection cap reached: quiet connections closed and new ones refused to stay within it",
-		"cap", cap, "limit", limit, "address", addr, "open", l.all.Len(),
+		"cap", which, "limit", limit, "address", addr, "open", l.all.Len(),
 		"closed_quiet", r.closed, "refused", r.refused, "hint", "max_connections / max_connections_per_address")
 	*r = capReport{at: now}
 }

@@ -142,11 +142,14 @@ func (s *Server) routes() *gin.Engine {
 	return r
 }
 
-// Serve answers on ln until ctx is cancelled, then shuts down gracefully:
-// it stops accepting, ends the MCP event streams, lets in-flight requests
-// finish for up to DrainTimeout, then cancels what is left. With TLS
-// configured, ln serves HTTPS (HTTP/1.1 and HTTP/2) and the same router is
-// served over HTTP/3 on the UDP port of the same number.
+// Serve answers on ln, within the connection caps, until ctx is cancelled,
+// then shuts down gracefully: it stops accepting, lets requests in flight
+// (REST and MCP) finish for up to drain_timeout, then stops what is left,
+// each request answering 503 unavailable with retry_after (MCP calls: a
+// tool error on their stream), and returns nil once that is done: a drain
+// that ran out is no failure. With TLS configured, ln serves HTTPS
+// (HTTP/1.1 and HTTP/2) and the same router is served over HTTP/3 on the
+// UDP port of the same number.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base, cancelBase := context.WithCancelCause(context.Background())
 	defer cancelBase(nil)
