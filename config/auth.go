@@ -52,6 +52,7 @@ func (c *Config) applyAuthEnv(getenv func(string) string) error {
 		"LAKEGATE_JWT_ISSUER":      &c.JWTIssuer,
 		"LAKEGATE_JWT_AUDIENCE":    &c.JWTAudience,
 		"LAKEGATE_JWT_ROLES_CLAIM": &c.JWTRolesClaim,
+		"LAKEGATE_PUBLIC_URL":      &c.PublicURL,
 
 		"LAKEGATE_SERVER_INFO_FUNCTIONS": &c.ServerInfoFunctions,
 	} {
@@ -62,6 +63,7 @@ func (c *Config) applyAuthEnv(getenv func(string) string) error {
 	for key, dst := range map[string]*[]string{
 		"LAKEGATE_JWT_PUBLIC_KEY_FILES":  &c.JWTPublicKeyFiles,
 		"LAKEGATE_TLS_CLIENT_CERT_ROLES": &c.TLSClientCertRoles,
+		"LAKEGATE_AUTHORIZATION_SERVERS": &c.AuthorizationServers,
 	} {
 		if v := getenv(key); v != "" {
 			*dst = splitList(v)
@@ -110,6 +112,7 @@ func (c *Config) validateAuth(bad func(format string, args ...any)) {
 			bad("jwt_jwks_url %q: %v", redactURL(c.JWTJWKSURL), err)
 		}
 	}
+	c.validateOAuth(bad)
 	if strings.TrimSpace(c.JWTRolesClaim) == "" {
 		bad("jwt_roles_claim is empty: want a claim name such as %q (a dotted path like realm_access.roles reads a nested claim)", DefaultRolesClaim)
 	}
@@ -220,21 +223,79 @@ func checkJWKSURL(raw string) error {
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("want an https:// URL of a JWK Set")
 	}
+	return checkSecureURL(u, "an https:// URL of a JWK Set")
+}
+
+// checkSecureURL accepts https URLs, and http ones on a loopback host;
+// what names the URL wanted.
+func checkSecureURL(u *url.URL, what string) error {
 	switch u.Scheme {
 	case "https":
 		return nil
 	case "http":
-		host := u.Hostname()
-		if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		if IsLoopbackHost(u.Hostname()) {
 			return nil
 		}
 		return fmt.Errorf("want https:// (http:// only on a loopback host such as 127.0.0.1)")
 	}
-	return fmt.Errorf("want an https:// URL of a JWK Set")
+	return fmt.Errorf("want %s", what)
+}
+
+// IsLoopbackHost reports whether host (no port) is localhost or a loopback
+// IP address: the only hosts plain http:// is accepted for in key and
+// OAuth URLs.
+func IsLoopbackHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// CheckIssuerURL checks an OAuth authorization server's issuer identifier
+// (RFC 8414 section 2): https (http on a loopback host), a host, no
+// query, fragment or user info.
+func CheckIssuerURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return fmt.Errorf("want the issuer URL of an OAuth authorization server, e.g. https://auth.example.com")
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(raw, "#") || strings.HasSuffix(raw, "?") {
+		return fmt.Errorf("an issuer URL has no query, fragment or user info")
+	}
+	return checkSecureURL(u, "an https:// issuer URL")
+}
+
+// validateOAuth checks authorization_servers and public_url.
+func (c *Config) validateOAuth(bad func(format string, args ...any)) {
+	for i, s := range c.AuthorizationServers {
+		if err := CheckIssuerURL(s); err != nil {
+			bad("authorization_servers[%d] %q: %v", i, s, err)
+		}
+	}
+	if len(c.AuthorizationServers) > 0 && c.PublicURL == "" {
+		bad("authorization_servers needs public_url: the URL clients reach this server at (e.g. https://lakegate.example.com), " +
+			"which the authorization servers' tokens must name in aud")
+	}
+	if c.PublicURL == "" {
+		return
+	}
+	u, err := url.Parse(c.PublicURL)
+	switch {
+	case err != nil || u.Host == "" || u.Opaque != "":
+		bad("public_url %q: want scheme://host[:port], e.g. https://lakegate.example.com", c.PublicURL)
+	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		// The well-known metadata sits at the host's root (RFC 9728
+		// inserts its path before the resource's), which a path prefix
+		// would move out of this server's reach.
+		bad("public_url %q: want scheme://host[:port] with no path, query or fragment, e.g. https://lakegate.example.com", c.PublicURL)
+	default:
+		if err := checkSecureURL(u, "scheme://host[:port], e.g. https://lakegate.example.com"); err != nil {
+			bad("public_url %q: %v", c.PublicURL, err)
+		}
+	}
 }
 
 // HasJWTKeys reports whether any JWT key is configured: the HS256 secret,
-// public key files or a JWKS URL.
+// public key files, a JWKS URL, or authorization servers (whose JWK Sets
+// their metadata names).
 func (c *Config) HasJWTKeys() bool {
-	return c.JWTSecret != "" || len(c.JWTPublicKeyFiles) > 0 || c.JWTJWKSURL != ""
+	return c.JWTSecret != "" || len(c.JWTPublicKeyFiles) > 0 || c.JWTJWKSURL != "" || len(c.AuthorizationServers) > 0
 }

@@ -122,6 +122,18 @@ type Config struct {
 	// list of strings; a dotted path reads a nested claim). With the
 	// default, "roles", a "role" claim is read too.
 	JWTRolesClaim string `json:"jwt_roles_claim"`
+	// AuthorizationServers are OAuth issuer URLs (https; http on loopback)
+	// whose access tokens are accepted when their aud names this server
+	// (PublicURL, PublicURL/mcp or PublicURL/mcp/sse); their keys come
+	// from the jwks_uri of their metadata. Set, the server publishes RFC
+	// 9728 metadata naming them and points every 401 at it (MCP
+	// authorization discovery). It needs PublicURL.
+	AuthorizationServers []string `json:"authorization_servers"`
+	// PublicURL is the URL clients reach this server at
+	// (scheme://host[:port], as a reverse proxy in front shows it): the
+	// OAuth resource identifier. The request's Host is not used, since a
+	// client chooses it.
+	PublicURL string `json:"public_url"`
 	// Access narrows, per role, the databases and tables callers may use
 	// and the PostgreSQL role their queries run as.
 	Access map[string]RoleAccess `json:"access"`
