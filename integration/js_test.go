@@ -150,9 +150,14 @@ func TestInspectorCLI(t *testing.T) {
 	for _, tc := range []struct{ transport, path string }{{"sse", "/mcp/sse"}, {"http", "/mcp"}} {
 		t.Run(tc.transport, func(t *testing.T) {
 			base := []string{"--cli", e.base + tc.path, "--transport", tc.transport, "--header", header}
-			out, err := runNode(t, env, 2*time.Minute, "mcp-inspector", append(base, "--method", "tools/list")...)
+			// --strict lints every tool's schemas and prints a finding per
+			// problem (a schema that constrains nothing, a type array).
+			out, err := runNode(t, env, 2*time.Minute, "mcp-inspector", append(base, "--method", "tools/list", "--strict")...)
 			if err != nil || !strings.Contains(out, `"run_sql"`) {
 				t.Fatalf("inspector tools/list: %v\n%s", err, out)
+			}
+			if strings.Contains(out, "Warning: ") || strings.Contains(out, "Error: ") {
+				t.Errorf("inspector --strict found problems in the tool schemas:\n%s", out)
 			}
 			out, err = runNode(t, env, 2*time.Minute, "mcp-inspector", append(base, "--method", "tools/call",
 				"--tool-name", "list_tables", "--tool-arg", "database=iot")...)
