@@ -248,3 +248,36 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// The rows of a query tool travel once: the whole JSON-RPC reply of
+// run_sql for 1000 rows of readings is at most 65 bytes per row (the CSV
+// text the model reads, its JSON escaping, the column descriptions and the
+// footer), with no second copy of the rows in structuredContent.
+func TestRunSQLReplySize(t *testing.T) {
+	e := start(t, envOptions{})
+	tok := token(t, "alice", "reader")
+	_, sid, _ := postMCP(t, e, tok, "", "", initialize("2025-11-25"))
+	postMCP(t, e, tok, sid, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	code, _, body := postMCP(t, e, tok, sid, "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_sql",`+
+		`"arguments":{"database":"iot","sql":"SELECT * FROM readings ORDER BY id LIMIT 1000","max_rows":1000}}}`)
+	msg, ok := strings.CutPrefix(strings.TrimSpace(body), "event: message\ndata: ")
+	if code != http.StatusOK || !ok {
+		t.Fatalf("tools/call: got %d %.300s", code, body)
+	}
+	var reply struct {
+		Result struct {
+			Content []struct{ Text string }
+			Structured struct {
+				RowCount int `json:"row_count"`
+			} `json:"structuredContent"`
+		}
+	}
+	if err := json.Unmarshal([]byte(msg), &reply); err != nil || reply.Result.Structured.RowCount != 1000 {
+		t.Fatalf("reply: %v, row_count %d: %.300s", err, reply.Result.Structured.RowCount, msg)
+	}
+	perRow := float64(len(msg)) / 1000
+	t.Logf("run_sql reply for 1000 readings: %d bytes, %.1f B per row", len(msg), perRow)
+	if perRow > 65 {
+		t.Errorf("the reply is %.1f B per row, want at most 65", perRow)
+	}
+}
