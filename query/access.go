@@ -167,12 +167,31 @@ func (g *grant) view(cat *catalog) *catalog {
 }
 
 func (g *grant) tablesHint() string {
+	return fmt.Sprintf("tables of database %q open to %s: %s", g.db, g.who, strings.Join(g.tableNames(), ", "))
+}
+
+// tableNames are the names on the caller's table list, sorted.
+func (g *grant) tableNames() []string {
 	names := make([]string, 0, len(g.tables))
 	for t := range g.tables {
 		names = append(names, t)
 	}
 	sort.Strings(names)
-	return fmt.Sprintf("tables of database %q open to %s: %s", g.db, g.who, strings.Join(names, ", "))
+	return names
+}
+
+// deniedHint is tablesHint led by the tables on the list close to t (a
+// typo of one of them): candidates come from the list only, so a table
+// the caller may not read is never named.
+func (g *grant) deniedHint(d Dialect, t validate.TableRef) string {
+	name := t.Name
+	if d == Postgres && t.Schema != "" && t.Schema != "public" {
+		name = t.String()
+	}
+	if dym := DidYouMean(name, g.tableNames()); dym != "" {
+		return dym + " " + g.tablesHint()
+	}
+	return g.tablesHint()
 }
 
 // check validates caller-written SQL (validate.Check). With a table list,
@@ -203,7 +222,7 @@ func (g *grant) check(d Dialect, sqlText string) error {
 	case denied != nil:
 		return &Error{Kind: KindForbidden,
 			Message: fmt.Sprintf("table %s of database %q is not open to %s", denied, g.db, g.who),
-			Hint:    g.tablesHint(), Err: err}
+			Hint:    g.deniedHint(d, *denied), Err: err}
 	case errors.As(err, &ve) && ve.ServerInfo != "":
 		return g.infoRefusal(ve)
 	}

@@ -175,7 +175,9 @@ func foldMatch(name string, n int, at func(int) string) (int, bool) {
 }
 
 // closeMatches returns up to 3 names within a small edit distance of name,
-// closest first.
+// closest first, ignoring case. Only names at most one edit further than
+// the closest are kept, so that a name one typo away is not drowned by
+// names further off.
 func closeMatches(name string, known []string) []string {
 	type cand struct {
 		name string
@@ -199,15 +201,19 @@ func closeMatches(name string, known []string) []string {
 		return cs[i].name < cs[j].name
 	})
 	var out []string
-	for i := 0; i < len(cs) && i < 3; i++ {
+	for i := 0; i < len(cs) && i < 3 && cs[i].d <= cs[0].d+1; i++ {
 		out = append(out, cs[i].name)
 	}
 	return out
 }
 
-// editDistance is the Levenshtein distance between a and b, in runes.
+// editDistance is the optimal string alignment distance between a and b,
+// in runes: Levenshtein's insertions, deletions and substitutions, plus
+// the swap of two adjacent runes ("lenght" for "length"), each one edit.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
+	// Three rows: i-2, i-1 and i.
+	prev2 := make([]int, len(rb)+1)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
@@ -221,8 +227,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
 }

@@ -162,7 +162,8 @@ func TestEditDistance(t *testing.T) {
 		want int
 	}{
 		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"readings", "reading", 1},
-		{"devcies", "devices", 2}, {"héllo", "hello", 1},
+		{"devcies", "devices", 1}, {"héllo", "hello", 1}, {"lenght", "length", 1},
+		{"ab", "ba", 1}, {"ca", "abc", 3}, {"abcd", "badc", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.a+"/"+tt.b, func(t *testing.T) {

@@ -322,8 +322,8 @@ func internalErr(what string, err error) *Error {
 // namesHint lists close matches of name among known, then the known names.
 func namesHint(what, name string, known []string) string {
 	var b strings.Builder
-	if close := closeMatches(name, known); len(close) > 0 {
-		fmt.Fprintf(&b, "did you mean %s? ", quoteList(close))
+	if dym := DidYouMean(name, known); dym != "" {
+		b.WriteString(dym + " ")
 	}
 	switch {
 	case len(known) == 0:
@@ -334,6 +334,20 @@ func namesHint(what, name string, known []string) string {
 		fmt.Fprintf(&b, "%d %s are known; list them first", len(known), what)
 	}
 	return b.String()
+}
+
+// DidYouMean is `did you mean "x" or "y"?` with up to 3 names of known
+// close to name (a typo or two away, ignoring case; the closest first),
+// or empty when none is. Every unknown name a caller gets a hint for goes
+// through it: structured requests, the database's own errors (an unknown
+// table, column or function in caller-written SQL), and the MCP plugin's
+// unknown tools.
+func DidYouMean(name string, known []string) string {
+	close := closeMatches(name, known)
+	if len(close) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("did you mean %s?", quoteList(close))
 }
 
 func quoteList(names []string) string {

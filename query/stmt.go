@@ -48,6 +48,7 @@ type Stmt struct {
 	PinPath bool
 
 	e    *Engine
+	g    *grant // what the caller may see, for hints (suggest)
 	src  source
 	text string // what runs: capped at Limit+1 rows
 	args []any
@@ -127,15 +128,16 @@ func (e *Engine) PrepareQuery(ctx context.Context, c Caller, r Request) (*Stmt, 
 
 func (e *Engine) newStmt(g *grant, src source, db string, limit int) *Stmt {
 	return &Stmt{Database: db, Limit: limit, Timeout: e.opts.StatementTimeout,
-		Role: g.pgRole, PinPath: g.tables != nil, e: e, src: src}
+		Role: g.pgRole, PinPath: g.tables != nil, e: e, g: g, src: src}
 }
 
 // Run runs the statement and streams its rows into sink: Begin, a Row per
 // row (at most Limit), End. It goes through the database's breaker and
 // retries transient failures while nothing has reached the sink yet. The
 // first row is read before Begin, so a statement that fails at once never
-// touches the sink. Errors are classified; a sink's own error comes back
-// as it was returned.
+// touches the sink. Errors are classified, an unknown table, column or
+// function with close candidates the caller may see (suggest); a sink's
+// own error comes back as it was returned.
 func (s *Stmt) Run(ctx context.Context, sink Sink) (*Result, error) {
 	start := time.Now()
 	t := &trackSink{Sink: sink}
@@ -146,7 +148,7 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (*Result, error) {
 		return t.started, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, s.suggest(ctx, err)
 	}
 	res.SQL = s.SQL
 	if res.Truncated && s.next != nil {
