@@ -88,6 +88,7 @@ func (p *Plugin) addConformanceFixtures() {
 			schema = emptySchema
 		}
 		p.server.AddTool(&mcpsdk.Tool{Name: name, Description: desc, InputSchema: schema}, h)
+		p.fixtureTools = append(p.fixtureTools, name)
 	}
 	fixed := func(res *mcpsdk.CallToolResult) mcpsdk.ToolHandler {
 		return func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) { return res, nil }

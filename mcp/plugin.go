@@ -111,6 +111,9 @@ type Plugin struct {
 	tools   []toolSpec
 	workers Workers
 
+	// fixtureTools are the conformance fixtures' tool names.
+	fixtureTools []string
+
 	enabled      atomic.Bool
 	enabledSince atomic.Pointer[time.Time]
 
@@ -238,7 +241,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	for _, t := range tools {
 		p.server.AddTool(t.tool(), p.observe(t.Name, p.handle(t)))
 	}
-	p.server.AddReceivingMiddleware(p.cancelOnClose, p.catalogCheck, p.visibleResources)
+	p.server.AddReceivingMiddleware(p.cancelOnClose, p.catalogCheck, p.visibleResources, p.unknownTool)
 	if o.Trace {
 		p.server.AddReceivingMiddleware(p.trace("in"))
 		p.server.AddSendingMiddleware(p.trace("out"))

@@ -1,0 +1,78 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/query"
+)
+
+// unknownTool is receiving middleware: a tools/call naming a tool the
+// server does not have gets the protocol's answer (JSON-RPC invalid
+// params, as the SDK gives and the MCP specification asks), whose message
+// names the close tools and lists them all, and whose data is the
+// taxonomy's error object (not_found) with the list, so that an agent can
+// call again without a tools/list first.
+//
+// The SDK answers an unknown tool itself, before any tool handler, with
+// a bare `unknown tool "x"`; this rewrites that answer, and only for a
+// name the plugin did not register (a registered tool's invalid-params
+// error, e.g. arguments that fail its schema, passes as it is).
+func (p *Plugin) unknownTool(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		res, err := next(ctx, method, req)
+		var we *jsonrpc.Error
+		call, ok := req.(*mcpsdk.CallToolRequest)
+		if !ok || call.Params == nil || !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
+			return res, err
+		}
+		names := p.allToolNames()
+		if slices.Contains(names, call.Params.Name) {
+			return res, err
+		}
+		return nil, unknownToolErr(call.Params.Name, names)
+	}
+}
+
+// unknownToolErr is the answer to a call of tool name, which is not one
+// of names.
+func unknownToolErr(name string, names []string) error {
+	body := struct {
+		ErrorBody
+		Tools []string `json:"tools"`
+	}{ErrorBody{Kind: query.KindNotFound, Message: fmt.Sprintf("unknown tool %q", excerpt(name))}, names}
+	body.Hint = "available tools: " + strings.Join(names, ", ")
+	if dym := query.DidYouMean(name, names); dym != "" {
+		body.Hint = dym + " " + body.Hint
+	}
+	data, _ := json.Marshal(body)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: body.Message + "; " + body.Hint, Data: data}
+}
+
+// allToolNames are the tools the server has: those of the tool registry
+// and the conformance fixtures, sorted.
+func (p *Plugin) allToolNames() []string {
+	names := append(p.ToolNames(), p.fixtureTools...)
+	slices.Sort(names)
+	return names
+}
+
+// excerpt bounds a caller's name quoted back in a message.
+func excerpt(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && cut < len(s) && s[cut]&0xc0 == 0x80 { // not mid-rune
+		cut--
+	}
+	return s[:cut] + "..."
+}
