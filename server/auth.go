@@ -62,13 +62,20 @@ func NewToken(secret []byte, subject, role string, ttl time.Duration) (string, e
 
 // verifier checks bearer tokens against the configured keys (each pinned
 // to its algorithm), with exp required, iss and aud when configured, and a
-// small leeway; and reads the caller's roles from the roles claim.
+// small leeway; and reads the caller's roles from the roles claim. A token
+// whose iss is one of the authorization servers goes to that server's
+// verifier instead.
 type verifier struct {
 	keys       *keySet
 	parser     *jwt.Parser
 	issuer     string
-	audience   string
+	audiences  []string
 	rolesClaim string
+	// resource is this server as an OAuth protected resource; nil without
+	// authorization servers.
+	resource *oauthResource
+	// byIssuer verifies the tokens of each authorization server.
+	byIssuer map[string]*verifier
 }
 
 // newVerifier loads the keys of cfg; close ends what it started.
@@ -92,16 +99,37 @@ func newVerifier(cfg config.Config, log *slog.Logger) (*verifier, error) {
 	if rolesClaim == "" {
 		rolesClaim = config.DefaultRolesClaim
 	}
-	return &verifier{keys: keys, parser: jwt.NewParser(opts...), issuer: cfg.JWTIssuer,
-		audience: cfg.JWTAudience, rolesClaim: rolesClaim}, nil
+	v := &verifier{keys: keys, parser: jwt.NewParser(opts...), issuer: cfg.JWTIssuer, rolesClaim: rolesClaim}
+	if cfg.JWTAudience != "" {
+		v.audiences = []string{cfg.JWTAudience}
+	}
+	if v.resource = newOAuthResource(cfg); v.resource != nil {
+		v.byIssuer = newIssuerVerifiers(v.resource, rolesClaim, log)
+	}
+	return v, nil
 }
 
-func (v *verifier) close() { v.keys.close() }
+func (v *verifier) close() {
+	v.keys.close()
+	for _, iv := range v.byIssuer {
+		iv.close()
+	}
+}
 
 // verify checks token and returns its caller. ctx bounds a JWK Set fetch.
 func (v *verifier) verify(ctx context.Context, token string) (query.Caller, error) {
+	if v.byIssuer != nil {
+		if iv := v.byIssuer[tokenIssuer(token)]; iv != nil {
+			return iv.verify(ctx, token)
+		}
+	}
 	claims := jwt.MapClaims{}
 	_, err := v.parser.ParseWithClaims(token, &claims, v.keys.keyfunc(ctx))
+	if errors.Is(err, errIssuerKeys) {
+		return query.Caller{}, &query.Error{Kind: query.KindUnavailable,
+			Message: fmt.Sprintf("the keys of authorization server %q could not be fetched, so the token cannot be checked now", v.issuer),
+			Hint:    "try again shortly", RetryAfter: discoveryRetry, Err: err}
+	}
 	if err != nil {
 		return query.Caller{}, &query.Error{Kind: query.KindAuth, Message: v.reason(err, claims), Err: err}
 	}
@@ -131,11 +159,14 @@ func (v *verifier) reason(err error, claims jwt.MapClaims) string {
 	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
 		return fmt.Sprintf("bearer token issuer is not accepted (want iss %q)", v.issuer)
 	case errors.Is(err, jwt.ErrTokenInvalidAudience):
-		return fmt.Sprintf("bearer token audience is not accepted (want aud %q)", v.audience)
+		return fmt.Sprintf("bearer token audience is not accepted (want aud %q)", strings.Join(v.audiences, `" or "`))
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
 		var missing []string
-		for _, c := range []struct{ name, want string }{{"exp", "exp"}, {"iss", v.issuer}, {"aud", v.audience}} {
-			if _, ok := claims[c.name]; !ok && c.want != "" {
+		for _, c := range []struct {
+			name string
+			want bool
+		}{{"exp", true}, {"iss", v.issuer != ""}, {"aud", len(v.audiences) > 0}} {
+			if _, ok := claims[c.name]; !ok && c.want {
 				missing = append(missing, c.name)
 			}
 		}

@@ -67,7 +67,7 @@ func (s *Server) renderErrors(c *gin.Context) {
 		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(body.RetryAfter))))
 	}
 	if code == http.StatusUnauthorized {
-		c.Header("WWW-Authenticate", `Bearer realm="lakegate"`)
+		c.Header("WWW-Authenticate", s.challenge(c.Request.URL.Path))
 	}
 	c.JSON(code, gin.H{"error": body})
 }

@@ -57,18 +57,32 @@ type keySet struct {
 	secret []byte
 	// public maps an algorithm to the PEM files' keys of that algorithm.
 	public map[string][]any
-	jwks   keyfunc.Keyfunc
+	jwks   jwkSource
 	stop   context.CancelFunc
 	// client fetches the JWK Set; close drops its idle connections.
 	client *http.Client
+	// wait, when set, waits for what the set started besides keyfunc's
+	// refresh (an authorization server's discovery); close calls it after
+	// stop.
+	wait func()
 	// algs are the accepted algorithms, sorted: no other (none included)
 	// reaches a key.
 	algs []string
 }
 
+// jwkSource finds a token's keys in a JWK Set: a keyfunc.Keyfunc, or an
+// authorization server's set found through its metadata.
+type jwkSource interface {
+	KeyfuncCtx(ctx context.Context) jwt.Keyfunc
+}
+
+var (
+	_ jwkSource = keyfunc.Keyfunc(nil)
+	_ jwkSource = (*issuerKeys)(nil)
+)
+
 // loadKeys reads the configured keys. With a JWKS URL it fetches the set
-// once (a failure is logged: the set is fetched again on an unknown kid
-// and every hour) and starts keyfunc's refresh goroutine, which close
+// once and starts keyfunc's refresh goroutine (newJWKS), which close
 // ends.
 func loadKeys(cfg config.Config, log *slog.Logger) (*keySet, error) {
 	if log == nil {
@@ -93,21 +107,7 @@ func loadKeys(cfg config.Config, log *slog.Logger) (*keySet, error) {
 	if cfg.JWTJWKSURL != "" {
 		ctx, stop := context.WithCancel(context.Background())
 		client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-		jwks, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{cfg.JWTJWKSURL}, keyfunc.Override{
-			Client:            client,
-			HTTPTimeout:       jwksTimeout,
-			RefreshInterval:   jwksRefresh,
-			RefreshUnknownKID: rate.NewLimiter(rate.Every(jwksUnknownRefresh), 1),
-			// Bounds both the wait for a refresh slot (a token with an
-			// unknown kid is refused at once when none is near) and the
-			// refresh itself.
-			RateLimitWaitMax: jwksTimeout,
-			RefreshErrorHandlerFunc: func(string) func(context.Context, error) {
-				return func(_ context.Context, err error) {
-					log.Warn("jwt_jwks_url: fetching the key set failed", "error", err.Error())
-				}
-			},
-		})
+		jwks, err := newJWKS(ctx, cfg.JWTJWKSURL, client, log, "jwt_jwks_url")
 		if err != nil {
 			stop()
 			return nil, fmt.Errorf("jwt_jwks_url: %w", err)
@@ -120,10 +120,34 @@ func loadKeys(cfg config.Config, log *slog.Logger) (*keySet, error) {
 	return k, nil
 }
 
+// newJWKS fetches the JWK Set at url once (a failure is logged under
+// setting: the set is fetched again on an unknown kid and every hour) and
+// starts keyfunc's refresh goroutine, which ends with ctx.
+func newJWKS(ctx context.Context, url string, client *http.Client, log *slog.Logger, setting string) (keyfunc.Keyfunc, error) {
+	return keyfunc.NewDefaultOverrideCtx(ctx, []string{url}, keyfunc.Override{
+		Client:            client,
+		HTTPTimeout:       jwksTimeout,
+		RefreshInterval:   jwksRefresh,
+		RefreshUnknownKID: rate.NewLimiter(rate.Every(jwksUnknownRefresh), 1),
+		// Bounds both the wait for a refresh slot (a token with an
+		// unknown kid is refused at once when none is near) and the
+		// refresh itself.
+		RateLimitWaitMax: jwksTimeout,
+		RefreshErrorHandlerFunc: func(string) func(context.Context, error) {
+			return func(_ context.Context, err error) {
+				log.Warn(setting+": fetching the key set failed", "error", err.Error())
+			}
+		},
+	})
+}
+
 // close ends the JWK Set refresh; it is idempotent.
 func (k *keySet) close() {
 	if k.stop != nil {
 		k.stop()
+		if k.wait != nil {
+			k.wait()
+		}
 		k.client.CloseIdleConnections()
 	}
 }
@@ -143,6 +167,8 @@ func (k *keySet) keyfunc(ctx context.Context) jwt.Keyfunc {
 		if k.jwks != nil {
 			found, err := k.jwks.KeyfuncCtx(ctx)(t)
 			switch {
+			case errors.Is(err, errIssuerKeys):
+				return nil, err
 			case err != nil && len(keys) == 0:
 				if _, hasKID := t.Header["kid"]; hasKID {
 					return nil, fmt.Errorf("%w: %w", errUnknownKID, err)

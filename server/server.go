@@ -120,6 +120,7 @@ func (s *Server) routes() *gin.Engine {
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, gin.H{"error": body})
 	})
 	r.GET("/health", s.health)
+	s.mountOAuth(r)
 	s.mountObservability(r)
 
 	authed := r.Group("", s.authenticate, s.rateLimit)
