@@ -1,13 +1,11 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -42,61 +40,6 @@ type RoleAccess struct {
 	// (SET LOCAL ROLE in each transaction), so that PostgreSQL enforces its
 	// grants too. The connecting user must be a member of it. Empty: none.
 	PGRole string `json:"pg_role,omitempty"`
-}
-
-// applyAuthEnv reads the LAKEGATE_* variables of the JWT, client
-// certificate and access settings, and server_info_functions.
-func (c *Config) applyAuthEnv(getenv func(string) string) error {
-	for key, dst := range map[string]*string{
-		"LAKEGATE_JWT_JWKS_URL":    &c.JWTJWKSURL,
-		"LAKEGATE_JWT_ISSUER":      &c.JWTIssuer,
-		"LAKEGATE_JWT_AUDIENCE":    &c.JWTAudience,
-		"LAKEGATE_JWT_ROLES_CLAIM": &c.JWTRolesClaim,
-		"LAKEGATE_PUBLIC_URL":      &c.PublicURL,
-
-		"LAKEGATE_SERVER_INFO_FUNCTIONS": &c.ServerInfoFunctions,
-	} {
-		if v := getenv(key); v != "" {
-			*dst = v
-		}
-	}
-	for key, dst := range map[string]*[]string{
-		"LAKEGATE_JWT_PUBLIC_KEY_FILES":  &c.JWTPublicKeyFiles,
-		"LAKEGATE_TLS_CLIENT_CERT_ROLES": &c.TLSClientCertRoles,
-		"LAKEGATE_AUTHORIZATION_SERVERS": &c.AuthorizationServers,
-	} {
-		if v := getenv(key); v != "" {
-			*dst = splitList(v)
-		}
-	}
-	if v := getenv("LAKEGATE_TLS_CLIENT_CERT_AUTH"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("LAKEGATE_TLS_CLIENT_CERT_AUTH=%q: want true or false", v)
-		}
-		c.TLSClientCertAuth = b
-	}
-	if v := getenv("LAKEGATE_ACCESS"); v != "" {
-		var access map[string]RoleAccess
-		dec := json.NewDecoder(strings.NewReader(v))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&access); err != nil {
-			return fmt.Errorf(`LAKEGATE_ACCESS: want a JSON object like {"analyst": {"databases": ["iot"], "tables": {"iot": ["readings"]}, "pg_role": "lakegate_analyst"}}: %v`, err)
-		}
-		c.Access = access
-	}
-	return nil
-}
-
-// splitList reads "a, b,c" as [a b c].
-func splitList(s string) []string {
-	var out []string
-	for item := range strings.SplitSeq(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }
 
 // validateAuth checks the JWT, client certificate and access settings, and

@@ -96,164 +96,171 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration as a Go duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-// Config is the whole configuration of one lakegate process.
+// Config is the whole configuration of one lakegate process. Each field is
+// one setting, declared here once (Settings lists them): its json tag is
+// the config file key, and LAKEGATE_ and the key in upper case its
+// environment variable; its help tag is the line serve --help and README
+// show; its default is Default's value, or the default tag where that is
+// worked out at start; example shows the JSON of a structured setting.
 type Config struct {
 	// Listen is the TCP address of the HTTP server.
-	Listen string `json:"listen"`
+	Listen string `json:"listen" help:"TCP address (host:port) to serve on; serve --listen overrides it"`
 	// Databases are the sources served. Empty means the embedded demo.
-	Databases []Database `json:"databases"`
+	Databases []Database `json:"databases" default:"embedded demo" help:"data sources: name=url,... (postgres://... or sqlite:PATH); or LAKEGATE_DATABASE_URL for one"`
 	// DataDir holds the embedded demo database and other local state.
-	DataDir string `json:"data_dir"`
+	DataDir string `json:"data_dir" help:"where the embedded demo database and the block spool live"`
 	// JWTSecret is the HS256 secret (at least 32 bytes). Empty, with no
 	// other JWT key: one is generated for the run.
-	JWTSecret string `json:"jwt_secret"`
+	JWTSecret string `json:"jwt_secret" default:"generated per run when no other way in is set" help:"HS256 secret, at least 32 bytes"`
 	// JWTPublicKeyFiles are PEM public keys (RSA: RS256, Ed25519: EdDSA,
 	// ECDSA P-256: ES256); each verifies only tokens of its algorithm.
-	JWTPublicKeyFiles []string `json:"jwt_public_key_files"`
+	JWTPublicKeyFiles []string `json:"jwt_public_key_files" help:"PEM public keys (comma-separated): RSA verifies RS256, Ed25519 EdDSA, ECDSA P-256 ES256"`
 	// JWTJWKSURL is a JWK Set (https) whose keys verify tokens by kid,
 	// refreshed hourly and when an unknown kid is seen (at most once a
 	// minute).
-	JWTJWKSURL string `json:"jwt_jwks_url"`
+	JWTJWKSURL string `json:"jwt_jwks_url" help:"a JWK Set URL (https; http on loopback) whose keys verify tokens by kid"`
 	// JWTIssuer and JWTAudience, when set, are required in the iss and aud
 	// claims.
-	JWTIssuer   string `json:"jwt_issuer"`
-	JWTAudience string `json:"jwt_audience"`
+	JWTIssuer   string `json:"jwt_issuer" help:"when set, a token's iss must equal it"`
+	JWTAudience string `json:"jwt_audience" help:"when set, a token's aud must hold it"`
 	// JWTRolesClaim is the claim holding the caller's roles (a string or a
 	// list of strings; a dotted path reads a nested claim). With the
 	// default, "roles", a "role" claim is read too.
-	JWTRolesClaim string `json:"jwt_roles_claim"`
+	JWTRolesClaim string `json:"jwt_roles_claim" help:"claim holding the caller's roles (a.b reads a nested claim)"`
 	// AuthorizationServers are OAuth issuer URLs (https; http on loopback)
 	// whose access tokens are accepted when their aud names this server
 	// (PublicURL, PublicURL/mcp or PublicURL/mcp/sse); their keys come
 	// from the jwks_uri of their metadata. Set, the server publishes RFC
 	// 9728 metadata naming them and points every 401 at it (MCP
 	// authorization discovery). It needs PublicURL.
-	AuthorizationServers []string `json:"authorization_servers"`
+	AuthorizationServers []string `json:"authorization_servers" help:"OAuth issuer URLs (comma-separated) whose tokens for public_url are accepted"`
 	// PublicURL is the URL clients reach this server at
 	// (scheme://host[:port], as a reverse proxy in front shows it): the
 	// OAuth resource identifier. The request's Host is not used, since a
 	// client chooses it.
-	PublicURL string `json:"public_url"`
+	PublicURL string `json:"public_url" help:"URL clients reach this server at (scheme://host[:port]); needed by authorization_servers"`
 	// Access narrows, per role, the databases and tables callers may use
 	// and the PostgreSQL role their queries run as.
-	Access map[string]RoleAccess `json:"access"`
+	Access map[string]RoleAccess `json:"access" help:"per role: the databases and tables it may use and the pg_role its queries run as (JSON)" example:"{\"analyst\": {\"databases\": [\"iot\"], \"tables\": {\"iot\": [\"readings\"]}, \"pg_role\": \"lakegate_analyst\"}}"`
 	// ServerInfoFunctions says who may call SQL functions that read server
 	// information (settings, version, addresses, paths, other sessions):
 	// ServerInfoAdmin (the default; empty means it), ServerInfoAll or
 	// ServerInfoNone.
-	ServerInfoFunctions string `json:"server_info_functions"`
+	ServerInfoFunctions string `json:"server_info_functions" help:"who may call SQL functions reading server information (version(), ...): admin, all or none"`
 
 	// TLSCertFile and TLSKeyFile (PEM) turn on HTTPS, and HTTP/3 on the
 	// same port number over UDP.
-	TLSCertFile string `json:"tls_cert_file"`
-	TLSKeyFile  string `json:"tls_key_file"`
+	TLSCertFile string `json:"tls_cert_file" help:"PEM certificate: serve HTTPS, and HTTP/3 on the same UDP port (with tls_key_file)"`
+	TLSKeyFile  string `json:"tls_key_file" help:"PEM private key of tls_cert_file"`
 	// TLSClientCAFile (PEM) asks clients for a certificate signed by one of
 	// its CAs (mutual TLS).
-	TLSClientCAFile string `json:"tls_client_ca_file"`
+	TLSClientCAFile string `json:"tls_client_ca_file" help:"PEM CAs: mutual TLS, every client must show a certificate they signed"`
 	// TLSClientCertAuth lets a verified client certificate identify a
 	// request that has no bearer token: the subject is the certificate's
 	// common name, the roles are TLSClientCertRoles.
-	TLSClientCertAuth  bool     `json:"tls_client_cert_auth"`
-	TLSClientCertRoles []string `json:"tls_client_cert_roles"`
+	TLSClientCertAuth  bool     `json:"tls_client_cert_auth" help:"a verified client certificate with no bearer token runs as its common name"`
+	TLSClientCertRoles []string `json:"tls_client_cert_roles" help:"roles (comma-separated) of callers identified by a client certificate"`
 
-	MCPEnabled bool `json:"mcp_enabled"`
+	MCPEnabled bool `json:"mcp_enabled" help:"MCP routes on at start (lakegate admin mcp enable turns them on later)"`
 	// MCPBlockThreshold is the encoded size past which a tool result goes
 	// to the block store instead of inline.
-	MCPBlockThreshold int64 `json:"mcp_block_threshold"`
+	MCPBlockThreshold int64 `json:"mcp_block_threshold" help:"bytes of a tool result answered inline; a larger one goes on into blocks"`
 	// MCPBlockSize is the target size of one block (blocks end on a row).
-	MCPBlockSize int64 `json:"mcp_block_size"`
+	MCPBlockSize int64 `json:"mcp_block_size" help:"target bytes of one block (a block ends on a row)"`
 	// MCPBlockDir is the spool directory of block files (default
 	// DATA_DIR/blocks); it is emptied at start.
-	MCPBlockDir string `json:"mcp_block_dir"`
+	MCPBlockDir string `json:"mcp_block_dir" default:"DATA_DIR/blocks" help:"spool directory of block files, emptied at start (one server per directory)"`
 	// MCPBlockTTL is how long a transfer can be fetched.
-	MCPBlockTTL Duration `json:"mcp_block_ttl"`
+	MCPBlockTTL Duration `json:"mcp_block_ttl" help:"how long a transfer can be read; then it is deleted"`
 	// MCPBlockBudget and MCPBlockBudgetPerSubject bound the bytes of all
 	// transfers on disk, and of one subject's.
-	MCPBlockBudget           int64  `json:"mcp_block_budget"`
-	MCPBlockBudgetPerSubject int64  `json:"mcp_block_budget_per_subject"`
-	MCPConfigDir             string `json:"mcp_config_dir"`
-	MCPMaxWorkers            int    `json:"mcp_max_workers"`
-	MCPTrace                 bool   `json:"mcp_trace"`
+	MCPBlockBudget           int64  `json:"mcp_block_budget" help:"bytes of all transfers on disk"`
+	MCPBlockBudgetPerSubject int64  `json:"mcp_block_budget_per_subject" help:"bytes of one subject's transfers on disk"`
+	MCPConfigDir             string `json:"mcp_config_dir" help:"a tools.json here replaces the built-in tools"`
+	MCPMaxWorkers            int    `json:"mcp_max_workers" help:"MCP's share of max_workers"`
+	MCPTrace                 bool   `json:"mcp_trace" help:"log every MCP message, received and sent (secrets masked, cut at 4 KiB)"`
 	// MCPKeepalive is the interval of ": keepalive" comments on SSE streams.
-	MCPKeepalive Duration `json:"mcp_keepalive"`
+	MCPKeepalive Duration `json:"mcp_keepalive" help:"interval of keepalive comments on SSE streams"`
 	// MCPSessionQueue and MCPSessionQueueBytes bound the messages waiting
 	// for one slow SSE client, in count and in bytes (0: 4 ×
 	// mcp_block_threshold); a client whose queue stays full for
 	// mcp_write_timeout is dropped.
-	MCPSessionQueue      int   `json:"mcp_session_queue"`
-	MCPSessionQueueBytes int64 `json:"mcp_session_queue_bytes"`
+	MCPSessionQueue      int   `json:"mcp_session_queue" help:"messages queued per SSE session"`
+	MCPSessionQueueBytes int64 `json:"mcp_session_queue_bytes" help:"bytes queued per SSE session (0: 4 × mcp_block_threshold)"`
 	// MCPWriteTimeout bounds one write to an SSE client before the session
 	// is closed.
-	MCPWriteTimeout Duration `json:"mcp_write_timeout"`
+	MCPWriteTimeout Duration `json:"mcp_write_timeout" help:"how long an SSE client may stall its stream before it is dropped"`
 	// MCPAllowedOrigins lists the browser origins (scheme://host[:port], or
 	// "*") allowed on the MCP routes; requests with another Origin header
 	// get 403. Requests without one (non-browser clients) are allowed.
-	MCPAllowedOrigins []string `json:"mcp_allowed_origins"`
+	MCPAllowedOrigins []string `json:"mcp_allowed_origins" help:"browser origins (comma-separated; * for any) allowed on the MCP routes"`
 	// MCPMaxSessions and MCPMaxSessionsPerSubject bound the open MCP
 	// sessions, SSE and Streamable HTTP together.
-	MCPMaxSessions           int `json:"mcp_max_sessions"`
-	MCPMaxSessionsPerSubject int `json:"mcp_max_sessions_per_subject"`
+	MCPMaxSessions           int `json:"mcp_max_sessions" help:"open MCP sessions in all (the least recently used idle one makes room)"`
+	MCPMaxSessionsPerSubject int `json:"mcp_max_sessions_per_subject" help:"open MCP sessions of one subject"`
 
 	// MaxWorkers bounds the database work running at once across REST,
 	// ingest and MCP tool calls; mcp_max_workers is MCP's share of it.
-	MaxWorkers int `json:"max_workers"`
+	MaxWorkers int `json:"max_workers" help:"database work running at once; REST, ingest and MCP share it"`
 	// WorkerWait is the longest a request waits for a worker before it is
 	// answered unavailable (with retry_after).
-	WorkerWait Duration `json:"worker_wait"`
+	WorkerWait Duration `json:"worker_wait" help:"longest wait for a worker or a database connection"`
 	// RateLimitRPS and RateLimitBurst bound each subject's REST requests
 	// and MCP tool calls (one token bucket per subject); 0 turns it off.
-	RateLimitRPS   float64 `json:"rate_limit_rps"`
-	RateLimitBurst int     `json:"rate_limit_burst"`
+	RateLimitRPS   float64 `json:"rate_limit_rps" help:"REST requests and MCP tool calls per second per subject (0: off)"`
+	RateLimitBurst int     `json:"rate_limit_burst" help:"burst of rate_limit_rps"`
 	// MaxQueriesPerSubject bounds one subject's database work running at
 	// once; 0 turns it off.
-	MaxQueriesPerSubject int `json:"max_queries_per_subject"`
+	MaxQueriesPerSubject int `json:"max_queries_per_subject" help:"database work one subject may run at once (0: off)"`
 	// MetricsAuth makes GET /metrics require an admin token; false serves
 	// it without one.
-	MetricsAuth bool `json:"metrics_auth"`
+	MetricsAuth bool `json:"metrics_auth" help:"GET /metrics needs an admin token"`
 
-	StatementTimeout Duration `json:"statement_timeout"`
-	DefaultRowLimit  int      `json:"default_row_limit"`
-	MaxRowLimit      int      `json:"max_row_limit"`
+	StatementTimeout Duration `json:"statement_timeout" help:"longest a query may run"`
+	DefaultRowLimit  int      `json:"default_row_limit" help:"rows returned when a request names no limit"`
+	MaxRowLimit      int      `json:"max_row_limit" help:"the largest row limit a request may ask for"`
 	// MaxRowBytes bounds one row of a result as the database sends it: a
 	// larger row is refused with a hint to read the value in parts.
-	MaxRowBytes  int64 `json:"max_row_bytes"`
-	MaxBodyBytes int64 `json:"max_body_bytes"`
+	MaxRowBytes  int64 `json:"max_row_bytes" help:"the largest row a query may return, as the database sends it"`
+	MaxBodyBytes int64 `json:"max_body_bytes" help:"the largest request body"`
 	// MaxConnections bounds the open client connections (0: the process's
 	// file-descriptor limit less 1,024, for the database, block files and
 	// logs); MaxConnectionsPerAddress bounds one remote address's (0 turns
 	// it off). At a cap, the connection that has waited longest without a
 	// request in progress is closed to make room; with none, the new one is
 	// refused.
-	MaxConnections           int `json:"max_connections"`
-	MaxConnectionsPerAddress int `json:"max_connections_per_address"`
+	MaxConnections           int `json:"max_connections" help:"open client connections (0: the open-file limit less 1,024)"`
+	MaxConnectionsPerAddress int `json:"max_connections_per_address" help:"open connections of one remote address (0: off)"`
 	// HeaderTimeout bounds reading a request's headers, ReadTimeout a whole
 	// request (headers and body) from its first byte; a client that has
 	// not sent them by then loses its connection. Neither bounds a
 	// response, so event streams live as long as they need. IdleTimeout
 	// closes a keep-alive connection with no request.
-	HeaderTimeout Duration `json:"header_timeout"`
-	ReadTimeout   Duration `json:"read_timeout"`
-	IdleTimeout   Duration `json:"idle_timeout"`
+	HeaderTimeout Duration `json:"header_timeout" help:"time a request's headers have to arrive"`
+	ReadTimeout   Duration `json:"read_timeout" help:"time a whole request (headers and body) has to arrive"`
+	IdleTimeout   Duration `json:"idle_timeout" help:"an idle keep-alive connection is closed after this"`
 	// DrainTimeout is how long a shutdown lets requests in flight finish;
 	// then they are stopped and answer 503 with Retry-After.
-	DrainTimeout Duration `json:"drain_timeout"`
+	DrainTimeout Duration `json:"drain_timeout" help:"at shutdown, how long requests in flight may finish"`
 
 	// LogFormat is "text" or "json".
-	LogFormat string `json:"log_format"`
+	LogFormat string `json:"log_format" help:"text or json (to stderr)"`
 	// LogLevel is "debug", "info", "warn" or "error".
-	LogLevel string `json:"log_level"`
+	LogLevel string `json:"log_level" help:"debug, info, warn or error"`
 }
 
 // Default returns a Config with every default filled in.
 func Default() Config {
 	return Config{
-		Listen:            DefaultListen,
-		DataDir:           DefaultDataDir,
-		JWTRolesClaim:     DefaultRolesClaim,
-		MCPBlockThreshold: DefaultBlockThreshold,
-		MCPBlockSize:      DefaultBlockSize,
-		MCPBlockTTL:       Duration(DefaultBlockTTL),
-		MCPBlockBudget:    DefaultBlockBudget,
+		Listen:        DefaultListen,
+		DataDir:       DefaultDataDir,
+		JWTRolesClaim: DefaultRolesClaim,
+		// Empty means the same; the default is named for help and README.
+		ServerInfoFunctions: ServerInfoAdmin,
+		MCPBlockThreshold:   DefaultBlockThreshold,
+		MCPBlockSize:        DefaultBlockSize,
+		MCPBlockTTL:         Duration(DefaultBlockTTL),
+		MCPBlockBudget:      DefaultBlockBudget,
 
 		MCPBlockBudgetPerSubject: DefaultBlockBudgetUser,
 		MCPMaxWorkers:            DefaultMaxWorkers,
@@ -283,10 +290,14 @@ func Default() Config {
 	}
 }
 
-// Load builds the configuration: defaults, then the file at path (if not
-// empty), then the environment read through getenv, then validation.
+// Load builds the configuration: defaults, then the config file (file,
+// or when it is empty the one LAKEGATE_CONFIG names, if any), then the
+// environment read through getenv, then validation.
 func Load(file string, getenv func(string) string) (Config, error) {
 	cfg := Default()
+	if file == "" {
+		file = getenv(EnvConfig)
+	}
 	if file != "" {
 		if err := cfg.readFile(file); err != nil {
 			return Config{}, err

@@ -1,122 +1,108 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// applyEnv overrides settings from the environment (LAKEGATE_*), read
-// through getenv.
+// applyEnv overrides settings from the environment, read through getenv:
+// each setting of Settings from its variable, parsed by the field's type.
+// LAKEGATE_DATABASE_URL names one database when LAKEGATE_DATABASES is not
+// set.
 func (c *Config) applyEnv(getenv func(string) string) error {
-	str := func(key string, dst *string) {
-		if v := getenv(key); v != "" {
-			*dst = v
+	cv := reflect.ValueOf(c).Elem()
+	for _, s := range Settings() {
+		v := getenv(s.Env)
+		if v == "" {
+			continue
+		}
+		if err := setFromEnv(cv.FieldByIndex(s.index), s, v); err != nil {
+			return err
 		}
 	}
-	str("LAKEGATE_LISTEN", &c.Listen)
-	str("LAKEGATE_DATA_DIR", &c.DataDir)
-	str("LAKEGATE_JWT_SECRET", &c.JWTSecret)
-	str("LAKEGATE_MCP_CONFIG_DIR", &c.MCPConfigDir)
-	str("LAKEGATE_LOG_FORMAT", &c.LogFormat)
-	str("LAKEGATE_TLS_CERT_FILE", &c.TLSCertFile)
-	str("LAKEGATE_TLS_KEY_FILE", &c.TLSKeyFile)
-	str("LAKEGATE_TLS_CLIENT_CA_FILE", &c.TLSClientCAFile)
-	str("LAKEGATE_MCP_BLOCK_DIR", &c.MCPBlockDir)
-	str("LAKEGATE_LOG_LEVEL", &c.LogLevel)
-	for key, dst := range map[string]*bool{
-		"LAKEGATE_MCP_ENABLED": &c.MCPEnabled,
-		"LAKEGATE_MCP_TRACE":   &c.MCPTrace,
-	} {
-		if v := getenv(key); v != "" {
-			b, err := strconv.ParseBool(v)
+	if getenv("LAKEGATE_DATABASES") == "" {
+		if v := getenv("LAKEGATE_DATABASE_URL"); v != "" {
+			name, err := NameFromURL(v)
 			if err != nil {
-				return fmt.Errorf("%s=%q: want true or false", key, v)
+				return fmt.Errorf("LAKEGATE_DATABASE_URL: %w", err)
 			}
-			*dst = b
+			c.Databases = []Database{{Name: name, URL: v}}
 		}
-	}
-	for key, dst := range map[string]*Duration{
-		"LAKEGATE_MCP_KEEPALIVE":     &c.MCPKeepalive,
-		"LAKEGATE_STATEMENT_TIMEOUT": &c.StatementTimeout,
-		"LAKEGATE_MCP_BLOCK_TTL":     &c.MCPBlockTTL,
-		"LAKEGATE_HEADER_TIMEOUT":    &c.HeaderTimeout,
-		"LAKEGATE_READ_TIMEOUT":      &c.ReadTimeout,
-		"LAKEGATE_IDLE_TIMEOUT":      &c.IdleTimeout,
-		"LAKEGATE_DRAIN_TIMEOUT":     &c.DrainTimeout,
-	} {
-		if v := getenv(key); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return fmt.Errorf("%s=%q: want a duration like 30s", key, v)
-			}
-			*dst = Duration(d)
-		}
-	}
-	for key, dst := range map[string]*int{
-		"LAKEGATE_MCP_MAX_WORKERS":   &c.MCPMaxWorkers,
-		"LAKEGATE_DEFAULT_ROW_LIMIT": &c.DefaultRowLimit,
-		"LAKEGATE_MAX_ROW_LIMIT":     &c.MaxRowLimit,
-
-		"LAKEGATE_MAX_CONNECTIONS":             &c.MaxConnections,
-		"LAKEGATE_MAX_CONNECTIONS_PER_ADDRESS": &c.MaxConnectionsPerAddress,
-	} {
-		if v := getenv(key); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return fmt.Errorf("%s=%q: want a whole number", key, v)
-			}
-			*dst = n
-		}
-	}
-	if v := getenv("LAKEGATE_MCP_ALLOWED_ORIGINS"); v != "" {
-		c.MCPAllowedOrigins = nil
-		for o := range strings.SplitSeq(v, ",") {
-			if o = strings.TrimSpace(o); o != "" {
-				c.MCPAllowedOrigins = append(c.MCPAllowedOrigins, o)
-			}
-		}
-	}
-	for key, dst := range map[string]*int64{
-		"LAKEGATE_MCP_BLOCK_THRESHOLD":          &c.MCPBlockThreshold,
-		"LAKEGATE_MCP_BLOCK_SIZE":               &c.MCPBlockSize,
-		"LAKEGATE_MCP_BLOCK_BUDGET":             &c.MCPBlockBudget,
-		"LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT": &c.MCPBlockBudgetPerSubject,
-		"LAKEGATE_MCP_SESSION_QUEUE_BYTES":      &c.MCPSessionQueueBytes,
-		"LAKEGATE_MAX_ROW_BYTES":                &c.MaxRowBytes,
-	} {
-		if v := getenv(key); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return fmt.Errorf("%s=%q: want a number of bytes", key, v)
-			}
-			*dst = n
-		}
-	}
-	if err := c.applyAuthEnv(getenv); err != nil {
-		return err
-	}
-	if err := c.applyLimitsEnv(getenv); err != nil {
-		return err
-	}
-	if v := getenv("LAKEGATE_DATABASES"); v != "" {
-		dbs, err := ParseDatabases(v)
-		if err != nil {
-			return fmt.Errorf("LAKEGATE_DATABASES: %w", err)
-		}
-		c.Databases = dbs
-	} else if v := getenv("LAKEGATE_DATABASE_URL"); v != "" {
-		name, err := NameFromURL(v)
-		if err != nil {
-			return fmt.Errorf("LAKEGATE_DATABASE_URL: %w", err)
-		}
-		c.Databases = []Database{{Name: name, URL: v}}
 	}
 	return nil
+}
+
+// setFromEnv parses v, the value of s's variable, into the field f.
+func setFromEnv(f reflect.Value, s Setting, v string) error {
+	switch p := f.Addr().Interface().(type) {
+	case *string:
+		*p = v
+	case *bool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q: want true or false", s.Env, v)
+		}
+		*p = b
+	case *int:
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q: want a whole number", s.Env, v)
+		}
+		*p = n
+	case *int64: // the int64 settings count bytes
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s=%q: want a number of bytes", s.Env, v)
+		}
+		*p = n
+	case *float64:
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%s=%q: want a number, e.g. 50 or 0.5", s.Env, v)
+		}
+		*p = n
+	case *Duration:
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q: want a duration like 30s", s.Env, v)
+		}
+		*p = Duration(d)
+	case *[]string:
+		*p = splitList(v)
+	case *[]Database:
+		dbs, err := ParseDatabases(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Env, err)
+		}
+		*p = dbs
+	default: // structured settings are JSON, as in a config file
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.DisallowUnknownFields()
+		fresh := reflect.New(f.Type())
+		if err := dec.Decode(fresh.Interface()); err != nil {
+			return fmt.Errorf("%s: want a JSON object like %s: %v", s.Env, s.Example, err)
+		}
+		f.Set(fresh.Elem())
+	}
+	return nil
+}
+
+// splitList reads "a, b,c" as [a b c].
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // ParseDatabases reads "name=url,name=url".
