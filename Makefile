@@ -11,9 +11,10 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/lakegate ./cmd/lakegate
 
 # Runs the server on the embedded demo database with MCP on; prints tokens
-# and the `claude mcp add` line.
+# and the `claude mcp add` lines. exec: the server replaces the shell, so
+# the SIGTERM make passes on reaches it (and frees the port).
 run: build
-	LAKEGATE_MCP_ENABLED=true ./bin/lakegate serve
+	LAKEGATE_MCP_ENABLED=true exec ./bin/lakegate serve
 
 vet:
 	$(GO) vet $(PKGS)

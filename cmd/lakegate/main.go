@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,14 +52,29 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	var configFile string
-	root.PersistentFlags().StringVar(&configFile, "config", "", "config file (JSON or YAML); LAKEGATE_* environment variables override it")
+	root.PersistentFlags().StringVar(&configFile, "config", "",
+		"config file, JSON or YAML (else the one "+config.EnvConfig+" names); LAKEGATE_* variables override it")
 
 	var conformance bool
+	var listen string
 	serveCmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the data server",
-		Args:  cobra.NoArgs,
+		Long: "Run the data server: REST, ingest, admin and MCP on one port.\n\n" +
+			"Every setting, with its environment variable and default, is listed after the flags.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("listen") {
+				// The flag outranks the environment, as the environment
+				// outranks the file.
+				env := getenv
+				getenv = func(k string) string {
+					if k == "LAKEGATE_LISTEN" {
+						return listen
+					}
+					return env(k)
+				}
+			}
 			cfg, err := config.Load(configFile, getenv)
 			if err != nil {
 				return err
@@ -67,8 +84,14 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 			return serveWith(ctx, cfg, serveOptions{conformance: conformance}, stdout, stderr)
 		},
 	}
+	serveCmd.Flags().StringVar(&listen, "listen", "", "host:port to serve on (overrides listen and LAKEGATE_LISTEN; default "+config.DefaultListen+")")
 	serveCmd.Flags().BoolVar(&conformance, "conformance", false, "add the MCP conformance suite's fixture tools, resources and prompts (tests only)")
 	_ = serveCmd.Flags().MarkHidden("conformance")
+	help := serveCmd.HelpFunc()
+	serveCmd.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		help(cmd, args)
+		writeSettings(cmd.OutOrStdout())
+	})
 	root.AddCommand(serveCmd)
 	root.AddCommand(newStdioCommand(&configFile, stderr, getenv))
 	root.AddCommand(newAdminCommand(stdout, getenv))
@@ -136,6 +159,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 // serveWith is serve with the command's flags.
 func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
+	demo := len(cfg.Databases) == 0
 	if err := useDemo(ctx, &cfg, log); err != nil {
 		return err
 	}
@@ -165,6 +189,11 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	}
 	defer srv.Close()
 	ln, err := net.Listen("tcp", cfg.Listen)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listen on %s: address already in use (another process holds it): "+
+			"choose another address with --listen, LAKEGATE_LISTEN or listen in the config file, e.g. --listen 127.0.0.1:%d",
+			cfg.Listen, otherPort(cfg.Listen))
+	}
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
@@ -174,7 +203,7 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	}
 	log.Info("lakegate listening", "url", base, "mcp_enabled", plugin.Enabled(), "version", version)
 	if generated {
-		if err := printConnectHelp(stdout, cfg, base); err != nil {
+		if err := printConnectHelp(stdout, cfg, connectInfo{base: base, mcpOn: plugin.Enabled(), demo: demo}); err != nil {
 			ln.Close()
 			return err
 		}
@@ -272,7 +301,17 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 	return engine, plugin, closeAll, nil
 }
 
-func printConnectHelp(w io.Writer, cfg config.Config, base string) error {
+// connectInfo is what the connection help needs beyond the configuration.
+type connectInfo struct {
+	base  string // the server's URL
+	mcpOn bool   // MCP is enabled now
+	demo  bool   // serving the embedded demo database (stdio can too)
+}
+
+// printConnectHelp prints tokens signed with the run's generated secret
+// and the lines that connect Claude Code, one name per transport so that
+// all of them can be added.
+func printConnectHelp(w io.Writer, cfg config.Config, ci connectInfo) error {
 	secret := []byte(cfg.JWTSecret)
 	admin, err := server.NewToken(secret, "admin", server.RoleAdmin, 24*time.Hour)
 	if err != nil {
@@ -289,13 +328,76 @@ No LAKEGATE_JWT_SECRET was set: this run signs tokens with a secret made for it 
   admin token:  %[2]s
   reader token: %[3]s
 
-Connect Claude Code (Streamable HTTP, or legacy SSE):
-  claude mcp add --transport http lakegate %[1]s/mcp --header "Authorization: Bearer %[3]s"
-  claude mcp add --transport sse lakegate %[1]s/mcp/sse --header "Authorization: Bearer %[3]s"
+More tokens: lakegate token signs with LAKEGATE_JWT_SECRET, so export one before starting the server
+(export LAKEGATE_JWT_SECRET=$(openssl rand -hex 32)), then: lakegate token --sub NAME --role reader
 
+`, ci.base, admin, reader)
+	if !ci.mcpOn {
+		fmt.Fprintf(w, `MCP is off: turn it on before connecting over HTTP, now with
+  LAKEGATE_TOKEN=%[2]s lakegate admin mcp enable --server %[1]s
+or at start with LAKEGATE_MCP_ENABLED=true (make run does).
+
+`, ci.base, admin)
+	}
+	fmt.Fprintf(w, `Connect Claude Code (Streamable HTTP, legacy SSE, or stdio: add any or all):
+  claude mcp add --transport http lakegate %[1]s/mcp --header "Authorization: Bearer %[2]s"
+  claude mcp add --transport sse lakegate-sse %[1]s/mcp/sse --header "Authorization: Bearer %[2]s"
+`, ci.base, reader)
+	if ci.demo {
+		if line, ok := stdioConnectLine(cfg); ok {
+			fmt.Fprintln(w, "  "+line)
+		}
+	}
+	fmt.Fprintf(w, `
 Try the REST API:
-  curl -H "Authorization: Bearer %[3]s" %[1]s/rest/databases
+  curl -H "Authorization: Bearer %[2]s" %[1]s/rest/databases
 
-`, base, admin, reader)
+`, ci.base, reader)
 	return nil
+}
+
+// stdioConnectLine adds this binary's stdio server on the same demo
+// database; false if the paths cannot be made absolute.
+func stdioConnectLine(cfg config.Config) (string, bool) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", false
+	}
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return "", false
+	}
+	return fmt.Sprintf("claude mcp add lakegate-stdio -e LAKEGATE_DATA_DIR=%s -- %s stdio", shellQuote(dir), shellQuote(exe)), true
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// otherPort suggests a port next to the one in addr.
+func otherPort(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	n, err := strconv.Atoi(p)
+	if err != nil || n <= 0 || n >= 65535 {
+		return 32050
+	}
+	return n + 1
+}
+
+// writeSettings lists every setting for serve --help: its file key,
+// environment variable, default and meaning.
+func writeSettings(w io.Writer) {
+	fmt.Fprintf(w, "\nSettings: a config file (--config, or %s; JSON or YAML) holds any of these keys,\n"+
+		"LAKEGATE_* environment variables override it, and --listen overrides both.\n\n", config.EnvConfig)
+	for _, s := range config.Settings() {
+		def := s.Default
+		if def == "" {
+			def = "none"
+		}
+		fmt.Fprintf(w, "  %s, %s (default: %s)\n      %s\n", s.Key, s.Env, def, s.Help)
+	}
 }

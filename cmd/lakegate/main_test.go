@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -117,6 +118,10 @@ func TestServeConfigErrors(t *testing.T) {
 		{"missing file", nil, []string{"serve", "--config", filepath.Join(dir, "missing.json")}, "no such file"},
 		{"bad env", map[string]string{"LAKEGATE_LOG_LEVEL": "loud"}, []string{"serve"}, "log_level"},
 		{"extra argument", nil, []string{"serve", "now"}, "now"},
+		{"LAKEGATE_CONFIG", map[string]string{"LAKEGATE_CONFIG": filepath.Join(dir, "gone.yaml")}, []string{"serve"}, "gone.yaml: no such file"},
+		{"--listen", nil, []string{"serve", "--listen", "nohost"}, `listen "nohost": want host:port`},
+		{"--listen outranks the environment", map[string]string{"LAKEGATE_LISTEN": "127.0.0.1:0"}, []string{"serve", "--listen", "bad"}, `listen "bad"`},
+		{"stdio has no --listen", nil, []string{"stdio", "--listen", "127.0.0.1:0"}, "unknown flag: --listen"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,6 +130,30 @@ func TestServeConfigErrors(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestServeHelp: serve --help lists every setting with its environment
+// variable and default, and the --listen flag.
+func TestServeHelp(t *testing.T) {
+	out, _, err := run(t, nil, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--listen", "LAKEGATE_CONFIG", "--config"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("got %s, want it to contain %q", out, want)
+		}
+	}
+	for _, s := range config.Settings() {
+		def := s.Default
+		if def == "" {
+			def = "none"
+		}
+		want := "  " + s.Key + ", " + s.Env + " (default: " + def + ")\n      " + s.Help + "\n"
+		if !strings.Contains(out, want) {
+			t.Errorf("serve --help: no %q", want)
+		}
 	}
 }
 
@@ -148,7 +177,9 @@ func (s *syncBuffer) String() string {
 }
 
 var (
-	connectLine = regexp.MustCompile(`(?m)^\s*claude mcp add --transport sse lakegate (http://127\.0\.0\.1:\d+)/mcp/sse --header "Authorization: Bearer ([^"]+)"`)
+	connectLine = regexp.MustCompile(`(?m)^\s*claude mcp add --transport sse lakegate-sse (http://127\.0\.0\.1:\d+)/mcp/sse --header "Authorization: Bearer ([^"]+)"`)
+	httpLine    = regexp.MustCompile(`(?m)^\s*claude mcp add --transport http lakegate (http://127\.0\.0\.1:\d+)/mcp --header "Authorization: Bearer ([^"]+)"`)
+	stdioLine   = regexp.MustCompile(`(?m)^\s*claude mcp add lakegate-stdio -e LAKEGATE_DATA_DIR=(\S+) -- (\S+) stdio$`)
 	adminLine   = regexp.MustCompile(`(?m)^\s*admin token:\s+(\S+)$`)
 	readerLine  = regexp.MustCompile(`(?m)^\s*reader token:\s+(\S+)$`)
 )
@@ -186,7 +217,23 @@ func TestServeDemo(t *testing.T) {
 	}
 	a := adminLine.FindStringSubmatch(out)
 	if a == nil {
-		t.Errorf("got no admin token in %s", out)
+		t.Fatalf("got no admin token in %s", out)
+	}
+	// One name per transport, so that all of them can be added.
+	if h := httpLine.FindStringSubmatch(out); h == nil || h[1] != base || h[2] != tok {
+		t.Errorf("got http line %v, want lakegate at %s/mcp with the reader token", h, base)
+	}
+	if s := stdioLine.FindStringSubmatch(out); s == nil || !filepath.IsAbs(s[1]) || !filepath.IsAbs(s[2]) {
+		t.Errorf("got stdio line %v in %s, want lakegate-stdio with absolute paths", s, out)
+	}
+	// MCP is off by default: the help says so before the connect lines.
+	off := strings.Index(out, "MCP is off: turn it on")
+	if off < 0 || off > strings.Index(out, "claude mcp add") ||
+		!strings.Contains(out, "LAKEGATE_TOKEN="+a[1]+" lakegate admin mcp enable --server "+base) {
+		t.Errorf("got %s, want MCP is off with the admin enable line before the connect lines", out)
+	}
+	if !strings.Contains(out, "export LAKEGATE_JWT_SECRET") {
+		t.Errorf("got %s, want how to mint more tokens", out)
 	}
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, "demo.db")); err != nil {
 		t.Errorf("demo database: %v", err)
@@ -240,6 +287,12 @@ func TestServeDemo(t *testing.T) {
 }
 
 func TestServeErrors(t *testing.T) {
+	hold, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	busy := hold.Addr().String()
 	ln := config.Default()
 	ln.Listen = "127.0.0.1:0"
 	file := filepath.Join(t.TempDir(), "file")
@@ -256,6 +309,8 @@ func TestServeErrors(t *testing.T) {
 			c.Databases = []config.Database{{Name: "x", URL: "sqlite:" + filepath.Join(t.TempDir(), "none.db")}}
 		}, `"x"`},
 		{"bad listen", func(c *config.Config) { c.Listen = "256.0.0.1:0"; c.DataDir = t.TempDir() }, "listen on"},
+		{"address in use", func(c *config.Config) { c.Listen = busy; c.DataDir = t.TempDir() },
+			"listen on " + busy + ": address already in use (another process holds it): choose another address with --listen, LAKEGATE_LISTEN or listen"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -312,5 +367,44 @@ func TestBinary(t *testing.T) {
 				t.Errorf("got stderr %q, want lakegate: ...%s", stderr.String(), tt.wantStderr)
 			}
 		})
+	}
+}
+
+func TestConnectHelp(t *testing.T) {
+	cfg := config.Default()
+	cfg.JWTSecret = secret
+	for _, tc := range []struct {
+		name       string
+		ci         connectInfo
+		off, stdio bool
+	}{
+		{"MCP on, demo", connectInfo{base: "http://127.0.0.1:1", mcpOn: true, demo: true}, false, true},
+		{"MCP off", connectInfo{base: "http://127.0.0.1:1", demo: true}, true, true},
+		{"own databases: no stdio line", connectInfo{base: "http://127.0.0.1:1", mcpOn: true}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := printConnectHelp(&b, cfg, tc.ci); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			if got := strings.Contains(out, "MCP is off"); got != tc.off {
+				t.Errorf("MCP is off: got %v, want %v in %s", got, tc.off, out)
+			}
+			if got := stdioLine.MatchString(out); got != tc.stdio {
+				t.Errorf("stdio line: got %v, want %v in %s", got, tc.stdio, out)
+			}
+			if !httpLine.MatchString(out) || !connectLine.MatchString(out) {
+				t.Errorf("got %s, want the http and sse lines", out)
+			}
+		})
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{"/usr/bin/lakegate": "/usr/bin/lakegate", "/my dir/x": "'/my dir/x'", "it's": `'it'\''s'`, "": "''"} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q): got %s, want %s", in, got, want)
+		}
 	}
 }
