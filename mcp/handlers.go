@@ -277,6 +277,7 @@ func runSQL(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, 
 		Database string `json:"database"`
 		SQL      string `json:"sql"`
 		Params   []any  `json:"params"`
+		Cursor   string `json:"cursor"`
 		resultArgs
 	}
 	if err := refuseLimit(args); err != nil {
@@ -292,7 +293,7 @@ func runSQL(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, 
 	if err != nil {
 		return nil, err
 	}
-	st, err := p.engine.PrepareSQL(ctx, c.Caller, query.SQLRequest{Database: in.Database, SQL: in.SQL, Params: in.Params, Limit: limit})
+	st, err := p.engine.PrepareSQL(ctx, c.Caller, query.SQLRequest{Database: in.Database, SQL: in.SQL, Params: in.Params, Limit: limit, Cursor: in.Cursor})
 	if err != nil {
 		return nil, err
 	}

@@ -128,8 +128,10 @@ type ResultMeta struct {
 	RowCount   int                  `json:"row_count"`
 	Truncated  bool                 `json:"truncated"`
 	NextCursor string               `json:"next_cursor,omitempty"`
-	SQL        string               `json:"sql,omitempty"`
-	ElapsedMS  int64                `json:"elapsed_ms"`
+	// Hint says, for a truncated result, how to get the rest.
+	Hint      string `json:"hint,omitempty"`
+	SQL       string `json:"sql,omitempty"`
+	ElapsedMS int64  `json:"elapsed_ms"`
 	// Mode is ModeInline or ModeBlocks.
 	Mode string `json:"mode"`
 	// PreviewRows is how many leading rows the text shows (blocks).
@@ -160,15 +162,11 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 	preview, cut := a.Rows.Len(), a.Rows.Cut()
 	a.Rows = nil
 	meta := ResultMeta{Columns: a.Columns, RowCount: a.RowCount, Truncated: a.Truncated, NextCursor: a.NextCursor,
-		SQL: a.SQL, ElapsedMS: a.ElapsedMS, Mode: ModeInline}
+		Hint: a.Hint, SQL: a.SQL, ElapsedMS: a.ElapsedMS, Mode: ModeInline}
 	if a.transfer == nil {
 		fmt.Fprintf(&b, "# rows: %d", a.RowCount)
-		switch {
-		case a.NextCursor != "":
-			b.WriteString(", truncated: more rows exist; pass next_cursor as cursor for the next page, " +
-				"or raise max_rows (0: all; large results come back as blocks), next_cursor: " + a.NextCursor)
-		case a.Truncated:
-			b.WriteString(", truncated: more rows exist; raise max_rows to get them (0: all; large results come back as blocks)")
+		if a.Truncated {
+			b.WriteString(", truncated: " + a.Hint + "; next_cursor: " + a.NextCursor)
 		}
 		b.WriteByte('\n')
 	} else {

@@ -63,7 +63,8 @@ func TestResultsInlineAndBlocks(t *testing.T) {
 		text, meta, links := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT id, name FROM devices ORDER BY id", "max_rows": 3})
 		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 		if len(lines) != 5 || lines[0] != "id,name" || !strings.HasPrefix(lines[1], "1,") ||
-			!strings.HasPrefix(lines[4], "# rows: 3, truncated: more rows exist; raise max_rows") {
+			!strings.HasPrefix(lines[4], "# rows: 3, truncated: more rows exist: pass next_cursor as cursor") ||
+			!strings.Contains(lines[4], "; next_cursor: "+meta.NextCursor) || meta.NextCursor == "" || meta.Hint == "" {
 			t.Errorf("got text %q, want a header, 3 rows and the footer", text)
 		}
 		if meta.Mode != ModeInline || meta.RowCount != 3 || !meta.Truncated || meta.Transfer != nil || len(links) != 0 {

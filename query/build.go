@@ -45,7 +45,7 @@ func (e *Engine) build(ctx context.Context, g *grant, r Request) (*built, error)
 	if err != nil {
 		return nil, err
 	}
-	offset, hash, err := pageStart(r)
+	offset, hash, err := e.requestStart(r)
 	if err != nil {
 		return nil, err
 	}
@@ -63,11 +63,12 @@ func (e *Engine) build(ctx context.Context, g *grant, r Request) (*built, error)
 	return b, nil
 }
 
-// pageStart resolves the request's offset or cursor (offset paging; a
-// keyset cursor is not needed at these sizes: give order_by for stable
-// pages).
-func pageStart(r Request) (offset int, hash string, err error) {
-	hash = requestHash(r)
+// requestStart resolves the request's offset or cursor, and the hash that
+// names the request for its cursors.
+func (e *Engine) requestStart(r Request) (offset int, hash string, err error) {
+	page := r
+	page.Limit, page.Offset, page.Cursor = 0, 0, ""
+	hash = requestHash("query", page)
 	if r.Offset < 0 || r.Offset > maxOffset {
 		return 0, "", &Error{Kind: KindValidation, Message: fmt.Sprintf("offset must be 0 to %d", maxOffset)}
 	}
@@ -77,7 +78,7 @@ func pageStart(r Request) (offset int, hash string, err error) {
 	if r.Offset != 0 {
 		return 0, "", &Error{Kind: KindValidation, Message: "give cursor or offset, not both"}
 	}
-	offset, err = decodeCursor(r.Cursor, hash)
+	offset, err = e.pageStart(r.Cursor, hash)
 	return offset, hash, err
 }
 
@@ -178,7 +179,7 @@ func buildSQL(d Dialect, t *tableInfo, r Request, lookup func(string) (*tableInf
 	if err := w.conds(" HAVING ", r.Having, func(f Filter) error { return w.cond(s, f, 1, items) }); err != nil {
 		return "", nil, err
 	}
-	if err := w.orderBy(s, r.OrderBy, items); err != nil {
+	if err := w.orderBy(s, r, items); err != nil {
 		return "", nil, err
 	}
 	return w.b.String(), w.args, nil
@@ -349,9 +350,21 @@ func (s *scope) joinPairs(i int, j Join) ([][2]colRef, error) {
 		Hint:    `choose one with "on": [{"left": "column", "right": "column"}]`}
 }
 
-// orderBy writes ORDER BY: select aliases first, then columns.
-func (w *sqlWriter) orderBy(s *scope, os []Order, items []item) error {
-	for i, o := range os {
+// orderBy writes ORDER BY: the request's order (select aliases first,
+// then columns), then tie-breakers that make the order total, so that the
+// pages of a result never overlap or skip rows (see tieBreakers).
+func (w *sqlWriter) orderBy(s *scope, r Request, items []item) error {
+	written := map[string]bool{}
+	write := func(expr string) {
+		if len(written) == 0 {
+			w.b.WriteString(" ORDER BY ")
+		} else {
+			w.b.WriteString(", ")
+		}
+		written[expr] = true
+		w.b.WriteString(expr)
+	}
+	for _, o := range r.OrderBy {
 		expr := ""
 		for _, it := range items {
 			if it.alias != "" && it.alias == o.Column {
@@ -365,12 +378,7 @@ func (w *sqlWriter) orderBy(s *scope, os []Order, items []item) error {
 			}
 			expr = s.expr(ref)
 		}
-		if i == 0 {
-			w.b.WriteString(" ORDER BY ")
-		} else {
-			w.b.WriteString(", ")
-		}
-		w.b.WriteString(expr)
+		write(expr)
 		if o.Desc {
 			w.b.WriteString(" DESC")
 		}
@@ -384,5 +392,45 @@ func (w *sqlWriter) orderBy(s *scope, os []Order, items []item) error {
 			return &Error{Kind: KindValidation, Message: fmt.Sprintf("order by %q: nulls must be first or last", o.Column)}
 		}
 	}
+	for _, expr := range s.tieBreakers(r, items) {
+		if !written[expr] {
+			write(expr)
+		}
+	}
 	return nil
+}
+
+// tieBreakers are the columns that make a result's order total: with
+// aggregates or group_by, the grouped columns (a group is unique by them;
+// with aggregates alone there is one row); otherwise every table's primary
+// key. With a table without one there are none: ordering by every column
+// would sort the whole table for each page, so such pages follow the
+// request's order_by alone.
+func (s *scope) tieBreakers(r Request, items []item) []string {
+	aggregated := len(r.GroupBy) > 0
+	for _, it := range items {
+		aggregated = aggregated || it.agg != nil
+	}
+	var out []string
+	if aggregated {
+		for _, g := range r.GroupBy {
+			if ref, err := s.resolve(g); err == nil {
+				out = append(out, s.expr(ref))
+			}
+		}
+		return out
+	}
+	for ti, t := range s.tables {
+		if len(t.PrimaryKey) == 0 {
+			return nil
+		}
+		for _, k := range t.PrimaryKey {
+			c, ok := t.colIndex[k]
+			if !ok {
+				return nil
+			}
+			out = append(out, s.expr(colRef{ti, c}))
+		}
+	}
+	return out
 }

@@ -54,7 +54,17 @@ func TestBuildSQLFeatures(t *testing.T) {
 			`SELECT "status", count(*) AS "n" FROM "public"."readings" WHERE "id" > $1 GROUP BY "status" HAVING count(*) > $2 AND avg("temp") < $3 ORDER BY "n" DESC NULLS LAST, "status" NULLS FIRST`,
 			[]any{int64(10), int64(5), numeric("30.5")}},
 		{"group by without columns selects the groups", SQLite, Request{Table: "readings", GroupBy: []string{"status", "device_id"}},
-			`SELECT "status", "device_id" FROM "readings" GROUP BY "status", "device_id"`, nil},
+			`SELECT "status", "device_id" FROM "readings" GROUP BY "status", "device_id" ORDER BY "status", "device_id"`, nil},
+		// A total order, so that pages never overlap or skip rows: the
+		// primary key after the asked order; the groups after aggregates;
+		// nothing for a table without a key (see tieBreakers).
+		{"total order: the primary key", Postgres, Request{Table: "devices", Columns: cols("name"), OrderBy: []Order{{Column: "site", Desc: true}}},
+			`SELECT "name" FROM "public"."devices" ORDER BY "site" DESC, "id"`, nil},
+		{"total order: the key already asked", Postgres, Request{Table: "devices", OrderBy: []Order{{Column: "id", Desc: true}}},
+			`SELECT "id", "name", "site" FROM "public"."devices" ORDER BY "id" DESC`, nil},
+		{"total order: the groups", Postgres, Request{Table: "readings", Columns: []Select{{Column: "status"}, agg("count", "", "n")},
+			GroupBy: []string{"status"}, OrderBy: []Order{{Column: "n", Desc: true}}},
+			`SELECT "status", count(*) AS "n" FROM "public"."readings" GROUP BY "status" ORDER BY "n" DESC, "status"`, nil},
 		{"and/or groups", Postgres, Request{Table: "readings", Columns: cols("id"), Filters: []Filter{
 			{Column: "id", Op: "<", Value: 100.0},
 			{Or: []Filter{{Column: "status", Op: "=", Value: "fail"}, {And: []Filter{{Column: "status", Op: "=", Value: "warn"}, {Column: "temp", Op: ">", Value: 30.0}}}}}}},
@@ -197,7 +207,7 @@ func TestCursor(t *testing.T) {
 	}
 	r.Cursor = c
 	r.Limit = 20 // the page size may change
-	if off, _, err := pageStart(r); err != nil || off != 10 {
+	if off, _, err := e.requestStart(r); err != nil || off != 10 {
 		t.Errorf("got %d %v, want offset 10", off, err)
 	}
 	last, _ := collectQuery(t, e, Caller{}, Request{Database: "lite", Table: "readings", Columns: cols("id"),
@@ -206,11 +216,11 @@ func TestCursor(t *testing.T) {
 		t.Errorf("got cursor %q (truncated %v), want none for a complete page", last.NextCursor, last.Truncated)
 	}
 	other := Request{Database: "lite", Table: "readings", Columns: cols("id", "ts"), Cursor: c}
-	if _, _, err := pageStart(other); KindOf(err) != KindValidation {
+	if _, _, err := e.requestStart(other); KindOf(err) != KindValidation {
 		t.Errorf("cursor replayed on another request: got %v, want validation_error", err)
 	}
 	for _, bad := range []Request{{Cursor: "!!"}, {Cursor: "e30"}, {Cursor: c, Offset: 5}, {Offset: -1}} {
-		if _, _, err := pageStart(bad); KindOf(err) != KindValidation {
+		if _, _, err := e.requestStart(bad); KindOf(err) != KindValidation {
 			t.Errorf("%+v: got %v, want validation_error", bad, err)
 		}
 	}

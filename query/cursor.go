@@ -1,24 +1,32 @@
 package query
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"strings"
 )
 
-// A cursor is base64url of {"o": offset, "h": hash}: paging is by offset,
-// and the hash of the request (without limit, offset and cursor) stops a
-// cursor from being used with another request. It is not a secret: it
-// only names an offset the caller could ask for directly.
+// A cursor continues a truncated result where it stopped. It is opaque to
+// the caller: base64url of {"o": offset, "h": hash}, a dot, and an HMAC
+// of that made with the engine's cursor key, so that it cannot be made or
+// changed outside the server. The hash names the request it belongs to
+// (everything but its row cap and cursor), so that a cursor cannot be used
+// with another request. Paging is by offset over the result's order: the
+// structured tools make that order total (see tieBreakers); caller-written
+// SQL pages in its own ORDER BY, and the hint says when there is none.
 type cursorData struct {
 	Offset int    `json:"o"`
 	Hash   string `json:"h"`
 }
 
-// requestHash identifies what a request asks, whatever page it is on.
-func requestHash(r Request) string {
-	r.Limit, r.Offset, r.Cursor = 0, 0, ""
-	b, err := json.Marshal(r)
+// requestHash names what a request asks, whatever page it is on: parts
+// are everything but the row cap and cursor.
+func requestHash(parts ...any) string {
+	b, err := json.Marshal(parts)
 	if err != nil {
 		// Values that cannot be encoded cannot be paged either.
 		b = []byte(err.Error())
@@ -27,17 +35,40 @@ func requestHash(r Request) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
-func encodeCursor(offset int, hash string) string {
-	b, _ := json.Marshal(cursorData{Offset: offset, Hash: hash})
-	return base64.RawURLEncoding.EncodeToString(b)
+// newCursorKey is a random cursor key, for an engine given none.
+func newCursorKey() []byte {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	return k
 }
 
-// decodeCursor returns the offset of cursor c, made for the request of hash.
-func decodeCursor(c, hash string) (int, error) {
+func (e *Engine) signCursor(body string) string {
+	m := hmac.New(sha256.New, e.opts.CursorKey)
+	m.Write([]byte(body))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+}
+
+// encodeCursor is the cursor of the page at offset of the request of hash.
+func (e *Engine) encodeCursor(offset int, hash string) string {
+	b, _ := json.Marshal(cursorData{Offset: offset, Hash: hash})
+	body := base64.RawURLEncoding.EncodeToString(b)
+	return body + "." + e.signCursor(body)
+}
+
+// pageStart is where the page of cursor c starts, for the request of
+// hash: 0 without a cursor.
+func (e *Engine) pageStart(c, hash string) (int, error) {
+	if c == "" {
+		return 0, nil
+	}
 	bad := &Error{Kind: KindValidation, Message: "the cursor is not valid for this request",
-		Hint: "pass next_cursor unchanged with the same request, or start again without cursor"}
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(raw) > 256 {
+		Hint: "pass next_cursor unchanged with the same request (only the row cap may change), or start again without cursor"}
+	body, sig, ok := strings.Cut(c, ".")
+	if !ok || len(c) > 512 || !hmac.Equal([]byte(sig), []byte(e.signCursor(body))) {
+		return 0, bad
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
 		return 0, bad
 	}
 	var d cursorData
@@ -45,4 +76,16 @@ func decodeCursor(c, hash string) (int, error) {
 		return 0, bad
 	}
 	return d.Offset, nil
+}
+
+// truncatedHint is the next step of a truncated result: the cursor, a
+// larger row cap, or an export; unordered says the SQL gives no ORDER BY,
+// so its pages may overlap or skip rows.
+func (e *Engine) truncatedHint(unordered bool) string {
+	h := fmt.Sprintf("more rows exist: pass next_cursor as cursor for the next page, ask for up to %d rows at once "+
+		"(max_rows; limit on REST), or export every row (export; a format on REST)", e.opts.MaxLimit)
+	if unordered {
+		h += "; the SQL has no ORDER BY, so pages may overlap or skip rows: order by a unique key for stable pages"
+	}
+	return h
 }

@@ -31,6 +31,10 @@ type SQLTool struct {
 // parameter may have this name.
 const LimitArg = "limit"
 
+// CursorArg is the argument of every SQL tool that continues a truncated
+// result (its next_cursor); no parameter may take its name either.
+const CursorArg = "cursor"
+
 var paramName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]{0,62}$`)
 
 // paramTypes maps a parameter type to its JSON schema.
@@ -64,8 +68,8 @@ func NewSQLTool(name, database, statement string, params []ToolParam) (*SQLTool,
 		switch {
 		case !paramName.MatchString(p.Name):
 			return nil, fmt.Errorf("parameters[%d]: name must be a letter or _ then letters, digits or _", i)
-		case p.Name == LimitArg:
-			return nil, fmt.Errorf("parameters[%d]: %q is reserved for the row cap", i, LimitArg)
+		case p.Name == LimitArg || p.Name == CursorArg:
+			return nil, fmt.Errorf("parameters[%d]: %q is reserved for paging (limit, cursor)", i, p.Name)
 		case seen[p.Name]:
 			return nil, fmt.Errorf("parameters[%d]: %q is declared twice", i, p.Name)
 		case paramTypes[p.Type] == "":
@@ -85,7 +89,7 @@ func NewSQLTool(name, database, statement string, params []ToolParam) (*SQLTool,
 func (t *SQLTool) Database() string { return t.database }
 
 // InputSchema is the JSON schema of the tool's arguments: its parameters
-// plus the optional limit.
+// plus the optional limit and cursor.
 func (t *SQLTool) InputSchema() json.RawMessage {
 	var b strings.Builder
 	b.WriteString(`{"type":"object","properties":{`)
@@ -100,7 +104,8 @@ func (t *SQLTool) InputSchema() json.RawMessage {
 			req = append(req, jsonString(p.Name))
 		}
 	}
-	b.WriteString(`"limit":{"type":"integer","minimum":1}}`)
+	b.WriteString(`"limit":{"type":"integer","minimum":1},`)
+	b.WriteString(`"cursor":{"type":"string","description":"next_cursor of a truncated result: continues it"}}`)
 	if len(req) > 0 {
 		b.WriteString(`,"required":[` + strings.Join(req, ",") + "]")
 	}
@@ -119,7 +124,7 @@ func jsonString(s string) string {
 // order, never spliced; a missing optional parameter is NULL.
 func (t *SQLTool) Request(d Dialect, args map[string]any) (SQLRequest, error) {
 	r := SQLRequest{Database: t.database, SQL: t.statement, Params: make([]any, len(t.params))}
-	known := map[string]bool{LimitArg: true}
+	known := map[string]bool{LimitArg: true, CursorArg: true}
 	for i, p := range t.params {
 		known[p.Name] = true
 		v, ok := args[p.Name]
@@ -148,6 +153,13 @@ func (t *SQLTool) Request(d Dialect, args map[string]any) (SQLRequest, error) {
 		}
 		r.Limit = int(n)
 	}
+	if v, ok := args[CursorArg]; ok && v != nil {
+		c, ok := v.(string)
+		if !ok {
+			return r, &Error{Kind: KindValidation, Message: "argument \"cursor\": expected the next_cursor string of a truncated result"}
+		}
+		r.Cursor = c
+	}
 	return r, nil
 }
 
@@ -156,7 +168,7 @@ func (t *SQLTool) argNames() string {
 	for _, p := range t.params {
 		names = append(names, p.Name)
 	}
-	return strings.Join(append(names, LimitArg), ", ")
+	return strings.Join(append(names, LimitArg, CursorArg), ", ")
 }
 
 // toolValue converts one argument to its declared type.

@@ -98,6 +98,9 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 	if e.opts.MaxLimit <= 0 {
 		e.opts.MaxLimit = DefaultMaxLimit
 	}
+	if len(e.opts.CursorKey) == 0 {
+		e.opts.CursorKey = newCursorKey()
+	}
 	if e.opts.DefaultLimit > e.opts.MaxLimit {
 		e.opts.DefaultLimit = e.opts.MaxLimit
 	}

@@ -178,7 +178,7 @@ func TestReadOnly(t *testing.T) {
 			t.Run(db+" "+s, func(t *testing.T) {
 				_, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: s})
 				wantKind(t, err, KindValidation)
-				for _, direct := range []string{wrapLimit(s, 11), s} {
+				for _, direct := range []string{wrapLimit(s, 11, 0), s} {
 					_, err := directStmt(t, e, db, direct, 10).Run(t.Context(), NewBuffer(collectBytes, 0, 0))
 					if err == nil {
 						t.Fatalf("direct %q: got success, want an error", direct)
@@ -271,7 +271,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestWrapLimit(t *testing.T) {
-	got := wrapLimit("SELECT 1 -- c", 11)
+	got := wrapLimit("SELECT 1 -- c", 11, 0)
 	want := "SELECT * FROM (\nSELECT 1 -- c\n) AS lakegate_q LIMIT 11"
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)

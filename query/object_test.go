@@ -59,7 +59,7 @@ func TestObjectEncoder(t *testing.T) {
 				}
 				keys := objectKeys(t, buf.Bytes())
 				if wantKeys := []string{"columns", "rows", "row_count", "truncated", "sql", "elapsed_ms"}; tt.trunc {
-					wantKeys = slices.Insert(wantKeys, 4, "next_cursor")
+					wantKeys = slices.Insert(wantKeys, 4, "next_cursor", "hint")
 					if !reflect.DeepEqual(keys, wantKeys) {
 						t.Errorf("got keys %v, want %v", keys, wantKeys)
 					}

@@ -28,8 +28,11 @@ type Result struct {
 	Columns   []ResultColumn `json:"columns"`
 	RowCount  int            `json:"row_count"`
 	Truncated bool           `json:"truncated"`
-	// NextCursor continues a truncated structured query (Request.Cursor).
+	// NextCursor continues a truncated result: the cursor of the same
+	// request's next page.
 	NextCursor string `json:"next_cursor,omitempty"`
+	// Hint says, for a truncated result, how to get the rest.
+	Hint string `json:"hint,omitempty"`
 	SQL        string `json:"sql"`
 	ElapsedMS  int64  `json:"elapsed_ms"`
 }

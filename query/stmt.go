@@ -52,8 +52,12 @@ type Stmt struct {
 	src  source
 	text string // what runs: capped at Limit+1 rows
 	args []any
-	// next makes the cursor of the page after a truncated one.
-	next func() string
+	// offset is where the page starts in the whole result, and hash names
+	// the request, for the cursor of the next page; unordered says the
+	// caller's SQL has no ORDER BY (the hint warns of unstable pages).
+	offset    int
+	hash      string
+	unordered bool
 }
 
 // timeout is Timeout, or the engine's statement timeout when it is not set.
@@ -103,7 +107,12 @@ func (e *Engine) PrepareSQL(ctx context.Context, c Caller, r SQLRequest) (*Stmt,
 		return nil, err
 	}
 	s := e.newStmt(g, src, r.Database, limit)
-	s.SQL, s.text, s.args = r.SQL, wrapLimit(text, limit+1), args
+	s.hash = requestHash("sql", r.Database, text, args)
+	if s.offset, err = e.pageStart(r.Cursor, s.hash); err != nil {
+		return nil, err
+	}
+	s.SQL, s.text, s.args = r.SQL, wrapLimit(text, limit+1, s.offset), args
+	s.unordered = !validate.HasOrderBy(text)
 	return s, nil
 }
 
@@ -122,7 +131,7 @@ func (e *Engine) PrepareQuery(ctx context.Context, c Caller, r Request) (*Stmt, 
 	}
 	s := e.newStmt(g, b.src, r.Database, b.limit)
 	s.SQL, s.text, s.args = b.withLimit(b.limit), b.withLimit(b.limit+1), b.args
-	s.next = func() string { return encodeCursor(b.offset+b.limit, b.hash) }
+	s.offset, s.hash = b.offset, b.hash
 	return s, nil
 }
 
@@ -151,8 +160,9 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (*Result, error) {
 		return nil, s.suggest(ctx, err)
 	}
 	res.SQL = s.SQL
-	if res.Truncated && s.next != nil {
-		res.NextCursor = s.next()
+	if res.Truncated && s.hash != "" {
+		res.NextCursor = s.e.encodeCursor(s.offset+s.Limit, s.hash)
+		res.Hint = s.e.truncatedHint(s.unordered)
 	}
 	res.ElapsedMS = time.Since(start).Milliseconds()
 	if err := sink.End(res); err != nil {
@@ -238,8 +248,12 @@ func trimSQL(s string) string {
 
 // wrapLimit caps sqlText at n rows. The newlines keep a trailing "--"
 // comment from hiding the closing parenthesis.
-func wrapLimit(sqlText string, n int) string {
-	return "SELECT * FROM (\n" + sqlText + "\n) AS " + wrapAlias + " LIMIT " + strconv.Itoa(n)
+func wrapLimit(sqlText string, n, offset int) string {
+	s := "SELECT * FROM (\n" + sqlText + "\n) AS " + wrapAlias + " LIMIT " + strconv.Itoa(n)
+	if offset > 0 {
+		s += " OFFSET " + strconv.Itoa(offset)
+	}
+	return s
 }
 
 // refusal turns a validator refusal into a validation error.

@@ -159,8 +159,8 @@ func TestStreamFormatsAndLimits(t *testing.T) {
 				if got := strings.Join(recs[0], ","); got != "id,status,note" {
 					t.Errorf("got header %q, want id,status,note", got)
 				}
-				if res.SQL != sql || res.NextCursor != "" {
-					t.Errorf("got SQL %q cursor %q, want the caller's SQL and no cursor", res.SQL, res.NextCursor)
+				if res.SQL != sql || (res.NextCursor != "") != tt.wantTruncated || (res.Hint != "") != tt.wantTruncated {
+					t.Errorf("got SQL %q cursor %q hint %q, want the caller's SQL, and a cursor and hint when truncated", res.SQL, res.NextCursor, res.Hint)
 				}
 			})
 		}

@@ -41,6 +41,9 @@ type TimeSeriesRequest struct {
 	Filters []Filter `json:"filters,omitempty"`
 	// Limit caps the rows returned; 0 means the engine's default.
 	Limit int `json:"limit,omitempty"`
+	// Cursor continues a truncated result: its NextCursor, with the same
+	// request otherwise.
+	Cursor string `json:"cursor,omitempty"`
 }
 
 // Bucket is the width of a time bucket: Count (default 1) Units.
@@ -76,12 +79,27 @@ func (e *Engine) PrepareTimeSeries(ctx context.Context, c Caller, r TimeSeriesRe
 	if err != nil {
 		return nil, err
 	}
-	text := base + " LIMIT " + strconv.Itoa(limit)
-	if _, err := validate.Check(text, nil); err != nil {
+	page := r
+	page.Limit, page.Cursor = 0, ""
+	hash := requestHash("time series", page)
+	offset, err := e.pageStart(r.Cursor, hash)
+	if err != nil {
+		return nil, err
+	}
+	// The buckets (and groups) are the order: pages follow it.
+	capped := func(n int) string {
+		s := base + " LIMIT " + strconv.Itoa(n)
+		if offset > 0 {
+			s += " OFFSET " + strconv.Itoa(offset)
+		}
+		return s
+	}
+	if _, err := validate.Check(capped(limit), nil); err != nil {
 		return nil, refusal(err)
 	}
 	s := e.newStmt(g, src, r.Database, limit)
-	s.SQL, s.text, s.args = text, base+" LIMIT "+strconv.Itoa(limit+1), args
+	s.SQL, s.text, s.args = capped(limit), capped(limit+1), args
+	s.offset, s.hash = offset, hash
 	return s, nil
 }
 

@@ -119,6 +119,9 @@ type SQLRequest struct {
 	// Limit caps the rows returned; 0 means the engine's default
 	// (Options.DefaultLimit), NoLimit every row up to Options.MaxLimit.
 	Limit int `json:"limit,omitempty"`
+	// Cursor continues a truncated result: its NextCursor, with the same
+	// database, SQL and params.
+	Cursor string `json:"cursor,omitempty"`
 }
 
 // ResultColumn names and types one column of a result.
@@ -174,6 +177,10 @@ type Options struct {
 	// KeyTTL is how long an ingest's idempotency key is remembered
 	// (default 24h).
 	KeyTTL time.Duration
+	// CursorKey signs the cursors of truncated results; nil: a random key,
+	// so that cursors end with the engine. Servers that share cursors
+	// (replicas, restarts) give the same key.
+	CursorKey []byte
 	// Logger receives the engine's few lifecycle messages; nil discards them.
 	Logger *slog.Logger
 	// Access narrows, per role, the databases and tables callers holding

@@ -116,6 +116,9 @@ func (s *Server) streamResult(c *gin.Context, st *query.Stmt, f query.Format) {
 	h := c.Writer.Header()
 	h.Set("X-Row-Count", strconv.Itoa(res.RowCount))
 	h.Set("X-Truncated", strconv.FormatBool(res.Truncated))
+	if res.NextCursor != "" {
+		h.Set("X-Next-Cursor", res.NextCursor)
+	}
 	c.Set(rowsKey, res.RowCount)
 }
 
@@ -131,7 +134,7 @@ func (w *lazyWriter) start() {
 	w.started = true
 	h := w.c.Writer.Header()
 	h.Set("Content-Type", w.contentType)
-	h.Set("Trailer", "X-Row-Count, X-Truncated")
+	h.Set("Trailer", "X-Row-Count, X-Truncated, X-Next-Cursor")
 	w.c.Status(http.StatusOK)
 }
 

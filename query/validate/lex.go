@@ -408,3 +408,20 @@ func lower(s string) string {
 	}
 	return s
 }
+
+// HasOrderBy reports whether sql has an ORDER BY outside string constants
+// and comments, at any depth: a hint's check (are the pages of this
+// statement's result in a stable order?), not a parse. Text that does not
+// lex has none.
+func HasOrderBy(sql string) bool {
+	toks, err := lex(sql)
+	if err != nil {
+		return false
+	}
+	for i := 0; i+1 < len(toks); i++ {
+		if toks[i].kind == kIdent && toks[i].val == "order" && toks[i+1].kind == kIdent && toks[i+1].val == "by" {
+			return true
+		}
+	}
+	return false
+}
