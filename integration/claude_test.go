@@ -1,0 +1,128 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakegate/lakegate/server"
+)
+
+// claudeCodeVersion is the Claude Code release TestClaudeCode installs
+// (the newest on npm when it was pinned). Raise it to check a newer one.
+const claudeCodeVersion = "2.1.330"
+
+// TestClaudeCode: Claude Code, installed from npm into the test's scratch
+// directory, adds lakegate over Streamable HTTP, legacy SSE and stdio the
+// way README says, and its health check (claude mcp list: no model, no
+// network) reports each connected, and a server added with a token signed
+// by another secret failed. Skipped without npm.
+//
+// The install (about 6 s here, a 380 MB native binary; npm's cache is
+// shared, so only the first run downloads) stays in the test: js-deps
+// reinstalls integration/js on every make test, so caching it there would
+// cost the same on every run and put Claude Code into every Node test's
+// tree; here it runs only with this test, under a HOME of its own.
+func TestClaudeCode(t *testing.T) {
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm not found: Claude Code is installed from npm")
+	}
+	if testing.Short() {
+		t.Skip("installs Claude Code from npm")
+	}
+	claude := installClaudeCode(t, npm)
+	bin := buildBinary(t)
+	p := startProc(t, bin)
+
+	scratch := t.TempDir()
+	home, project := filepath.Join(scratch, "home"), filepath.Join(scratch, "project")
+	for _, d := range []string{home, project} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A HOME of its own: Claude Code keeps its servers in ~/.claude.json.
+	env := []string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "NO_COLOR=1",
+		"DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, claude, args...)
+		cmd.Dir, cmd.Env = project, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+
+	reader := "Authorization: Bearer " + token(t, "claude-code", "reader")
+	forged, err := server.NewToken([]byte("another-secret-0123456789abcdef-0123456789"), "claude-code", "reader", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "Authorization: Bearer " + forged
+	// The names README gives, so all three can be added side by side.
+	run("mcp", "add", "--transport", "http", "lakegate", p.base+"/mcp", "--header", reader)
+	run("mcp", "add", "--transport", "sse", "lakegate-sse", p.base+"/mcp/sse", "--header", reader)
+	run("mcp", "add", "lakegate-stdio", "-e", "LAKEGATE_DATABASES=iot="+dbURL, "-e", "LAKEGATE_LOG_LEVEL=warn", "--", bin, "stdio")
+	run("mcp", "add", "--transport", "http", "bad-token-http", p.base+"/mcp", "--header", bad)
+	run("mcp", "add", "--transport", "sse", "bad-token-sse", p.base+"/mcp/sse", "--header", bad)
+
+	out := run("mcp", "list")
+	t.Logf("claude mcp list (Claude Code %s):\n%s", claudeCodeVersion, out)
+	status := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^(\S+): .* - ([✔✘].*)$`).FindAllStringSubmatch(out, -1) {
+		status[m[1]] = m[2]
+	}
+	for name, want := range map[string]string{
+		"lakegate":       "✔ Connected",
+		"lakegate-sse":   "✔ Connected",
+		"lakegate-stdio": "✔ Connected",
+		"bad-token-http": "✘",
+		"bad-token-sse":  "✘",
+	} {
+		if got := status[name]; !strings.HasPrefix(got, want) {
+			t.Errorf("%s: got %q, want %s...", name, got, want)
+		}
+	}
+}
+
+// installClaudeCode installs the pinned Claude Code into a scratch
+// directory and returns the path of its claude command.
+func installClaudeCode(t *testing.T, npm string) string {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", dir, "--no-save", "--no-audit", "--no-fund",
+		"--loglevel=error", "@anthropic-ai/claude-code@"+claudeCodeVersion)
+	cmd.Dir = dir
+	// Its install script wants Node 22: the one make js-deps installs,
+	// when it is there.
+	if js, err := filepath.Abs(filepath.Join(jsDir, "node_modules", ".bin")); err == nil {
+		if _, err := os.Stat(filepath.Join(js, "node")); err == nil {
+			cmd.Env = append(os.Environ(), "PATH="+js+string(os.PathListSeparator)+os.Getenv("PATH"))
+		}
+	}
+	began := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm install @anthropic-ai/claude-code@%s: %v\n%s", claudeCodeVersion, err, out)
+	}
+	t.Logf("npm install @anthropic-ai/claude-code@%s: %v", claudeCodeVersion, time.Since(began).Round(100*time.Millisecond))
+	claude := filepath.Join(dir, "node_modules", ".bin", "claude")
+	if _, err := os.Stat(claude); err != nil {
+		t.Fatalf("no claude command after npm install: %v", err)
+	}
+	return claude
+}
