@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestRESTBesideMCP(t *testing.T) {
@@ -123,5 +127,92 @@ func TestRESTBesideMCP(t *testing.T) {
 	})
 	if _, err := cs.ListTools(ctx, nil); err != nil {
 		t.Errorf("MCP session after REST traffic: %v", err)
+	}
+}
+
+// REST and MCP agree on row caps, and a truncated result says the same
+// next step on both, with a cursor each can continue: the pages put
+// together are the whole result.
+func TestTruncatedNextStepRESTAndMCP(t *testing.T) {
+	e := start(t, envOptions{})
+	tok := token(t, "alice", "reader")
+	cs := e.connect(t, tok)
+	const sqlText = "SELECT id FROM readings WHERE id <= 25 ORDER BY id"
+	rest := func(limit int, cursor string) (ids []int64, next, hint string) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"database": "iot", "sql": sqlText, "limit": limit, "cursor": cursor})
+		req, _ := http.NewRequest("POST", e.base+"/rest/sql", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Rows       [][]int64 `json:"rows"`
+			NextCursor string    `json:"next_cursor"`
+			Hint       string    `json:"hint"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("REST limit %d: %d %v", limit, resp.StatusCode, err)
+		}
+		for _, r := range out.Rows {
+			ids = append(ids, r[0])
+		}
+		return ids, out.NextCursor, out.Hint
+	}
+	mcpPage := func(maxRows int, cursor string) (ids []int64, next, hint string) {
+		t.Helper()
+		args := map[string]any{"database": "iot", "sql": sqlText, "max_rows": maxRows}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("run_sql max_rows %d: %v %s", maxRows, err, textOf(res))
+		}
+		var meta struct {
+			NextCursor string `json:"next_cursor"`
+			Hint       string `json:"hint"`
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &meta)
+		for _, line := range strings.Split(textOf(res), "\n")[1:] {
+			if n, err := strconv.ParseInt(line, 10, 64); err == nil {
+				ids = append(ids, n)
+			}
+		}
+		return ids, meta.NextCursor, meta.Hint
+	}
+	// The same caps are accepted on both (20,000 is within max_row_limit).
+	if ids, _, _ := rest(20000, ""); len(ids) != 25 {
+		t.Errorf("REST limit 20000: got %d rows, want 25", len(ids))
+	}
+	if ids, _, _ := mcpPage(20000, ""); len(ids) != 25 {
+		t.Errorf("MCP max_rows 20000: got %d rows, want 25", len(ids))
+	}
+	for name, page := range map[string]func(int, string) ([]int64, string, string){"rest": rest, "mcp": mcpPage} {
+		var all []int64
+		var hints []string
+		for cursor := ""; ; {
+			ids, next, hint := page(10, cursor)
+			all = append(all, ids...)
+			if next == "" {
+				break
+			}
+			hints = append(hints, hint)
+			cursor = next
+		}
+		if len(all) != 25 || all[0] != 1 || all[24] != 25 || len(hints) != 2 {
+			t.Errorf("%s: pages gave %v with %d hints, want ids 1..25 in three pages", name, all, len(hints))
+		}
+		if len(hints) > 0 && !strings.Contains(hints[0], "next_cursor") {
+			t.Errorf("%s: hint %q, want the next step", name, hints[0])
+		}
+	}
+	_, _, restHint := rest(10, "")
+	_, _, mcpHint := mcpPage(10, "")
+	if restHint != mcpHint {
+		t.Errorf("REST and MCP say different things:\n%s\n%s", restHint, mcpHint)
 	}
 }
