@@ -5,7 +5,9 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -229,6 +231,18 @@ func useDemo(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	return nil
 }
 
+// cursorKey signs the cursors of truncated results: derived from the HS256
+// secret when there is one, so that cursors outlive a restart and work on
+// every server sharing the secret; else nil (a key of the process's own).
+func cursorKey(cfg config.Config) []byte {
+	if cfg.JWTSecret == "" {
+		return nil
+	}
+	m := hmac.New(sha256.New, []byte(cfg.JWTSecret))
+	m.Write([]byte("lakegate cursor key"))
+	return m.Sum(nil)
+}
+
 // openPlugin opens the query engine and the block store (spooling under
 // blockDir) and builds the MCP plugin on them. The caller closes the
 // plugin (through the server or itself), then calls closeAll. workers and
@@ -249,6 +263,7 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		Access:      cfg.Access,
 		// Who may call version(), current_setting() and the like.
 		ServerInfoFunctions: cfg.ServerInfoFunctions,
+		CursorKey:           cursorKey(cfg),
 	})
 	if err != nil {
 		return nil, nil, nil, err

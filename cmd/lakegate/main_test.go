@@ -408,3 +408,20 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// Cursors are signed with a key derived from the HS256 secret, so that
+// they outlive a restart and work on every server sharing the secret;
+// without a secret the engine makes a key of its own.
+func TestCursorKey(t *testing.T) {
+	a, b := config.Default(), config.Default()
+	a.JWTSecret, b.JWTSecret = strings.Repeat("a", 32), strings.Repeat("b", 32)
+	if k := cursorKey(a); len(k) != 32 || !bytes.Equal(k, cursorKey(a)) || bytes.Equal(k, cursorKey(b)) {
+		t.Errorf("cursor keys: want 32 bytes, the same for a secret, different between secrets")
+	}
+	if bytes.Contains(cursorKey(a), []byte(a.JWTSecret)) {
+		t.Error("the cursor key holds the secret")
+	}
+	if cursorKey(config.Default()) != nil {
+		t.Error("no secret: want no key (the engine makes its own)")
+	}
+}
