@@ -187,6 +187,23 @@ type BlockStatus struct {
 	StoredBytesNow int64 `json:"stored_bytes_now"`
 }
 
+// The defaults of Options, for its zero values. A server built from
+// config gets config's declaration of each, which a test keeps equal to
+// these.
+const (
+	DefaultKeepalive             = 30 * time.Second
+	DefaultWriteTimeout          = 10 * time.Second
+	DefaultWorkerWait            = 10 * time.Second
+	DefaultSessionQueue          = 64
+	DefaultMaxWorkers            = 10
+	DefaultBlockThreshold        = 10 << 20
+	DefaultMaxSessions           = 2000
+	DefaultMaxSessionsPerSubject = 64
+	DefaultPageSize              = 100
+	DefaultCatalogInterval       = 30 * time.Second
+	DefaultSessionTimeout        = 30 * time.Minute
+)
+
 // New builds a Plugin: it reads and checks the tool declarations and sets up
 // the protocol server. It starts nothing.
 func New(engine Engine, opts *Options) (*Plugin, error) {
@@ -196,22 +213,22 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		p.opts = *opts
 	}
 	o := &p.opts
-	o.Keepalive = orDefault(o.Keepalive, 30*time.Second)
-	o.WriteTimeout = orDefault(o.WriteTimeout, 10*time.Second)
-	o.WorkerWait = orDefault(o.WorkerWait, 10*time.Second)
-	o.SessionQueue = orDefault(o.SessionQueue, 64)
-	o.MaxWorkers = orDefault(o.MaxWorkers, 10)
-	o.BlockThreshold = orDefault(o.BlockThreshold, 10<<20)
+	o.Keepalive = orDefault(o.Keepalive, DefaultKeepalive)
+	o.WriteTimeout = orDefault(o.WriteTimeout, DefaultWriteTimeout)
+	o.WorkerWait = orDefault(o.WorkerWait, DefaultWorkerWait)
+	o.SessionQueue = orDefault(o.SessionQueue, DefaultSessionQueue)
+	o.MaxWorkers = orDefault(o.MaxWorkers, DefaultMaxWorkers)
+	o.BlockThreshold = orDefault(o.BlockThreshold, DefaultBlockThreshold)
 	o.SessionQueueBytes = orDefault(o.SessionQueueBytes, 4*o.BlockThreshold)
 	o.PreviewRows = orDefault(o.PreviewRows, DefaultPreviewRows)
 	o.PreviewBytes = orDefault(o.PreviewBytes, DefaultPreviewBytes)
 	o.PreviewCellBytes = orDefault(o.PreviewCellBytes, DefaultPreviewCellBytes)
-	o.MaxSessions = orDefault(o.MaxSessions, 2000)
-	o.MaxSessionsPerSubject = orDefault(o.MaxSessionsPerSubject, 64)
+	o.MaxSessions = orDefault(o.MaxSessions, DefaultMaxSessions)
+	o.MaxSessionsPerSubject = orDefault(o.MaxSessionsPerSubject, DefaultMaxSessionsPerSubject)
 	o.Version = orDefault(o.Version, "dev")
-	o.PageSize = orDefault(o.PageSize, 100)
-	o.CatalogInterval = orDefault(o.CatalogInterval, 30*time.Second)
-	o.SessionTimeout = orDefault(o.SessionTimeout, 30*time.Minute)
+	o.PageSize = orDefault(o.PageSize, DefaultPageSize)
+	o.CatalogInterval = orDefault(o.CatalogInterval, DefaultCatalogInterval)
+	o.SessionTimeout = orDefault(o.SessionTimeout, DefaultSessionTimeout)
 	if err := checkOrigins(o.AllowedOrigins); err != nil {
 		return nil, err
 	}
