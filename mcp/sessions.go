@@ -177,3 +177,100 @@ func (p *Plugin) pruneStreamableLocked() {
 		}
 	}
 }
+
+// answerWait bounds, at shutdown, the wait for the answers of stopped
+// requests to be handed to their transports.
+const answerWait = 2 * time.Second
+
+// awaitAnswers waits, up to bound, until every call delivered on an SSE
+// session has its answer queued and no Streamable HTTP POST is in
+// progress (the SDK answers a POST before it returns): the protocol
+// session's Close would drop an answer written after it.
+func (p *Plugin) awaitAnswers(bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		waiting := false
+		p.posts.Range(func(any, any) bool { waiting = true; return false })
+		p.mu.Lock()
+		for _, c := range p.sessions {
+			waiting = waiting || c.unanswered.Load() > 0
+		}
+		p.mu.Unlock()
+		if !waiting {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// shuttingDown reports whether Close was called.
+func (p *Plugin) shuttingDown() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// closeSessions ends every open SSE and Streamable HTTP session. At
+// shutdown, each protocol session is closed first: the SDK waits for its
+// requests' answers to be sent, and the SSE streams send what is queued
+// before they end. Otherwise (disable), the connections close first, which
+// cancels the calls still running on them.
+func (p *Plugin) closeSessions(shutdown bool) {
+	p.mu.Lock()
+	open := make([]*conn, 0, len(p.sessions))
+	for _, c := range p.sessions {
+		open = append(open, c)
+	}
+	p.mu.Unlock()
+	if !shutdown {
+		for _, c := range open {
+			c.Close() // unregisters itself
+		}
+	}
+	// Closing a protocol session ends its streams; the SDK forgets it.
+	for ss := range p.server.Sessions() {
+		_ = ss.Close()
+	}
+	for _, c := range open {
+		c.Close()
+	}
+}
+
+// openSession registers a new session for caller, within the limits.
+func (p *Plugin) openSession(caller query.Caller) (*conn, error) {
+	p.mu.Lock()
+	if !p.closed && !p.Enabled() {
+		p.mu.Unlock()
+		return nil, query.Errorf(query.KindUnavailable, "MCP is disabled on this server")
+	}
+	victim, err := p.admitSessionLocked(caller.Subject, "sse")
+	if err != nil {
+		p.mu.Unlock()
+		return nil, err
+	}
+	c := newConn(newID(), caller, p.opts.SessionQueue, p.opts.SessionQueueBytes, p.opts.WriteTimeout)
+	// A closed session leaves the registry at once (status, limits), even
+	// while its protocol session is still winding down.
+	c.onClose = func() {
+		p.mu.Lock()
+		delete(p.sessions, c.id)
+		p.mu.Unlock()
+	}
+	p.sessions[c.id] = c
+	p.wg.Add(1)
+	p.mu.Unlock()
+	p.closeStream(victim)
+	return c, nil
+}
+
+// closeSession closes c and marks its stream done for Close's wait.
+func (p *Plugin) closeSession(c *conn) {
+	c.Close()
+	p.wg.Done()
+}
+
+func (p *Plugin) session(id string) *conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sessions[id]
+}
