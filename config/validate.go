@@ -1,0 +1,130 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Validate checks every setting and reports all problems at once.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		bad("listen %q: want host:port, e.g. 127.0.0.1:32049", c.Listen)
+	}
+	if c.JWTSecret != "" && len(c.JWTSecret) < MinSecretBytes {
+		bad("jwt_secret is %d bytes: it must be at least %d bytes (try: openssl rand -hex 32)", len(c.JWTSecret), MinSecretBytes)
+	}
+	seen := map[string]bool{}
+	for i, db := range c.Databases {
+		switch {
+		case !validName(db.Name):
+			bad("databases[%d]: name %q: want letters, digits, _ or - (starting with a letter)", i, db.Name)
+		case seen[db.Name]:
+			bad("databases[%d]: name %q is used twice", i, db.Name)
+		}
+		seen[db.Name] = true
+		switch {
+		case strings.HasPrefix(db.URL, "postgres://"), strings.HasPrefix(db.URL, "postgresql://"):
+		case strings.HasPrefix(db.URL, "sqlite:") && db.SQLitePath() != "":
+		default:
+			bad("databases[%d] (%s): url must start with postgres://, postgresql:// or sqlite:", i, db.Name)
+		}
+	}
+	if c.MCPBlockThreshold < 1024 {
+		bad("mcp_block_threshold %d: want at least 1024 bytes", c.MCPBlockThreshold)
+	}
+	if c.MCPBlockSize < 1024 {
+		bad("mcp_block_size %d: want at least 1024 bytes", c.MCPBlockSize)
+	}
+	if c.MCPBlockTTL < Duration(time.Second) {
+		bad("mcp_block_ttl %s: want at least 1s", time.Duration(c.MCPBlockTTL))
+	}
+	if c.MCPBlockBudgetPerSubject < c.MCPBlockThreshold || c.MCPBlockBudget < c.MCPBlockBudgetPerSubject {
+		bad("mcp_block_budget %d / mcp_block_budget_per_subject %d: want mcp_block_threshold <= per subject <= total",
+			c.MCPBlockBudget, c.MCPBlockBudgetPerSubject)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		bad("tls_cert_file and tls_key_file: give both or neither")
+	}
+	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
+		bad("tls_client_ca_file needs tls_cert_file and tls_key_file (mutual TLS runs over TLS)")
+	}
+	c.validateAuth(bad)
+	c.validateLimits(bad)
+	if c.MCPMaxWorkers < 1 {
+		bad("mcp_max_workers %d: want at least 1", c.MCPMaxWorkers)
+	}
+	if c.MCPKeepalive < Duration(time.Second) {
+		bad("mcp_keepalive %s: want at least 1s", time.Duration(c.MCPKeepalive))
+	}
+	if c.MCPSessionQueue < 1 {
+		bad("mcp_session_queue %d: want at least 1", c.MCPSessionQueue)
+	}
+	if c.MCPWriteTimeout < Duration(100*time.Millisecond) {
+		bad("mcp_write_timeout %s: want at least 100ms", time.Duration(c.MCPWriteTimeout))
+	}
+	if c.StatementTimeout < Duration(10*time.Millisecond) {
+		bad("statement_timeout %s: want at least 10ms", time.Duration(c.StatementTimeout))
+	}
+	if c.DefaultRowLimit < 1 || c.MaxRowLimit < c.DefaultRowLimit {
+		bad("default_row_limit %d / max_row_limit %d: want 1 <= default <= max", c.DefaultRowLimit, c.MaxRowLimit)
+	}
+	if c.MaxRowBytes < 1024 {
+		bad("max_row_bytes %d: want at least 1024", c.MaxRowBytes)
+	}
+	if c.MCPSessionQueueBytes < 0 {
+		bad("mcp_session_queue_bytes %d: want 0 (4 × mcp_block_threshold) or more", c.MCPSessionQueueBytes)
+	}
+	if c.MaxBodyBytes < 1024 {
+		bad("max_body_bytes %d: want at least 1024", c.MaxBodyBytes)
+	}
+	if c.HeaderTimeout < Duration(100*time.Millisecond) || c.ReadTimeout < c.HeaderTimeout || c.IdleTimeout < Duration(time.Second) {
+		bad("header_timeout %s / read_timeout %s / idle_timeout %s: want header_timeout at least 100ms, read_timeout at least header_timeout, idle_timeout at least 1s",
+			time.Duration(c.HeaderTimeout), time.Duration(c.ReadTimeout), time.Duration(c.IdleTimeout))
+	}
+	if c.DrainTimeout < 0 {
+		bad("drain_timeout %s: want 0 (stop at once) or more", time.Duration(c.DrainTimeout))
+	}
+	if c.MaxConnections < 0 || c.MaxConnectionsPerAddress < 0 {
+		bad("max_connections %d / max_connections_per_address %d: want 0 or more", c.MaxConnections, c.MaxConnectionsPerAddress)
+	}
+	for i, o := range c.MCPAllowedOrigins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			bad("mcp_allowed_origins[%d] %q: want scheme://host[:port], e.g. https://app.example.com, or *", i, o)
+		}
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("log_format %q: want text or json", c.LogFormat)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '_' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
