@@ -16,7 +16,9 @@ import (
 func TestConformanceFixtures(t *testing.T) {
 	p, _ := newTestPlugin(t, Options{Conformance: true})
 	cs := connectStdio(t, p, query.Caller{Subject: "c"}, &mcpsdk.ClientOptions{
+		//lint:ignore SA1019 the conformance fixtures exercise sampling, which the 2025 revisions have
 		CreateMessageHandler: func(context.Context, *mcpsdk.CreateMessageRequest) (*mcpsdk.CreateMessageResult, error) {
+			//lint:ignore SA1019 as above
 			return &mcpsdk.CreateMessageResult{Content: &mcpsdk.TextContent{Text: "sampled"}, Model: "m", Role: "assistant"}, nil
 		},
 		ElicitationHandler: func(context.Context, *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {

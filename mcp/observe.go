@@ -30,6 +30,7 @@ func (p *Plugin) observe(name string, h mcpsdk.ToolHandler) mcpsdk.ToolHandler {
 		res, err := h(ctx, req)
 		stop()
 		if req.Session != nil {
+			//lint:ignore SA1019 the 2025 protocol revisions, which lakegate still serves, have logging; SEP-2577 keeps it for at least twelve months
 			level, outcome := mcpsdk.LoggingLevel("info"), "ok"
 			switch {
 			case err != nil:
@@ -37,6 +38,7 @@ func (p *Plugin) observe(name string, h mcpsdk.ToolHandler) mcpsdk.ToolHandler {
 			case res != nil && res.IsError:
 				level, outcome = "warning", "tool error"
 			}
+			//lint:ignore SA1019 the 2025 protocol revisions, which lakegate still serves, have logging; SEP-2577 keeps it for at least twelve months
 			_ = req.Session.Log(ctx, &mcpsdk.LoggingMessageParams{
 				Level:  level,
 				Logger: "lakegate",

@@ -203,6 +203,7 @@ func TestProgressAndLogging(t *testing.T) {
 			defer mu.Unlock()
 			progress = append(progress, r.Params.Message)
 		},
+		//lint:ignore SA1019 the tool-call log messages go to clients of the 2025 revisions
 		LoggingMessageHandler: func(_ context.Context, r *mcpsdk.LoggingMessageRequest) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -210,6 +211,7 @@ func TestProgressAndLogging(t *testing.T) {
 		},
 	})
 	ctx := t.Context()
+	//lint:ignore SA1019 as above
 	if err := cs.SetLoggingLevel(ctx, &mcpsdk.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}

@@ -385,7 +385,7 @@ func (lx *lexer) operator(pos int) int {
 	}
 	end := j
 	if j-pos > 1 && (src[j-1] == '+' || src[j-1] == '-') &&
-		strings.IndexAny(src[pos:j], "~!@#%^&|`?") < 0 {
+		!strings.ContainsAny(src[pos:j], "~!@#%^&|`?") {
 		for j-pos > 1 && (src[j-1] == '+' || src[j-1] == '-') {
 			j--
 		}
