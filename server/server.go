@@ -60,7 +60,9 @@ type Server struct {
 
 // New builds the server and its routes. The engine and plugin stay owned by
 // the caller, who closes them after Serve returns, and then calls
-// [Server.Close].
+// [Server.Close]. Serve's drain shuts the plugin down itself (its calls
+// must answer before the connections close); the caller's Close of it is
+// then a no-op, as Plugin.Close may be called more than once.
 func New(cfg config.Config, engine *query.Engine, plugin *mcp.Plugin, opts *Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
