@@ -288,8 +288,15 @@ func (l *Limits) sweepLocked(now time.Time) {
 // routes are skipped: the plugin takes one per tool call, answering over
 // the limit with a tool error an agent can act on.
 func (s *Server) rateLimit(c *gin.Context) {
-	// Tool calls take their token in the plugin; block reads take one here.
-	if p := c.FullPath(); strings.HasPrefix(p, "/mcp") && !strings.HasPrefix(p, "/mcp/blocks") {
+	// Tool calls take their token in the plugin. Of the block routes, the
+	// manifest and /all take one here; one block takes none, as over
+	// resources/read: the call that made the transfer took its token, and
+	// reading it block by block costs the caller no more than /all does.
+	p := c.FullPath()
+	if strings.HasPrefix(p, "/mcp") && !strings.HasPrefix(p, "/mcp/blocks") {
+		return
+	}
+	if p == "/mcp/blocks/:id/:n" && c.Param("n") != "all" {
 		return
 	}
 	if err := s.limits.allow(caller(c).Subject); err != nil {
