@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,6 +37,23 @@ type Client struct {
 	// Progress, when set, is called after each block is written with the
 	// bytes written so far and the total.
 	Progress func(done, total int64)
+
+	// Attempts bounds the tries of one request (the manifest or a block)
+	// that fails with a network error, a 5xx or 408 answer or data that
+	// does not match the manifest (default DefaultAttempts). Answers 429
+	// are not failures: the client waits as the server asks (Retry-After,
+	// or the error's retry_after), pausing all its requests, up to 100
+	// times per request. Other 4xx answers and TLS refusals are final.
+	Attempts int
+	// Backoff is the wait before the first retry of a failure; it doubles
+	// with each retry up to 10 s, with jitter (default DefaultBackoff).
+	Backoff time.Duration
+	// MaxRetryAfter is the longest wait the client accepts from a server;
+	// asked to wait longer, it gives up (default DefaultMaxRetryAfter).
+	MaxRetryAfter time.Duration
+	// Retrying, when set, is called before each wait for a retry. Fetch
+	// calls it from several goroutines at once.
+	Retrying func(Retry)
 }
 
 // NewHTTP3 returns an http.Client that speaks HTTP/3 (QUIC) only, with
@@ -52,9 +68,6 @@ func CloseHTTP3(c *http.Client) {
 		_ = t.Close()
 	}
 }
-
-// blockAttempts is how many times a block is tried before giving up.
-const blockAttempts = 3
 
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {
@@ -71,12 +84,16 @@ func (c *Client) url(parts ...string) string {
 	return u
 }
 
-// get sends a GET and returns the response when it is 200, else an error
-// carrying the server's message.
-func (c *Client) get(ctx context.Context, u string) (*http.Response, error) {
+// get sends a GET with the extra header h and returns the response when
+// it is 200 (or 206 to a Range request), else an error carrying the
+// server's message and the wait it asks for.
+func (c *Client) get(ctx context.Context, u string, h http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
@@ -85,14 +102,15 @@ func (c *Client) get(ctx context.Context, u string) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode == http.StatusOK {
+	if resp.StatusCode == http.StatusOK || (resp.StatusCode == http.StatusPartialContent && req.Header.Get("Range") != "") {
 		return resp, nil
 	}
 	defer resp.Body.Close()
 	var body struct {
 		Error struct {
-			Message string `json:"message"`
-			Hint    string `json:"hint"`
+			Message    string  `json:"message"`
+			Hint       string  `json:"hint"`
+			RetryAfter float64 `json:"retry_after"`
 		} `json:"error"`
 	}
 	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body)
@@ -103,86 +121,150 @@ func (c *Client) get(ctx context.Context, u string) (*http.Response, error) {
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
-	return nil, &StatusError{Code: resp.StatusCode, Message: msg}
+	// The body's retry_after is exact; the header rounds it up to seconds.
+	wait := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	if s := body.Error.RetryAfter; s > 0 && s < 1e6 {
+		wait = time.Duration(s * float64(time.Second))
+	}
+	return nil, &StatusError{Code: resp.StatusCode, Message: msg, RetryAfter: wait}
 }
 
-// StatusError is a non-200 answer from the server.
+// StatusError is an answer other than 200 from the server.
 type StatusError struct {
 	Code    int
 	Message string
+	// RetryAfter is the wait the server asked for (its error's
+	// retry_after, else its Retry-After header); 0 when it named none.
+	RetryAfter time.Duration
 }
 
 func (e *StatusError) Error() string { return fmt.Sprintf("server answered %d: %s", e.Code, e.Message) }
 
-// Manifest fetches the manifest of transfer id.
+// Manifest fetches the manifest of transfer id, retrying as Attempts says.
 func (c *Client) Manifest(ctx context.Context, id string) (*Manifest, error) {
-	resp, err := c.get(ctx, c.url(id))
+	return c.manifest(ctx, &pacer{}, id)
+}
+
+func (c *Client) manifest(ctx context.Context, p *pacer, id string) (*Manifest, error) {
+	if err := c.checkBaseURL(); err != nil {
+		return nil, err
+	}
+	var m *Manifest
+	err := c.retry(ctx, p, -1, func(ctx context.Context) error {
+		var err error
+		m, err = c.manifestOnce(ctx, id)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("manifest of %s: %w", id, err)
+	}
+	return m, nil
+}
+
+func (c *Client) manifestOnce(ctx context.Context, id string) (*Manifest, error) {
+	resp, err := c.get(ctx, c.url(id), nil)
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	var m Manifest
 	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
-		return nil, fmt.Errorf("manifest of %s: %w", id, err)
+		return nil, fmt.Errorf("read: %w", err)
 	}
 	for i, b := range m.Blocks {
 		if b.N != i || b.Size < 0 {
-			return nil, fmt.Errorf("manifest of %s: block %d is malformed", id, i)
+			return nil, finalError{fmt.Errorf("block %d of the manifest is malformed", i)}
 		}
 	}
 	return &m, nil
 }
 
-// Block fetches block b of transfer id and checks its size and SHA-256.
-// Network failures and 5xx answers are tried again, up to three times.
-func (c *Client) Block(ctx context.Context, id string, b Block) ([]byte, error) {
-	var err error
-	for attempt := range blockAttempts {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-			}
-		}
-		var data []byte
-		data, err = c.blockOnce(ctx, id, b)
-		if err == nil {
-			return data, nil
-		}
-		var se *StatusError
-		if ctx.Err() != nil || (errors.As(err, &se) && se.Code < 500) {
-			break
-		}
+// checkBaseURL refuses a BaseURL no retry could reach.
+func (c *Client) checkBaseURL() error {
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("server %q: want a URL such as https://host:32049", c.BaseURL)
 	}
-	return nil, fmt.Errorf("block %d of %s: %w", b.N, id, err)
+	return nil
 }
 
-func (c *Client) blockOnce(ctx context.Context, id string, b Block) ([]byte, error) {
-	resp, err := c.get(ctx, c.url(id, strconv.Itoa(b.N)))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
+// Block fetches block b of transfer id and checks its size and SHA-256,
+// retrying as Attempts says. A retry after a cut-off read asks only for
+// the rest of the block (Range, If-Range on its ETag).
+func (c *Client) Block(ctx context.Context, id string, b Block) ([]byte, error) {
+	return c.block(ctx, &pacer{}, id, b)
+}
+
+func (c *Client) block(ctx context.Context, p *pacer, id string, b Block) ([]byte, error) {
 	data := make([]byte, b.Size)
-	if _, err := io.ReadFull(resp.Body, data); err != nil {
-		return nil, fmt.Errorf("read: %w", err)
-	}
-	if n, _ := resp.Body.Read(make([]byte, 1)); n > 0 {
-		return nil, fmt.Errorf("the block is longer than the manifest's %d bytes", b.Size)
-	}
-	if err := Verify(data, b.SHA256); err != nil {
-		return nil, err
+	var have int64 // bytes of data received and not yet found damaged
+	err := c.retry(ctx, p, b.N, func(ctx context.Context) error {
+		var err error
+		have, err = c.blockOnce(ctx, id, b, data, have)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("block %d of %s: %w", b.N, id, err)
 	}
 	return data, nil
 }
 
+// blockOnce reads block b into data, asking only for what follows the
+// first have bytes already there. It returns how many bytes data holds
+// (0 when they are found damaged).
+func (c *Client) blockOnce(ctx context.Context, id string, b Block, data []byte, have int64) (int64, error) {
+	var h http.Header
+	if have > 0 && have < b.Size {
+		h = http.Header{"Range": {"bytes=" + strconv.FormatInt(have, 10) + "-"}, "If-Range": {`"` + b.SHA256 + `"`}}
+	}
+	resp, err := c.get(ctx, c.url(id, strconv.Itoa(b.N)), h)
+	if err != nil {
+		return have, err
+	}
+	defer resp.Body.Close()
+	from := int64(0)
+	if resp.StatusCode == http.StatusPartialContent {
+		if from = rangeStart(resp.Header.Get("Content-Range")); from != have {
+			return 0, fmt.Errorf("asked for bytes from %d, got a range from %d", have, from)
+		}
+	}
+	n, err := io.ReadFull(resp.Body, data[from:])
+	if err != nil {
+		return from + int64(n), fmt.Errorf("read: %w", err)
+	}
+	if n, _ := resp.Body.Read(make([]byte, 1)); n > 0 {
+		return 0, fmt.Errorf("the block is longer than the manifest's %d bytes", b.Size)
+	}
+	if err := Verify(data, b.SHA256); err != nil {
+		return 0, err
+	}
+	return b.Size, nil
+}
+
+// rangeStart is the first byte of a Content-Range "bytes a-b/n", or -1.
+func rangeStart(v string) int64 {
+	rest, ok := strings.CutPrefix(v, "bytes ")
+	if !ok {
+		return -1
+	}
+	a, _, ok := strings.Cut(rest, "-")
+	n, err := strconv.ParseInt(a, 10, 64)
+	if !ok || err != nil {
+		return -1
+	}
+	return n
+}
+
 // Fetch writes the whole result of transfer id to w, in order, fetching
-// Parallel blocks at a time and checking every block and the whole. On
-// any failure it stops the other fetches and returns the error; w may
+// Parallel blocks at a time and checking every block and the whole. Each
+// request is retried as Attempts says; a block that fails is fetched
+// again alone (never a block already checked), and a 429 pauses every
+// request of the fetch for the wait the server names. When a request
+// fails for good, Fetch stops the others and returns its error; w may
 // then hold a prefix of the result.
 func (c *Client) Fetch(ctx context.Context, id string, w io.Writer) (*Manifest, error) {
-	m, err := c.Manifest(ctx, id)
+	p := &pacer{}
+	m, err := c.manifest(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +309,7 @@ func (c *Client) Fetch(ctx context.Context, id string, w io.Writer) (*Manifest, 
 	for range parallel {
 		wg.Go(func() {
 			for n := range jobs {
-				data, err := c.Block(ctx, id, m.Blocks[n])
+				data, err := c.block(ctx, p, id, m.Blocks[n])
 				results[n] <- result{data, err}
 			}
 		})
