@@ -32,8 +32,9 @@ const defaultServer = "http://127.0.0.1:32049"
 // never printed.
 func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Command {
 	var (
-		server, token, caFile string
-		asJSON                bool
+		server, token string
+		tlsf          tlsFlags
+		asJSON        bool
 	)
 	admin := &cobra.Command{
 		Use:   "admin",
@@ -41,7 +42,7 @@ func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Comman
 	}
 	admin.PersistentFlags().StringVar(&server, "server", "", "server URL (default LAKEGATE_SERVER, else "+defaultServer+")")
 	admin.PersistentFlags().StringVar(&token, "token", "", "admin token (default LAKEGATE_TOKEN; prefer it, it stays out of shell history)")
-	admin.PersistentFlags().StringVar(&caFile, "ca-file", "", "PEM file of the CA that signed the server's certificate (https)")
+	tlsf.add(admin, true)
 
 	mcpCmd := &cobra.Command{
 		Use:   "mcp",
@@ -51,10 +52,10 @@ func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Comman
 	call := func(method, path string) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, _ []string) error {
 			c := adminClient{server: firstOf(server, getenv("LAKEGATE_SERVER"), defaultServer),
-				token: firstOf(token, getenv("LAKEGATE_TOKEN")), caFile: caFile}
+				token: firstOf(token, getenv("LAKEGATE_TOKEN")), tls: tlsf}
 			body, err := c.do(cmd.Context(), method, path)
 			if err != nil {
-				return err
+				return tlsf.explain(c.server, err)
 			}
 			if asJSON {
 				var b bytes.Buffer
@@ -92,17 +93,19 @@ func firstOf(vals ...string) string {
 	return ""
 }
 
-// adminClient sends admin requests with a bearer token.
+// adminClient sends admin requests with a bearer token, or a client
+// certificate alone (a server with tls_client_cert_auth).
 type adminClient struct {
-	server, token, caFile string
+	server, token string
+	tls           tlsFlags
 }
 
 // do sends one request and returns the body of a 2xx answer. Any other
 // answer is an error carrying the server's message. No error holds the
 // token.
 func (c adminClient) do(ctx context.Context, method, path string) ([]byte, error) {
-	if c.token == "" {
-		return nil, errors.New("no admin token: set LAKEGATE_TOKEN (or pass --token)")
+	if c.token == "" && c.tls.certFile == "" {
+		return nil, errors.New("no admin token: set LAKEGATE_TOKEN (or pass --token), or give a client certificate with --cert")
 	}
 	u, err := url.Parse(strings.TrimRight(c.server, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -114,8 +117,10 @@ func (c adminClient) do(ctx context.Context, method, path string) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	tlsConf, err := clientTLS(c.caFile)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	tlsConf, err := c.tls.config()
 	if err != nil {
 		return nil, err
 	}

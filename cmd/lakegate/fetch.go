@@ -2,16 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,10 +22,11 @@ import (
 
 // fetchFlags are the options of `lakegate fetch`.
 type fetchFlags struct {
-	server, token, out, caFile string
-	parallel                   int
-	http3                      bool
-	database, sql, format      string
+	server, token, out    string
+	tls                   tlsFlags
+	parallel              int
+	http3                 bool
+	database, sql, format string
 }
 
 // newFetchCommand is `lakegate fetch`: it downloads the blocks of a
@@ -52,7 +53,7 @@ func newFetchCommand(stdout, stderr io.Writer, getenv func(string) string) *cobr
 			if len(args) == 1 {
 				id = args[0]
 			}
-			return runFetch(cmd.Context(), f, id, stdout, stderr)
+			return f.tls.explain(f.server, runFetch(cmd.Context(), f, id, stdout, stderr))
 		},
 	}
 	fl := cmd.Flags()
@@ -61,7 +62,7 @@ func newFetchCommand(stdout, stderr io.Writer, getenv func(string) string) *cobr
 	fl.StringVarP(&f.out, "output", "o", "-", "file to write (- for standard output)")
 	fl.IntVar(&f.parallel, "parallel", blocktransport.DefaultParallel, "blocks fetched at once")
 	fl.BoolVar(&f.http3, "http3", false, "fetch over HTTP/3 (QUIC; the server must have TLS)")
-	fl.StringVar(&f.caFile, "ca-file", "", "PEM file of the CA that signed the server's certificate")
+	f.tls.add(cmd, false)
 	fl.StringVar(&f.database, "database", "", "with --sql: the database")
 	fl.StringVar(&f.sql, "sql", "", "run this SELECT as an export, then fetch its blocks")
 	fl.StringVar(&f.format, "format", "ndjson", "with --sql: ndjson or csv")
@@ -72,11 +73,13 @@ func runFetch(ctx context.Context, f fetchFlags, id string, stdout, stderr io.Wr
 	if f.parallel < 1 || f.parallel > 64 {
 		return fmt.Errorf("--parallel %d: want 1 to 64", f.parallel)
 	}
-	tlsConf, err := clientTLS(f.caFile)
+	tlsConf, err := f.tls.config()
 	if err != nil {
 		return err
 	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConf, ForceAttemptHTTP2: true}}
+	// As many idle connections as blocks in flight: over HTTP/1.1 the
+	// default two would close and reopen connections between blocks.
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConf, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: f.parallel}}
 	defer hc.CloseIdleConnections()
 	if f.sql != "" {
 		if id, err = startExport(ctx, f, hc, stderr); err != nil {
@@ -89,9 +92,31 @@ func runFetch(ctx context.Context, f fetchFlags, id string, stdout, stderr io.Wr
 		defer blocktransport.CloseHTTP3(blocksClient)
 	}
 	c := &blocktransport.Client{BaseURL: f.server, Token: f.token, HTTP: blocksClient, Parallel: f.parallel}
-	if isTerminal(stderr) {
+	var mu sync.Mutex // one line at a time on stderr
+	bar := isTerminal(stderr)
+	if bar {
 		start := time.Now()
-		c.Progress = func(done, total int64) { drawProgress(stderr, done, total, time.Since(start)) }
+		c.Progress = func(done, total int64) {
+			mu.Lock()
+			drawProgress(stderr, done, total, time.Since(start))
+			mu.Unlock()
+		}
+	}
+	c.Retrying = func(r blocktransport.Retry) {
+		var se *blocktransport.StatusError
+		if errors.As(r.Err, &se) && se.Code == http.StatusTooManyRequests && r.Wait < time.Second {
+			return // pacing, not trouble
+		}
+		what := "manifest"
+		if r.Block >= 0 {
+			what = fmt.Sprintf("block %d", r.Block)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if bar {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
+		fmt.Fprintf(stderr, "lakegate fetch: %s: %v; retrying in %.1fs (attempt %d failed)\n", what, r.Err, r.Wait.Seconds(), r.Attempt)
 	}
 	w, commit, err := output(f.out, stdout)
 	if err != nil {
@@ -124,19 +149,34 @@ func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.W
 	}
 	defer cs.Close()
 	start := time.Now()
-	res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
-		"database": f.database, "sql": f.sql, "export": true, "max_rows": 0, "format": f.format}})
-	if err != nil {
-		return "", fmt.Errorf("run_sql: %w", err)
-	}
-	if res.IsError {
+	var res *mcpsdk.CallToolResult
+	for attempt := 1; ; attempt++ {
+		res, err = cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
+			"database": f.database, "sql": f.sql, "export": true, "max_rows": 0, "format": f.format}})
+		if err != nil {
+			return "", fmt.Errorf("run_sql: %w", err)
+		}
+		if !res.IsError {
+			break
+		}
 		text := ""
 		if len(res.Content) > 0 {
 			if tc, ok := res.Content[0].(*mcpsdk.TextContent); ok {
 				text = tc.Text
 			}
 		}
-		return "", fmt.Errorf("run_sql: %s", text)
+		wait := rateLimitedWait(text)
+		if wait <= 0 || attempt >= exportAttempts {
+			return "", fmt.Errorf("run_sql: %s", text)
+		}
+		fmt.Fprintf(stderr, "lakegate fetch: run_sql: rate limited; retrying in %.1fs\n", wait.Seconds())
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		case <-t.C:
+		}
 	}
 	raw, _ := json.Marshal(res.StructuredContent)
 	var out struct {
@@ -152,6 +192,28 @@ func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.W
 	return out.Transfer.ID, nil
 }
 
+// exportAttempts bounds the run_sql calls of one export that are refused
+// as rate_limited (a refused call runs nothing and takes no token).
+const exportAttempts = 5
+
+// rateLimitedWait reads a failed tool result's text: for a rate_limited
+// error, the wait it names (with a little jitter, at most a minute),
+// else 0.
+func rateLimitedWait(text string) time.Duration {
+	var e struct {
+		Error struct {
+			Kind       string  `json:"kind"`
+			RetryAfter float64 `json:"retry_after"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(text), &e) != nil || e.Error.Kind != "rate_limited" ||
+		e.Error.RetryAfter <= 0 || e.Error.RetryAfter > 60 {
+		return 0
+	}
+	wait := time.Duration(e.Error.RetryAfter * float64(time.Second))
+	return wait + rand.N(wait/10+10*time.Millisecond)
+}
+
 // bearerTransport adds a bearer token to every request.
 type bearerTransport struct {
 	token string
@@ -164,22 +226,6 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set("Authorization", "Bearer "+b.token)
 	}
 	return b.base.RoundTrip(r)
-}
-
-// clientTLS trusts the system roots, or the CA in caFile.
-func clientTLS(caFile string) (*tls.Config, error) {
-	if caFile == "" {
-		return &tls.Config{}, nil
-	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("--ca-file: %w", err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", caFile)
-	}
-	return &tls.Config{RootCAs: roots}, nil
 }
 
 // output opens where the result goes. A file is written under a temporary

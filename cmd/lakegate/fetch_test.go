@@ -82,3 +82,24 @@ func TestFetch(t *testing.T) {
 		t.Errorf("--parallel 0: got %v", err)
 	}
 }
+
+func TestRateLimitedWait(t *testing.T) {
+	tests := []struct {
+		name     string
+		text     string
+		min, max time.Duration // 0, 0: no retry
+	}{
+		{"rate limited", `{"error":{"kind":"rate_limited","message":"slow down","retry_after":0.5}}`, 500 * time.Millisecond, 600 * time.Millisecond},
+		{"too long to wait", `{"error":{"kind":"rate_limited","message":"budget","retry_after":900}}`, 0, 0},
+		{"another kind", `{"error":{"kind":"validation_error","message":"bad sql"}}`, 0, 0},
+		{"no wait named", `{"error":{"kind":"rate_limited","message":"slow down"}}`, 0, 0},
+		{"not JSON", `relation "reading" does not exist`, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := rateLimitedWait(tt.text); got < tt.min || got > tt.max {
+				t.Errorf("got %v, want %v to %v", got, tt.min, tt.max)
+			}
+		})
+	}
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/server"
+)
+
+// testCA signs the server's and the clients' certificates of a test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	dir  string
+	file string // the CA certificate, PEM
+}
+
+func newTestCA(t *testing.T, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := &testCA{cert: cert, key: key, dir: t.TempDir()}
+	ca.file = ca.write(t, name+"-ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return ca
+}
+
+func (ca *testCA) write(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(ca.dir, name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// issue signs a certificate for cn (a server's for 127.0.0.1, else a
+// client's) and returns its certificate and key files.
+func (ca *testCA) issue(t *testing.T, cn string, serverCert bool) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if serverCert {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile = ca.write(t, cn+".crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	keyFile = ca.write(t, cn+".key", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	return certFile, keyFile
+}
+
+var httpsURL = regexp.MustCompile(`"msg":"lakegate listening","url":"(https://[^"]+)"`)
+
+// TestMutualTLS: fetch (HTTP/2 and HTTP/3) and admin reach a server that
+// requires client certificates when given --cert/--key/--ca-file, and
+// without a certificate, or with one the server does not trust, fail
+// with the next step named.
+func TestMutualTLS(t *testing.T) {
+	ca, stranger := newTestCA(t, "lakegate-test"), newTestCA(t, "stranger")
+	serverCert, serverKey := ca.issue(t, "server", true)
+	clientCert, clientKey := ca.issue(t, "ops", false)
+	strangerCert, strangerKey := stranger.issue(t, "mallory", false)
+	// One file with the certificate and its key: --key may be left out.
+	certPEM, _ := os.ReadFile(clientCert)
+	keyPEM, _ := os.ReadFile(clientKey)
+	combined := ca.write(t, "ops.pem", append(certPEM, keyPEM...))
+
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.LogFormat = "json"
+	cfg.JWTSecret = secret
+	cfg.MCPEnabled = true
+	cfg.MCPBlockThreshold = 4096
+	cfg.MCPBlockSize = 2048
+	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile = serverCert, serverKey, ca.file
+	// A certificate alone may stand for its CN ("ops", an admin).
+	cfg.TLSClientCertAuth, cfg.TLSClientCertRoles = true, []string{server.RoleAdmin}
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, &stdout, &stderr) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	var base string
+	for deadline := time.Now().Add(20 * time.Second); base == ""; time.Sleep(20 * time.Millisecond) {
+		if m := httpsURL.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no listening line; stderr: %s", stderr.String())
+		}
+	}
+	env := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed(t, "agent", server.RoleReader)}
+	adminEnv := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed(t, "ops", server.RoleAdmin)}
+	withCert := []string{"--ca-file", ca.file, "--cert", clientCert, "--key", clientKey}
+	dir := t.TempDir()
+
+	first := filepath.Join(dir, "first.ndjson")
+	_, errOut, err := run(t, env, append([]string{"fetch", "--database", "demo", "--sql", "SELECT * FROM readings ORDER BY id", "-o", first}, withCert...)...)
+	if err != nil {
+		t.Fatalf("fetch --sql with a client certificate: %v; stderr: %s", err, errOut)
+	}
+	id := ""
+	if _, after, ok := strings.Cut(errOut, "as transfer "); ok {
+		id, _, _ = strings.Cut(after, " ")
+	}
+	a, err := os.ReadFile(first)
+	if err != nil || id == "" || bytes.Count(a, []byte("\n")) < 100 {
+		t.Fatalf("got %d bytes (%v) and transfer %q; stderr: %s", len(a), err, id, errOut)
+	}
+	second := filepath.Join(dir, "second.ndjson")
+	if _, errOut, err := run(t, env, append([]string{"fetch", id, "-o", second, "--http3"}, withCert...)...); err != nil {
+		t.Fatalf("fetch --http3 with a client certificate: %v; stderr: %s", err, errOut)
+	}
+	if b, _ := os.ReadFile(second); !bytes.Equal(a, b) {
+		t.Errorf("fetch over HTTP/3: %d bytes, want the %d bytes of the export", len(b), len(a))
+	}
+
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		want    string   // in stdout
+		wantErr []string // in the error
+	}{
+		{"admin with a certificate", adminEnv, append([]string{"admin", "mcp", "status"}, withCert...), "enabled since", nil},
+		{"admin with the certificate alone", map[string]string{"LAKEGATE_SERVER": base},
+			[]string{"admin", "mcp", "status", "--ca-file", ca.file, "--cert", combined}, "enabled since", nil},
+		{"fetch with the certificate alone", map[string]string{"LAKEGATE_SERVER": base},
+			[]string{"fetch", id, "--ca-file", ca.file, "--cert", combined, "-o", filepath.Join(dir, "third.ndjson")}, "", nil},
+		{"admin without a certificate", adminEnv, []string{"admin", "mcp", "status", "--ca-file", ca.file}, "", []string{"--cert and --key"}},
+		{"fetch without a certificate", env, []string{"fetch", id, "--ca-file", ca.file, "-o", filepath.Join(dir, "no.ndjson")}, "", []string{"--cert and --key"}},
+		{"admin with an untrusted certificate", adminEnv, []string{"admin", "mcp", "status", "--ca-file", ca.file, "--cert", strangerCert, "--key", strangerKey}, "", []string{"refused the certificate"}},
+		{"fetch with an untrusted certificate", env, []string{"fetch", id, "--ca-file", ca.file, "--cert", strangerCert, "--key", strangerKey, "-o", filepath.Join(dir, "no.ndjson")}, "", []string{"refused the certificate"}},
+		{"a key that is not the certificate's", env, []string{"fetch", id, "--ca-file", ca.file, "--cert", clientCert, "--key", strangerKey}, "", []string{"--cert/--key"}},
+		{"--key alone", adminEnv, []string{"admin", "mcp", "status", "--key", clientKey}, "", []string{"--key needs --cert"}},
+		{"a missing certificate file", adminEnv, []string{"admin", "mcp", "status", "--cert", filepath.Join(dir, "nope.pem")}, "", []string{"--cert"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			out, errOut, err := run(t, tt.env, tt.args...)
+			if tt.wantErr == nil {
+				if err != nil || !strings.Contains(out, tt.want) {
+					t.Fatalf("got %q, %v (stderr %q), want %q", out, err, errOut, tt.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("got %q, want an error", out)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got %v, want it to contain %q", err, w)
+				}
+			}
+			// A refused certificate is final: no retries.
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("failed after %v, want at once", d)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("got %d files in the output directory, want 3 (no partial file)", len(entries))
+	}
+}
