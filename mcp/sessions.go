@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"fmt"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/lakegate/lakegate/query"
@@ -31,8 +33,12 @@ type streamSession struct {
 }
 
 // reserveStreamable admits a POST that will open a Streamable HTTP session
-// for subject, or refuses it; settleStreamable must follow.
-func (p *Plugin) reserveStreamable(subject string) error {
+// for subject, or refuses it. The reservation ends with settle, given the
+// id of the session the POST opened ("" when none); only its first call
+// counts. Call it as soon as the id is known, before the answer reaches the
+// client: its next requests (a GET stream at once) must find the session
+// registered, or they would not count as use.
+func (p *Plugin) reserveStreamable(subject string) (settle func(id string), err error) {
 	p.mu.Lock()
 	victim, err := p.admitSessionLocked(subject, "streamable")
 	if err == nil {
@@ -40,21 +46,50 @@ func (p *Plugin) reserveStreamable(subject string) error {
 	}
 	p.mu.Unlock()
 	p.closeStream(victim)
-	return err
+	if err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func(id string) {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.streamPending[subject]--; p.streamPending[subject] <= 0 {
+				delete(p.streamPending, subject)
+			}
+			if id != "" {
+				p.streams[id] = &streamSession{subject: subject, lastUsed: time.Now()}
+			}
+		})
+	}, nil
 }
 
-// settleStreamable ends a reservation; id is the session the POST opened
-// ("" when none).
-func (p *Plugin) settleStreamable(subject, id string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.streamPending[subject]--; p.streamPending[subject] <= 0 {
-		delete(p.streamPending, subject)
-	}
-	if id != "" {
-		p.streams[id] = &streamSession{subject: subject, lastUsed: time.Now()}
-	}
+// sessionOpened settles a reservation (reserveStreamable) when the answer's
+// headers go out: the SDK has set Mcp-Session-Id by then.
+type sessionOpened struct {
+	http.ResponseWriter
+	settle      func(id string)
+	wroteHeader bool
 }
+
+func (w *sessionOpened) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.wroteHeader = true
+		w.settle(w.Header().Get("Mcp-Session-Id"))
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sessionOpened) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush,
+// write deadlines).
+func (w *sessionOpened) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // useStream marks a request of the Streamable HTTP session id in progress
 // until the returned func is called.

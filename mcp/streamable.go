@@ -78,11 +78,13 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 		// session: it counts against the session limits.
 		if stateful && c.GetHeader("Mcp-Session-Id") == "" {
 			caller, _ := query.CallerFrom(c.Request.Context())
-			if err := p.reserveStreamable(caller.Subject); err != nil {
+			settle, err := p.reserveStreamable(caller.Subject)
+			if err != nil {
 				fail(c, err)
 				return
 			}
-			defer func() { p.settleStreamable(caller.Subject, c.Writer.Header().Get("Mcp-Session-Id")) }()
+			defer settle("") // when no answer was written
+			w = &sessionOpened{ResponseWriter: w, settle: settle}
 		}
 	}
 	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" {
