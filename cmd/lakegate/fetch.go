@@ -44,7 +44,11 @@ func newFetchCommand(stdout, stderr io.Writer, getenv func(string) string) *cobr
 			"output may get a prefix before an error).",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if (len(args) == 1) == (f.sql != "") {
+			switch {
+			case len(args) == 0 && f.sql == "":
+				return errors.New("what to fetch? give a TRANSFER_ID (from a result's manifest), " +
+					"or --database DB --sql \"SELECT ...\" to export a query first; see lakegate fetch --help")
+			case len(args) == 1 && f.sql != "":
 				return errors.New("give a TRANSFER_ID or --sql (with --database), not both")
 			}
 			f.server = firstOf(f.server, getenv("LAKEGATE_SERVER"), defaultServer)

@@ -75,7 +75,7 @@ func TestFetch(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Errorf("got %d files in the output directory, want 2 (no partial file)", len(entries))
 	}
-	if _, _, err = run(t, env, "fetch"); err == nil || !strings.Contains(err.Error(), "TRANSFER_ID or --sql") {
+	if _, _, err = run(t, env, "fetch"); err == nil || !strings.Contains(err.Error(), "what to fetch? give a TRANSFER_ID") {
 		t.Errorf("no arguments: got %v", err)
 	}
 	if _, _, err = run(t, env, "fetch", id, "--parallel", "0"); err == nil || !strings.Contains(err.Error(), "--parallel") {
