@@ -2,19 +2,12 @@ package query
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
-	"modernc.org/sqlite"
 )
 
 // normParams makes JSON numbers plain int64 or float64 for the drivers.
@@ -40,55 +33,68 @@ func normParams(params []any) ([]any, error) {
 	return out, nil
 }
 
-// classify maps an error of database db to the taxonomy. ctx is the
-// query's own context: its state tells a timeout from a cancel. Messages
-// carry the database's own words for the caller's mistakes, never a DSN.
+// classify maps an error of database db to the taxonomy: the kind is
+// diagnose's (see its table), the message says why. ctx is the query's
+// own context: its state tells a timeout from a cancel. Messages carry the
+// database's own words for the caller's mistakes, never a DSN.
 func classify(ctx context.Context, db string, err error) error {
-	var qe *Error
-	if errors.As(err, &qe) {
-		return qe
-	}
-	var se *sinkErr
-	if errors.As(err, &se) {
-		// The sink's own error (a reader gone, a bound hit) is its
-		// caller's to describe.
-		return se.err
-	}
-	var big *pgproto3.ExceededMaxBodyLenErr
-	if errors.As(err, &big) {
-		return rowTooBig(int64(big.MaxExpectedBodyLen), err)
-	}
-	if errors.Is(ctx.Err(), context.Canceled) {
-		// The caller went away or cancelled the call: nobody waits for
-		// the answer, and the query was stopped in the database.
-		return &Error{Kind: KindUnavailable, Message: "the query was cancelled by the client", Err: err}
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pgClassify(ctx, db, pe)
-	}
-	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
-		return timeoutErr(err)
-	}
-	var lite *sqlite.Error
-	if errors.As(err, &lite) {
-		return sqliteClassify(db, lite)
-	}
-	var (
-		ce *pgconn.ConnectError
-		ne net.Error
-	)
-	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
-		return unavailable(db, err)
-	}
-	var q *queryErr
-	if errors.As(err, &q) {
+	return diagnose(ctx, err).error(db)
+}
+
+// error is the taxonomy error for f, nil for no error.
+func (f fault) error(db string) error {
+	err := f.err
+	switch f.cause {
+	case causeNone:
+		return nil
+	case causeKept, causeSink:
+		// An *Error is already classified; the sink's own error (a
+		// reader gone, a bound hit) is its caller's to describe.
+		return f.detail
+	case causeRowTooBig:
+		return rowTooBig(int64(f.detail.(*pgproto3.ExceededMaxBodyLenErr).MaxExpectedBodyLen), err)
+	case causeParams:
 		return &Error{Kind: KindValidation, Message: "the parameters do not fit the statement",
 			Hint: "give one parameter per placeholder, each of the type the statement expects", Err: err}
+	case causeCancelled:
+		// Nobody waits for the answer, and the query was stopped in the
+		// database.
+		return &Error{Kind: KindUnavailable, Message: "the query was cancelled by the client", Err: err}
+	case causeTimeout:
+		return timeoutErr(err)
+	case causeUnsent, causeLost, causeGone:
+		return unavailable(db, err)
+	case causeConflict:
+		return &Error{Kind: KindUnavailable,
+			Message: fmt.Sprintf("database %q stopped the query: it conflicted with other work (a lock, a concurrent change or replication)", db),
+			Hint:    "retry later", RetryAfter: time.Second, Err: err}
+	case causeResources:
+		return &Error{Kind: KindUnavailable,
+			Message: fmt.Sprintf("database %q ran out of resources (disk, memory or a configured limit) for the query", db),
+			Hint:    "retry later, or narrow the query (filters, fewer columns or rows, smaller sorts)", RetryAfter: time.Second, Err: err}
+	case causeInternal:
+		return internalErr("the query", err)
 	}
-	return internalErr("the query", err)
+	msg, hint := dbMessage(f.detail)
+	switch f.cause {
+	case causeForbidden:
+		return &Error{Kind: KindForbidden, Message: msg, Hint: hint, Err: err}
+	case causeReadOnly:
+		return &Error{Kind: KindValidation, Message: msg,
+			Hint: "queries run read-only: only SELECT statements are allowed", Err: err}
+	}
+	return &Error{Kind: KindValidation, Message: msg, Hint: hint, Err: err}
+}
+
+// dbMessage is the database's own words in a PostgreSQL or SQLite error.
+func dbMessage(err error) (msg, hint string) {
+	switch e := err.(type) {
+	case *pgconn.PgError:
+		return e.Message, e.Hint
+	case nil:
+		return "the query failed", ""
+	}
+	return err.Error(), ""
 }
 
 // rowTooBig refuses a row over the row bound (Options.MaxRowBytes).
@@ -107,42 +113,4 @@ func timeoutErr(err error) *Error {
 func unavailable(db string, err error) *Error {
 	return &Error{Kind: KindUnavailable, Message: fmt.Sprintf("database %q is unavailable", db),
 		Hint: "retry later", RetryAfter: time.Second, Err: err}
-}
-
-// pgClassify maps PostgreSQL's SQLSTATE codes.
-func pgClassify(ctx context.Context, db string, pe *pgconn.PgError) *Error {
-	code := pe.Code
-	switch {
-	case code == "57014": // query_canceled: statement_timeout or our cancel
-		return timeoutErr(pe)
-	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"),
-		code == "57P01", code == "57P02", code == "57P03", code == "40001", code == "40P01":
-		return unavailable(db, pe)
-	case code == "42501":
-		return &Error{Kind: KindForbidden, Message: pe.Message, Hint: pe.Hint, Err: pe}
-	case code == "25006": // read_only_sql_transaction
-		return &Error{Kind: KindValidation, Message: pe.Message,
-			Hint: "queries run read-only: only SELECT statements are allowed", Err: pe}
-	case strings.HasPrefix(code, "XX"), strings.HasPrefix(code, "58"):
-		return internalErr("the query", pe)
-	}
-	return &Error{Kind: KindValidation, Message: pe.Message, Hint: pe.Hint, Err: pe}
-}
-
-// sqliteClassify maps SQLite's primary result codes.
-func sqliteClassify(db string, se *sqlite.Error) *Error {
-	switch se.Code() & 0xff {
-	case 5, 6: // BUSY, LOCKED
-		return unavailable(db, se)
-	case 9: // INTERRUPT
-		return timeoutErr(se)
-	case 8: // READONLY
-		return &Error{Kind: KindValidation, Message: se.Error(),
-			Hint: "queries run read-only: only SELECT statements are allowed", Err: se}
-	case 10, 11, 13, 14, 26: // IOERR, CORRUPT, FULL, CANTOPEN, NOTADB
-		return unavailable(db, se)
-	case 2, 7: // INTERNAL, NOMEM
-		return internalErr("the query", se)
-	}
-	return &Error{Kind: KindValidation, Message: se.Error(), Err: se}
 }

@@ -2,20 +2,10 @@ package query
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
-	"modernc.org/sqlite"
 )
 
 // Defaults of the retry and breaker Options. The cooldown is short so
@@ -35,42 +25,6 @@ const (
 	retryCap  = time.Second
 )
 
-// transient reports whether err is a failure that may pass on a second
-// try: a lost or refused connection, a serialization failure or deadlock,
-// too many connections, an administrator's shutdown. ctx is the attempt's
-// context: once it is done (timeout, cancel) nothing is transient.
-// Read-only queries are always safe to run again.
-func transient(ctx context.Context, err error) bool {
-	if err == nil || ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "40001", "40P01", "53300", "57P01", "57P02", "57P03":
-			return true
-		}
-		return strings.HasPrefix(pe.Code, "08")
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		c := se.Code() & 0xff
-		return c == 5 || c == 6 // BUSY, LOCKED
-	}
-	var (
-		ce  *pgconn.ConnectError
-		ne  net.Error
-		sk  *sinkErr
-		big *pgproto3.ExceededMaxBodyLenErr
-	)
-	if errors.As(err, &sk) || errors.As(err, &big) {
-		return false
-	}
-	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn)
-}
-
 // backoff is the pause before attempt n+1 (n >= 1).
 func backoff(n int) time.Duration {
 	d := retryBase << min(n-1, 10)
@@ -84,10 +38,14 @@ func backoff(n int) time.Duration {
 type attemptFunc func(ctx context.Context) (started bool, err error)
 
 // retry runs fn through database db's breaker, again after transient
-// failures: at most Options.RetryAttempts attempts, pausing with backoff,
-// never past ctx's deadline nor, in all, past the statement timeout. The
-// error is classified.
+// failures (see diagnose): at most Options.RetryAttempts attempts, pausing
+// with backoff, never past ctx's deadline nor, in all, past the statement
+// timeout. The error is classified.
 func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
+	// Every statement Run runs only reads (BEGIN READ ONLY; SQLite opened
+	// read-only): running it again after a lost connection or a conflict
+	// repeats nothing.
+	const readOnly = true
 	db := s.Database
 	br := e.breakers[db]
 	timeout := s.timeout()
@@ -104,17 +62,14 @@ func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
 		}
 		actx, cancel := context.WithTimeout(ctx, timeout)
 		started, err := fn(actx)
-		isTransient := transient(actx, err)
-		var cerr error
-		if err != nil {
-			cerr = classify(actx, db, err)
-		}
+		f := diagnose(actx, err)
 		cancel()
-		br.record(probe, outcomeOf(err, isTransient, ctx))
+		br.record(probe, f.outcome())
 		if err == nil {
 			return nil
 		}
-		if !isTransient || started || attempt >= e.opts.RetryAttempts {
+		cerr := f.error(db)
+		if !f.retry().safe(readOnly) || started || attempt >= e.opts.RetryAttempts {
 			return cerr
 		}
 		d := backoff(attempt)
@@ -140,30 +95,20 @@ type outcome int
 
 const (
 	outcomeNeutral outcome = iota // the caller gave up or timed out: says nothing of the database
-	outcomeSuccess                // the database answered (an error in the SQL is an answer)
-	outcomeFailure                // a transient failure
+	outcomeSuccess                // the database answered (an error in the SQL, a conflict, are answers)
+	outcomeFailure                // the database, or the way to it, is down (fault.outcome)
 )
 
-func outcomeOf(err error, isTransient bool, parent context.Context) outcome {
-	switch {
-	case err == nil:
-		return outcomeSuccess
-	case isTransient:
-		return outcomeFailure
-	case parent.Err() != nil || KindOf(classify(context.Background(), "", err)) == KindTimeout:
-		return outcomeNeutral
-	}
-	return outcomeSuccess
-}
-
-// breaker is one database's circuit breaker: after threshold transient
-// failures in a row it opens and refuses every call for cooldown; then it
-// lets one probe through (half-open), which closes it on success and opens
-// it again on failure. It is safe for concurrent use.
+// breaker is one database's circuit breaker: after threshold failures in
+// a row that say the database is down (fault.outcome) it opens and refuses
+// every call for cooldown; then it lets one probe through (half-open),
+// which closes it on success and opens it again on failure. It is safe for
+// concurrent use.
 //
 // Our own rather than sony/gobreaker: we need the time left open for
-// RetryAfter, our own idea of which failures count (only transient ones;
-// timeouts and cancels are neutral), and no new module for ~60 lines.
+// RetryAfter, our own idea of which failures count (a database down, not
+// a conflict; timeouts and cancels are neutral), and no new module for
+// ~60 lines.
 type breaker struct {
 	threshold int
 	cooldown  time.Duration
