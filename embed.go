@@ -1,6 +1,9 @@
-// Package lakegate holds the files built into the lakegate binary.
+// Package lakegate is the kernel every layer shares: the error taxonomy
+// (Kind, Error, its one JSON body ErrorBody, and the HTTP status of each
+// kind), caller identity (Caller, WithCaller, CallerFrom) and role names,
+// and the files built into the binary (DefaultTools).
 //
-// It imports nothing; cmd/lakegate passes these to the packages that use them.
+// It imports nothing of lakegate's, and every package may import it.
 package lakegate
 
 import _ "embed"

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakegate/lakegate"
+
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate/query"
@@ -121,32 +123,12 @@ func (p *Plugin) structuredResult(v any) (*mcpsdk.CallToolResult, error) {
 	return &mcpsdk.CallToolResult{Content: content, StructuredContent: json.RawMessage(data)}, nil
 }
 
-// ErrorBody is the JSON error object of the taxonomy, shared by REST
-// answers and failed tool results.
-type ErrorBody struct {
-	Kind       query.Kind `json:"kind"`
-	Message    string     `json:"message"`
-	Hint       string     `json:"hint,omitempty"`
-	RetryAfter float64    `json:"retry_after,omitempty"`
-}
+// ErrorBody is lakegate.ErrorBody, the JSON error object of the
+// taxonomy, shared by REST answers and failed tool results.
+type ErrorBody = lakegate.ErrorBody
 
-// NewErrorBody describes err for a caller. Errors that are not a
-// *query.Error are internal: their text is not shown.
-func NewErrorBody(err error) ErrorBody {
-	var qe *query.Error
-	if errors.As(err, &qe) {
-		return ErrorBody{Kind: qe.Kind, Message: qe.Message, Hint: qe.Hint, RetryAfter: qe.RetryAfter.Seconds()}
-	}
-	switch query.KindOf(err) {
-	case query.KindTimeout:
-		return ErrorBody{Kind: query.KindTimeout, Message: "the request took too long"}
-	default:
-		if errors.Is(err, context.Canceled) {
-			return ErrorBody{Kind: query.KindUnavailable, Message: "the request was cancelled"}
-		}
-		return ErrorBody{Kind: query.KindInternal, Message: "internal error"}
-	}
-}
+// NewErrorBody is lakegate.NewErrorBody.
+func NewErrorBody(err error) ErrorBody { return lakegate.NewErrorBody(err) }
 
 func errorResult(err error) *mcpsdk.CallToolResult {
 	text, _ := json.Marshal(map[string]ErrorBody{"error": NewErrorBody(err)})

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lakegate/lakegate"
+
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -17,8 +19,11 @@ import (
 )
 
 // fail records err for the host's error renderer and stops the chain.
+// fail answers err itself, so that the plugin's errors are right on any
+// router, and records it on c for the host's logs.
 func fail(c *gin.Context, err error) {
 	_ = c.Error(err)
+	lakegate.WriteError(c.Writer, err)
 	c.Abort()
 }
 

@@ -1,72 +1,35 @@
 package query
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"time"
+import "github.com/lakegate/lakegate"
+
+// The error taxonomy lives in the kernel (package lakegate); query's names
+// for it remain while its callers move to the kernel's.
+type (
+	// Kind is lakegate.Kind.
+	Kind = lakegate.Kind
+	// Error is lakegate.Error.
+	Error = lakegate.Error
 )
 
-// Kind is one class of the error taxonomy shared by REST and MCP. Every edge
-// maps a Kind to its own form (HTTP status, JSON-RPC error, isError result).
-type Kind string
-
-// The kinds of the taxonomy. Their string values are part of the public API.
+// The kinds of the taxonomy (lakegate.Kind*).
 const (
-	KindValidation  Kind = "validation_error"
-	KindAuth        Kind = "auth_error"
-	KindForbidden   Kind = "forbidden"
-	KindNotFound    Kind = "not_found"
-	KindRateLimited Kind = "rate_limited"
-	KindTimeout     Kind = "timeout"
-	KindUnavailable Kind = "unavailable"
-	KindInternal    Kind = "internal"
+	KindValidation  = lakegate.KindValidation
+	KindAuth        = lakegate.KindAuth
+	KindForbidden   = lakegate.KindForbidden
+	KindNotFound    = lakegate.KindNotFound
+	KindRateLimited = lakegate.KindRateLimited
+	KindTimeout     = lakegate.KindTimeout
+	KindUnavailable = lakegate.KindUnavailable
+	KindInternal    = lakegate.KindInternal
 )
 
-// Error is an error with a taxonomy kind and a message that is safe to show
-// to the caller: it never holds parameter values, DSNs or secrets.
-type Error struct {
-	Kind    Kind
-	Message string
-	// Hint tells the caller what is accepted or what to try next. Optional.
-	Hint string
-	// RetryAfter is set for rate_limited and retryable unavailable errors.
-	RetryAfter time.Duration
-	// Err is the underlying cause, for logs and errors.Is; it is not shown.
-	Err error
-}
+// ErrShuttingDown is lakegate.ErrShuttingDown.
+var ErrShuttingDown = lakegate.ErrShuttingDown
 
-func (e *Error) Error() string {
-	if e.Hint != "" {
-		return fmt.Sprintf("%s: %s (%s)", e.Kind, e.Message, e.Hint)
-	}
-	return fmt.Sprintf("%s: %s", e.Kind, e.Message)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// ErrShuttingDown is the answer to a request the server stopped because it
-// is shutting down; it is also the cause of the contexts it cancels then.
-var ErrShuttingDown = &Error{Kind: KindUnavailable, Message: "the server is shutting down; the request was stopped",
-	Hint: "retry shortly: the restarted server, or another replica, will answer", RetryAfter: time.Second}
-
-// Errorf returns an *Error of the given kind with a formatted message.
+// Errorf is lakegate.Errorf.
 func Errorf(kind Kind, format string, args ...any) *Error {
-	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+	return lakegate.Errorf(kind, format, args...)
 }
 
-// KindOf returns the taxonomy kind of err: the Kind of the first *Error in its
-// chain, KindTimeout for a context deadline, and KindInternal otherwise.
-func KindOf(err error) Kind {
-	var e *Error
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &e):
-		return e.Kind
-	case errors.Is(err, context.DeadlineExceeded):
-		return KindTimeout
-	default:
-		return KindInternal
-	}
-}
+// KindOf is lakegate.KindOf.
+func KindOf(err error) Kind { return lakegate.KindOf(err) }

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/lakegate/lakegate"
+
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -17,12 +19,8 @@ const (
 	SQLite   Dialect = "sqlite"
 )
 
-// Caller is who asks, as the edge authenticated it. The zero value is an
-// anonymous caller with no roles.
-type Caller struct {
-	Subject string
-	Roles   []string
-}
+// Caller is lakegate.Caller: who asks, as the edge authenticated it.
+type Caller = lakegate.Caller
 
 // Database describes one configured source.
 type Database struct {

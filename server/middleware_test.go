@@ -16,31 +16,6 @@ import (
 	"github.com/lakegate/lakegate/query"
 )
 
-func TestStatus(t *testing.T) {
-	tests := []struct {
-		kind query.Kind
-		want int
-	}{
-		{query.KindValidation, http.StatusBadRequest},
-		{query.KindAuth, http.StatusUnauthorized},
-		{query.KindForbidden, http.StatusForbidden},
-		{query.KindNotFound, http.StatusNotFound},
-		{query.KindRateLimited, http.StatusTooManyRequests},
-		{query.KindTimeout, http.StatusGatewayTimeout},
-		{query.KindUnavailable, http.StatusServiceUnavailable},
-		{query.KindInternal, http.StatusInternalServerError},
-		{"", http.StatusInternalServerError},
-		{"made_up", http.StatusInternalServerError},
-	}
-	for _, tt := range tests {
-		t.Run(string(tt.kind), func(t *testing.T) {
-			if got := status(tt.kind); got != tt.want {
-				t.Errorf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 var hexID = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
 func TestRequestID(t *testing.T) {
