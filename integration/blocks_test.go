@@ -30,6 +30,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/mcp"
 )
@@ -421,14 +422,14 @@ func TestBlocksBudgets(t *testing.T) {
 	// allReadings is about 310 KB of NDJSON.
 	e := blockEnv(t, blocktransport.Options{MaxBytesPerOwner: 500 << 10, MaxBytes: 900 << 10}, false)
 	alice := e.connect(t, token(t, "alice", "reader"))
-	kind := func(cs *mcpsdk.ClientSession, sql string) mcp.ErrorBody {
+	kind := func(cs *mcpsdk.ClientSession, sql string) lakegate.ErrorBody {
 		t.Helper()
 		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": sql, "export": true}})
 		if err != nil || !res.IsError {
 			t.Fatalf("got %v %v, want a tool error", res, err)
 		}
 		var body struct {
-			Error mcp.ErrorBody `json:"error"`
+			Error lakegate.ErrorBody `json:"error"`
 		}
 		_ = json.Unmarshal([]byte(res.Content[0].(*mcpsdk.TextContent).Text), &body)
 		return body.Error

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/query"
 	"github.com/lakegate/lakegate/query/validate"
@@ -93,7 +94,7 @@ func TestHostileCorpusPostgres(t *testing.T) {
 			if _, err := validate.Check(en.sql, nil); err != nil {
 				refused++
 			}
-			st, err := e.PrepareSQL(t.Context(), query.Caller{}, query.SQLRequest{Database: "h", SQL: en.sql, Limit: 10})
+			st, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, query.SQLRequest{Database: "h", SQL: en.sql, Limit: 10})
 			var res *query.Result
 			if err == nil {
 				res, _, err = query.Collect(t.Context(), st, 1<<20)

@@ -20,9 +20,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
-	"github.com/lakegate/lakegate/mcp"
-	"github.com/lakegate/lakegate/query"
 )
 
 // Queries on devices wait while lockDevices (shutdown_test.go) holds its
@@ -67,10 +66,10 @@ func mustREST(t *testing.T, e *env, tok, sql string) limitAnswer {
 
 // wantRetry checks an error answer: its code, kind, retry_after and
 // Retry-After header, and that its message contains msg.
-func wantRetry(t *testing.T, a limitAnswer, code int, kind query.Kind, msg string) {
+func wantRetry(t *testing.T, a limitAnswer, code int, kind lakegate.Kind, msg string) {
 	t.Helper()
 	var e struct {
-		Error mcp.ErrorBody `json:"error"`
+		Error lakegate.ErrorBody `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(a.body), &e); err != nil || a.code != code || e.Error.Kind != kind {
 		t.Fatalf("got %d %s, want %d with a %s error", a.code, a.body, code, kind)
@@ -90,13 +89,13 @@ func runSQLTool(ctx context.Context, cs *mcpsdk.ClientSession, sql string) (*mcp
 
 // wantToolRetry checks a tool error of kind with retry_after whose message
 // contains msg.
-func wantToolRetry(t *testing.T, res *mcpsdk.CallToolResult, err error, kind query.Kind, msg string) {
+func wantToolRetry(t *testing.T, res *mcpsdk.CallToolResult, err error, kind lakegate.Kind, msg string) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("got protocol error %v, want a %s tool error", err, kind)
 	}
 	var e struct {
-		Error mcp.ErrorBody `json:"error"`
+		Error lakegate.ErrorBody `json:"error"`
 	}
 	if !res.IsError || len(res.Content) == 0 {
 		t.Fatalf("got a result, want a %s tool error", kind)
@@ -182,7 +181,7 @@ func TestPoolExhaustion(t *testing.T) {
 	waitUntil(t, 10*time.Second, func() bool { return e.plugin.Status().Workers.InUse == 2 })
 
 	res, err := runSQLTool(t.Context(), cs, freeSQL)
-	wantToolRetry(t, res, err, query.KindUnavailable, "MCP workers")
+	wantToolRetry(t, res, err, lakegate.KindUnavailable, "MCP workers")
 	if a := mustREST(t, e, token(t, "client", "reader"), freeSQL); a.code != http.StatusOK {
 		t.Fatalf("REST while MCP holds its share: got %d %s, want 200", a.code, a.body)
 	}
@@ -196,7 +195,7 @@ func TestPoolExhaustion(t *testing.T) {
 		held <- err
 	})
 	waitUntil(t, 10*time.Second, func() bool { return e.plugin.Status().Workers.PoolInUse == 3 })
-	wantRetry(t, mustREST(t, e, token(t, "client2", "reader"), freeSQL), http.StatusServiceUnavailable, query.KindUnavailable, "database workers")
+	wantRetry(t, mustREST(t, e, token(t, "client2", "reader"), freeSQL), http.StatusServiceUnavailable, lakegate.KindUnavailable, "database workers")
 
 	fams := scrapeMetrics(t, e)
 	for _, tc := range []struct {
@@ -244,9 +243,9 @@ func TestQueriesPerSubject(t *testing.T) {
 	}()
 	waitUntil(t, 10*time.Second, func() bool { return e.plugin.Status().Workers.PoolInUse == 1 })
 
-	wantRetry(t, mustREST(t, e, alice, freeSQL), http.StatusTooManyRequests, query.KindRateLimited, "queries at once")
+	wantRetry(t, mustREST(t, e, alice, freeSQL), http.StatusTooManyRequests, lakegate.KindRateLimited, "queries at once")
 	res, err := runSQLTool(t.Context(), e.connect(t, alice), freeSQL)
-	wantToolRetry(t, res, err, query.KindRateLimited, "queries at once")
+	wantToolRetry(t, res, err, lakegate.KindRateLimited, "queries at once")
 	if a := mustREST(t, e, token(t, "bob", "reader"), freeSQL); a.code != http.StatusOK {
 		t.Errorf("another subject: got %d %s, want 200", a.code, a.body)
 	}

@@ -266,7 +266,7 @@ func TestRunSQLReplySize(t *testing.T) {
 	}
 	var reply struct {
 		Result struct {
-			Content []struct{ Text string }
+			Content    []struct{ Text string }
 			Structured struct {
 				RowCount int `json:"row_count"`
 			} `json:"structuredContent"`

@@ -6,19 +6,20 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query"
 )
 
 // callerDatabases is implemented by engines that narrow the database list
 // to what a caller may use (*query.Engine, with access rules).
 type callerDatabases interface {
-	DatabasesFor(c query.Caller) []query.Database
+	DatabasesFor(c lakegate.Caller) []query.Database
 }
 
 var _ callerDatabases = (*query.Engine)(nil)
 
 // databasesFor lists the databases c may use.
-func (p *Plugin) databasesFor(c query.Caller) []query.Database {
+func (p *Plugin) databasesFor(c lakegate.Caller) []query.Database {
 	if e, ok := p.engine.(callerDatabases); ok {
 		return e.DatabasesFor(c)
 	}
@@ -34,7 +35,7 @@ func (p *Plugin) databasesFor(c query.Caller) []query.Database {
 func hostAuthenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") == "" {
-			if c, ok := query.CallerFrom(r.Context()); ok && c.Subject != "" {
+			if c, ok := lakegate.CallerFrom(r.Context()); ok && c.Subject != "" {
 				r = r.Clone(r.Context())
 				r.Header.Set("Authorization", "Bearer host-authenticated")
 			}
@@ -53,7 +54,7 @@ func (p *Plugin) visibleResources(next mcpsdk.MethodHandler) mcpsdk.MethodHandle
 		if err != nil || !ok {
 			return res, err
 		}
-		caller, _ := query.CallerFrom(ctx)
+		caller, _ := lakegate.CallerFrom(ctx)
 		visible := map[string]bool{}
 		for _, db := range p.databasesFor(caller) {
 			tables, err := p.engine.Tables(ctx, caller, db.Name)

@@ -13,8 +13,8 @@ import (
 	"github.com/gin-gonic/gin"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
-	"github.com/lakegate/lakegate/query"
 )
 
 // errBlockStorage marks a failure of the block spool itself; such calls are
@@ -28,40 +28,40 @@ func blockErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &be) && be.Whole:
-		return &query.Error{Kind: query.KindValidation, Message: "the result is larger than the block budget of " + strconv.FormatInt(be.Limit, 10) + " bytes",
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "the result is larger than the block budget of " + strconv.FormatInt(be.Limit, 10) + " bytes",
 			Hint: "ask for fewer rows (max_rows) or columns", Err: err}
 	case errors.As(err, &be) && be.Owner:
-		return &query.Error{Kind: query.KindRateLimited, Message: "your stored results would pass their budget of " + strconv.FormatInt(be.Limit, 10) + " bytes",
+		return &lakegate.Error{Kind: lakegate.KindRateLimited, Message: "your stored results would pass their budget of " + strconv.FormatInt(be.Limit, 10) + " bytes",
 			Hint: "ask for fewer rows, or wait for earlier transfers to expire", RetryAfter: be.RetryAfter, Err: err}
 	case errors.As(err, &be):
-		return &query.Error{Kind: query.KindUnavailable, Message: "the server's block store is full", Hint: "try again later", RetryAfter: 30 * time.Second, Err: err}
+		return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the server's block store is full", Hint: "try again later", RetryAfter: 30 * time.Second, Err: err}
 	case errors.Is(err, blocktransport.ErrNotFound):
-		return &query.Error{Kind: query.KindNotFound, Message: "no such transfer",
+		return &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such transfer",
 			Hint: "transfers expire after a while and can be read only by the subject that made them", Err: err}
 	case errors.Is(err, blocktransport.ErrNoBlock):
-		return &query.Error{Kind: query.KindNotFound, Message: "no such block", Hint: "blocks are numbered from 0; see the manifest", Err: err}
+		return &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such block", Hint: "blocks are numbered from 0; see the manifest", Err: err}
 	case errors.Is(err, blocktransport.ErrClosed):
-		return &query.Error{Kind: query.KindUnavailable, Message: "server is shutting down", Err: err}
+		return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "server is shutting down", Err: err}
 	}
 	var ce *blocktransport.ChecksumError
 	if errors.As(err, &ce) {
-		return &query.Error{Kind: query.KindInternal, Message: "a block of this transfer is damaged on the server (" + err.Error() + ")",
+		return &lakegate.Error{Kind: lakegate.KindInternal, Message: "a block of this transfer is damaged on the server (" + err.Error() + ")",
 			Hint: "run the query again", Err: err}
 	}
-	var qe *query.Error
+	var qe *lakegate.Error
 	if errors.As(err, &qe) {
 		return err
 	}
 	// Anything else is the spool failing (disk full, directory gone or
 	// not writable): the server's trouble, not the caller's.
-	return &query.Error{Kind: query.KindUnavailable, Message: "block storage is full or not writable",
+	return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "block storage is full or not writable",
 		Hint: "try again later, or ask for fewer rows (max_rows)", RetryAfter: 30 * time.Second,
 		Err: fmt.Errorf("%w: %w", errBlockStorage, err)}
 }
 
 // transfer returns the manifest of transfer id if c may read it: its owner
 // or an admin. Others are told it does not exist.
-func (p *Plugin) transfer(c query.Caller, id string) (*blocktransport.Manifest, error) {
+func (p *Plugin) transfer(c lakegate.Caller, id string) (*blocktransport.Manifest, error) {
 	if p.opts.Blocks == nil {
 		return nil, blockErr(blocktransport.ErrNotFound)
 	}
@@ -114,7 +114,7 @@ func (p *Plugin) readBlock(ctx context.Context, req *mcpsdk.ReadResourceRequest)
 	if !ok {
 		return nil, mcpsdk.ResourceNotFoundError(uri)
 	}
-	caller, _ := query.CallerFrom(ctx)
+	caller, _ := lakegate.CallerFrom(ctx)
 	data, m, err := p.blockData(caller, id, n)
 	if err != nil {
 		return nil, resourceErr("read", uri, err)
@@ -125,7 +125,7 @@ func (p *Plugin) readBlock(ctx context.Context, req *mcpsdk.ReadResourceRequest)
 }
 
 // blockData reads block n of a transfer c may read, checking its SHA-256.
-func (p *Plugin) blockData(c query.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error) {
+func (p *Plugin) blockData(c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error) {
 	m, err := p.transfer(c, id)
 	if err != nil {
 		return nil, nil, err
@@ -151,7 +151,7 @@ func getResultBlock(_ context.Context, p *Plugin, c call, args json.RawMessage) 
 		return nil, err
 	}
 	if in.Block == nil {
-		return nil, &query.Error{Kind: query.KindValidation, Message: `argument "block" is required`, Hint: "blocks are numbered from 0"}
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: `argument "block" is required`, Hint: "blocks are numbered from 0"}
 	}
 	data, m, err := p.blockData(c.Caller, in.TransferID, *in.Block)
 	if err != nil {
@@ -177,7 +177,7 @@ type blockText struct {
 // ETag and Range) and /mcp/blocks/{id}/all (everything, chunked).
 
 func (p *Plugin) serveManifest(c *gin.Context) {
-	caller, _ := query.CallerFrom(c.Request.Context())
+	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	m, err := p.transfer(caller, c.Param("id"))
 	if err != nil {
 		fail(c, err)
@@ -187,7 +187,7 @@ func (p *Plugin) serveManifest(c *gin.Context) {
 }
 
 func (p *Plugin) serveBlock(c *gin.Context) {
-	caller, _ := query.CallerFrom(c.Request.Context())
+	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	id := c.Param("id")
 	if _, err := p.transfer(caller, id); err != nil {
 		fail(c, err)
@@ -201,7 +201,7 @@ func (p *Plugin) serveBlock(c *gin.Context) {
 	}
 	n, err := strconv.Atoi(c.Param("n"))
 	if err != nil || n < 0 {
-		fail(c, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("block %q is not a block number", c.Param("n")),
+		fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("block %q is not a block number", c.Param("n")),
 			Hint: "use 0 to blocks-1, or all"})
 		return
 	}

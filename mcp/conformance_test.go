@@ -6,16 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 // The conformance fixtures answer as the suite expects; the suite itself
 // runs against the binary in integration/js_test.go.
 func TestConformanceFixtures(t *testing.T) {
 	p, _ := newTestPlugin(t, Options{Conformance: true})
-	cs := connectStdio(t, p, query.Caller{Subject: "c"}, &mcpsdk.ClientOptions{
+	cs := connectStdio(t, p, lakegate.Caller{Subject: "c"}, &mcpsdk.ClientOptions{
 		//lint:ignore SA1019 the conformance fixtures exercise sampling, which the 2025 revisions have
 		CreateMessageHandler: func(context.Context, *mcpsdk.CreateMessageRequest) (*mcpsdk.CreateMessageResult, error) {
 			//lint:ignore SA1019 as above

@@ -9,10 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 // errSlowClient closes a session whose client stopped reading its stream.
@@ -26,7 +25,7 @@ var errSlowClient = errors.New("client is not reading its event stream")
 // session.
 type conn struct {
 	id           string
-	caller       query.Caller
+	caller       lakegate.Caller
 	in           chan jsonrpc.Message
 	out          *outQueue
 	writeTimeout time.Duration
@@ -45,7 +44,7 @@ type conn struct {
 
 var _ mcpsdk.Connection = (*conn)(nil)
 
-func newConn(id string, caller query.Caller, queue int, queueBytes int64, writeTimeout time.Duration) *conn {
+func newConn(id string, caller lakegate.Caller, queue int, queueBytes int64, writeTimeout time.Duration) *conn {
 	return &conn{
 		id:           id,
 		caller:       caller,
@@ -134,7 +133,7 @@ func (c *conn) deliver(ctx context.Context, msg jsonrpc.Message) error {
 		c.unanswered.Add(-1) // never delivered
 	}
 	if errors.Is(err, errQueueFull) {
-		return query.Errorf(query.KindUnavailable, "session %s is busy: too many messages waiting", c.id)
+		return lakegate.Errorf(lakegate.KindUnavailable, "session %s is busy: too many messages waiting", c.id)
 	}
 	return err
 }

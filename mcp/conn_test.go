@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 func notification(t *testing.T) jsonrpc.Message {
@@ -25,7 +24,7 @@ func notification(t *testing.T) jsonrpc.Message {
 }
 
 func TestConnSlowClientIsClosed(t *testing.T) {
-	c := newConn("s1", query.Caller{Subject: "a"}, 2, 1<<20, 50*time.Millisecond)
+	c := newConn("s1", lakegate.Caller{Subject: "a"}, 2, 1<<20, 50*time.Millisecond)
 	ctx := t.Context()
 	for i := range 2 {
 		if err := c.Write(ctx, notification(t)); err != nil {
@@ -62,7 +61,7 @@ func TestConnQueueBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := int64(len(data))
-	c := newConn("s1", query.Caller{}, 64, 2*n+n/2, 50*time.Millisecond)
+	c := newConn("s1", lakegate.Caller{}, 64, 2*n+n/2, 50*time.Millisecond)
 	ctx := t.Context()
 	for i := range 2 {
 		if err := c.Write(ctx, msg); err != nil {
@@ -73,7 +72,7 @@ func TestConnQueueBytes(t *testing.T) {
 		t.Fatalf("write past the byte bound with nobody reading: got %v, want errSlowClient", err)
 	}
 
-	big := newConn("s2", query.Caller{}, 64, n/2, 50*time.Millisecond)
+	big := newConn("s2", lakegate.Caller{}, 64, n/2, 50*time.Millisecond)
 	if err := big.Write(ctx, msg); err != nil {
 		t.Fatalf("a message larger than the bound into an empty queue: %v", err)
 	}
@@ -89,12 +88,12 @@ func TestConnQueueBytes(t *testing.T) {
 }
 
 func TestConnReadAndDeliver(t *testing.T) {
-	c := newConn("s1", query.Caller{}, 1, 1<<20, 50*time.Millisecond)
+	c := newConn("s1", lakegate.Caller{}, 1, 1<<20, 50*time.Millisecond)
 	ctx := t.Context()
 	if err := c.deliver(ctx, notification(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.deliver(ctx, notification(t)); query.KindOf(err) != query.KindUnavailable {
+	if err := c.deliver(ctx, notification(t)); lakegate.KindOf(err) != lakegate.KindUnavailable {
 		t.Errorf("deliver into a full queue: got %v, want unavailable", err)
 	}
 	if _, err := c.Read(ctx); err != nil {
@@ -112,7 +111,7 @@ func TestConnReadAndDeliver(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	c2 := newConn("s2", query.Caller{}, 1, 1<<20, time.Second)
+	c2 := newConn("s2", lakegate.Caller{}, 1, 1<<20, time.Second)
 	if _, err := c2.Read(cctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("read with a cancelled context: got %v, want context.Canceled", err)
 	}

@@ -26,7 +26,7 @@ type handlerFunc func(ctx context.Context, p *Plugin, c call, args json.RawMessa
 // call is who calls a tool, and the tool's own statement timeout (zero:
 // the engine's).
 type call struct {
-	query.Caller
+	lakegate.Caller
 	timeout time.Duration
 }
 
@@ -65,7 +65,7 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 	}
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := time.Now()
-		caller, _ := query.CallerFrom(ctx)
+		caller, _ := lakegate.CallerFrom(ctx)
 		ctx, stop := p.untilCallerGone(ctx, req)
 		defer stop()
 		out, err := p.withWorker(ctx, func() (any, error) {
@@ -80,7 +80,7 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 			if errors.Is(err, errBlockStorage) {
 				level = slog.LevelError // the operator's to fix, not the caller's
 			}
-			log.Log(ctx, level, "tool call failed", "kind", string(query.KindOf(err)), "error", err.Error())
+			log.Log(ctx, level, "tool call failed", "kind", string(lakegate.KindOf(err)), "error", err.Error())
 			return errorResult(err), nil
 		}
 		res, err := p.structuredResult(out)
@@ -151,10 +151,10 @@ func decodeArgs(raw json.RawMessage, v any) error {
 		accepted := strings.Join(jsonFields(v), ", ")
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("argument %q: got a JSON %s, want %s", te.Field, te.Value, te.Type), Hint: "accepted arguments: " + accepted}
+			return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("argument %q: got a JSON %s, want %s", te.Field, te.Value, te.Type), Hint: "accepted arguments: " + accepted}
 		}
 		msg := strings.TrimPrefix(err.Error(), "json: ")
-		return &query.Error{Kind: query.KindValidation, Message: "arguments: " + msg, Hint: "accepted arguments: " + accepted}
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "arguments: " + msg, Hint: "accepted arguments: " + accepted}
 	}
 	return nil
 }
@@ -183,7 +183,7 @@ func jsonFields(v any) []string {
 
 func required(name, value string) error {
 	if value == "" {
-		return &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("argument %q is required", name)}
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("argument %q is required", name)}
 	}
 	return nil
 }
@@ -293,8 +293,8 @@ func firstError(err error) error {
 // analysisEngine is what query_time_series and explain need of the
 // engine beyond Engine; *query.Engine has it.
 type analysisEngine interface {
-	PrepareTimeSeries(ctx context.Context, c query.Caller, r query.TimeSeriesRequest) (*query.Stmt, error)
-	Explain(ctx context.Context, c query.Caller, db, sql string, analyze bool, format string) (*query.Plan, error)
+	PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r query.TimeSeriesRequest) (*query.Stmt, error)
+	Explain(ctx context.Context, c lakegate.Caller, db, sql string, analyze bool, format string) (*query.Plan, error)
 }
 
 var _ analysisEngine = (*query.Engine)(nil)
@@ -303,7 +303,7 @@ func (p *Plugin) analysis() (analysisEngine, error) {
 	if ae, ok := p.engine.(analysisEngine); ok {
 		return ae, nil
 	}
-	return nil, query.Errorf(query.KindUnavailable, "this server's engine has no time series or explain")
+	return nil, lakegate.Errorf(lakegate.KindUnavailable, "this server's engine has no time series or explain")
 }
 
 func runTimeSeries(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
@@ -362,7 +362,7 @@ func sqlHandler(tool *query.SQLTool) handlerFunc {
 			}
 		}
 		if dialect == "" {
-			return nil, query.Errorf(query.KindUnavailable, "the tool's database %q is not configured", tool.Database())
+			return nil, lakegate.Errorf(lakegate.KindUnavailable, "the tool's database %q is not configured", tool.Database())
 		}
 		r, err := tool.Request(dialect, in)
 		if err != nil {

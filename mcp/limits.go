@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/lakegate/lakegate"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 // Workers is the pool of database workers tool calls run in. The host
@@ -83,9 +82,9 @@ func (w *localWorkers) Acquire(ctx context.Context) (func(), error) {
 	case w.slots <- struct{}{}:
 		return release, nil
 	case <-ctx.Done():
-		return nil, &query.Error{Kind: query.KindUnavailable, Message: "the request ended while waiting for a worker", Err: ctx.Err()}
+		return nil, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the request ended while waiting for a worker", Err: ctx.Err()}
 	case <-timer.C:
-		return nil, &query.Error{Kind: query.KindUnavailable, Message: "all MCP workers are busy",
+		return nil, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "all MCP workers are busy",
 			Hint: "retry shortly", RetryAfter: time.Second}
 	}
 }

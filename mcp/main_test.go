@@ -53,7 +53,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 		slowStarted: make(chan struct{}, 8), slowEnded: make(chan error, 8)}
 }
 
-func (f *fakeEngine) record(c query.Caller) {
+func (f *fakeEngine) record(c lakegate.Caller) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.callers = append(f.callers, c.Subject)
@@ -79,7 +79,7 @@ func (f *fakeEngine) Databases() []query.Database {
 	return []query.Database{{Name: "iot", Dialect: "postgres"}, {Name: "shop", Dialect: "sqlite"}}
 }
 
-func (f *fakeEngine) Tables(_ context.Context, c query.Caller, db string) ([]query.Table, error) {
+func (f *fakeEngine) Tables(_ context.Context, c lakegate.Caller, db string) ([]query.Table, error) {
 	if c.Subject != catalogCaller.Subject {
 		f.record(c)
 	}
@@ -87,7 +87,7 @@ func (f *fakeEngine) Tables(_ context.Context, c query.Caller, db string) ([]que
 	defer f.mu.Unlock()
 	names, ok := f.tables[db]
 	if !ok {
-		return nil, query.Errorf(query.KindNotFound, "unknown database %q", db)
+		return nil, lakegate.Errorf(lakegate.KindNotFound, "unknown database %q", db)
 	}
 	var out []query.Table
 	for _, n := range names {
@@ -96,7 +96,7 @@ func (f *fakeEngine) Tables(_ context.Context, c query.Caller, db string) ([]que
 	return out, nil
 }
 
-func (f *fakeEngine) Describe(ctx context.Context, c query.Caller, db, table string) (*query.Table, error) {
+func (f *fakeEngine) Describe(ctx context.Context, c lakegate.Caller, db, table string) (*query.Table, error) {
 	f.record(c)
 	tables, err := f.Tables(ctx, catalogCaller, db)
 	if err != nil {
@@ -108,17 +108,17 @@ func (f *fakeEngine) Describe(ctx context.Context, c query.Caller, db, table str
 			return &t, nil
 		}
 	}
-	return nil, query.Errorf(query.KindNotFound, "unknown table %q", table)
+	return nil, lakegate.Errorf(lakegate.KindNotFound, "unknown table %q", table)
 }
 
 // PrepareQuery and PrepareSQL run on a real engine over the embedded demo
 // database (SQLite), named "iot".
-func (f *fakeEngine) PrepareQuery(ctx context.Context, c query.Caller, r query.Request) (*query.Stmt, error) {
+func (f *fakeEngine) PrepareQuery(ctx context.Context, c lakegate.Caller, r query.Request) (*query.Stmt, error) {
 	f.record(c)
 	return f.real.PrepareQuery(ctx, c, r)
 }
 
-func (f *fakeEngine) PrepareSQL(ctx context.Context, c query.Caller, r query.SQLRequest) (*query.Stmt, error) {
+func (f *fakeEngine) PrepareSQL(ctx context.Context, c lakegate.Caller, r query.SQLRequest) (*query.Stmt, error) {
 	f.record(c)
 	if r.SQL == "slow" {
 		select {
@@ -167,7 +167,7 @@ func serveHTTP(t *testing.T, p *Plugin) *httptest.Server {
 			c.AbortWithStatus(http.StatusUnauthorized)
 			return
 		}
-		c.Request = c.Request.WithContext(query.WithCaller(c.Request.Context(), query.Caller{Subject: sub, Roles: []string{"reader"}}))
+		c.Request = c.Request.WithContext(lakegate.WithCaller(c.Request.Context(), lakegate.Caller{Subject: sub, Roles: []string{"reader"}}))
 	})
 	p.Mount(authed)
 	srv := httptest.NewServer(r)

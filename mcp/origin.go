@@ -9,8 +9,7 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/lakegate/lakegate/query"
+	"github.com/lakegate/lakegate"
 )
 
 // checkOrigins validates the allow-list: each entry is "*" or a bare origin
@@ -42,7 +41,7 @@ func (p *Plugin) checkOrigin(c *gin.Context) {
 	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
 		loopback = isLoopback(local.String())
 		if loopback && !isLoopback(r.Host) {
-			fail(c, &query.Error{Kind: query.KindForbidden,
+			fail(c, &lakegate.Error{Kind: lakegate.KindForbidden,
 				Message: fmt.Sprintf("Host %q is not a loopback name on a loopback listener", r.Host),
 				Hint:    "connect with http://127.0.0.1:PORT or http://localhost:PORT"})
 			return
@@ -52,7 +51,7 @@ func (p *Plugin) checkOrigin(c *gin.Context) {
 	if origin == "" || p.originAllowed(origin) || (loopback && loopbackOrigin(origin)) {
 		return
 	}
-	fail(c, &query.Error{Kind: query.KindForbidden,
+	fail(c, &lakegate.Error{Kind: lakegate.KindForbidden,
 		Message: fmt.Sprintf("Origin %q is not allowed on MCP routes", origin),
 		Hint:    "an operator can add it to mcp_allowed_origins"})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/query"
 )
@@ -21,10 +22,10 @@ import (
 // Engine is what the tools need of the query engine (*query.Engine).
 type Engine interface {
 	Databases() []query.Database
-	Tables(ctx context.Context, c query.Caller, db string) ([]query.Table, error)
-	Describe(ctx context.Context, c query.Caller, db, table string) (*query.Table, error)
-	PrepareQuery(ctx context.Context, c query.Caller, r query.Request) (*query.Stmt, error)
-	PrepareSQL(ctx context.Context, c query.Caller, r query.SQLRequest) (*query.Stmt, error)
+	Tables(ctx context.Context, c lakegate.Caller, db string) ([]query.Table, error)
+	Describe(ctx context.Context, c lakegate.Caller, db, table string) (*query.Table, error)
+	PrepareQuery(ctx context.Context, c lakegate.Caller, r query.Request) (*query.Stmt, error)
+	PrepareSQL(ctx context.Context, c lakegate.Caller, r query.SQLRequest) (*query.Stmt, error)
 }
 
 // Options tune a Plugin. The zero value of each field is its default.

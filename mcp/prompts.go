@@ -6,9 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 // maxCompletions bounds the values of one completion/complete answer (the
@@ -129,7 +128,7 @@ func (p *Plugin) complete(ctx context.Context, req *mcpsdk.CompleteRequest) (*mc
 	}
 	arg := req.Params.Argument
 	var candidates []string
-	caller, _ := query.CallerFrom(ctx)
+	caller, _ := lakegate.CallerFrom(ctx)
 	switch arg.Name {
 	case "database", "db":
 		for _, d := range p.databasesFor(caller) {

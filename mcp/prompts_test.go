@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 // connectStdio runs p.ServeStdio over in-memory pipes as caller and returns
 // the client side.
-func connectStdio(t *testing.T, p *Plugin, caller query.Caller, copts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
+func connectStdio(t *testing.T, p *Plugin, caller lakegate.Caller, copts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
 	t.Helper()
 	st, ct := mcpsdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -37,7 +36,7 @@ func connectStdio(t *testing.T, p *Plugin, caller query.Caller, copts *mcpsdk.Cl
 
 func TestStdioCallerAndStatus(t *testing.T) {
 	p, eng := newTestPlugin(t, Options{})
-	cs := connectStdio(t, p, query.Caller{Subject: "stdio", Roles: []string{"reader"}}, nil)
+	cs := connectStdio(t, p, lakegate.Caller{Subject: "stdio", Roles: []string{"reader"}}, nil)
 	if _, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "list_tables", Arguments: map[string]any{"database": "shop"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +50,7 @@ func TestStdioCallerAndStatus(t *testing.T) {
 
 func TestPrompts(t *testing.T) {
 	p, _ := newTestPlugin(t, Options{})
-	cs := connectStdio(t, p, query.Caller{Subject: "s"}, nil)
+	cs := connectStdio(t, p, lakegate.Caller{Subject: "s"}, nil)
 	ctx := t.Context()
 	var names []string
 	for pr, err := range cs.Prompts(ctx, nil) {
@@ -99,7 +98,7 @@ func TestPrompts(t *testing.T) {
 
 func TestCompletion(t *testing.T) {
 	p, _ := newTestPlugin(t, Options{})
-	cs := connectStdio(t, p, query.Caller{Subject: "s"}, nil)
+	cs := connectStdio(t, p, lakegate.Caller{Subject: "s"}, nil)
 	for _, tc := range []struct {
 		name string
 		ref  *mcpsdk.CompleteReference
@@ -134,7 +133,7 @@ func TestCompletion(t *testing.T) {
 func TestResourcesPaginationAndListChanged(t *testing.T) {
 	p, eng := newTestPlugin(t, Options{PageSize: 2, CatalogInterval: time.Hour})
 	changed := make(chan struct{}, 10)
-	cs := connectStdio(t, p, query.Caller{Subject: "s"}, &mcpsdk.ClientOptions{
+	cs := connectStdio(t, p, lakegate.Caller{Subject: "s"}, &mcpsdk.ClientOptions{
 		ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) { changed <- struct{}{} },
 	})
 	ctx := t.Context()
@@ -197,7 +196,7 @@ func TestProgressAndLogging(t *testing.T) {
 	var mu sync.Mutex
 	var progress []string
 	var logs []any
-	cs := connectStdio(t, p, query.Caller{Subject: "s"}, &mcpsdk.ClientOptions{
+	cs := connectStdio(t, p, lakegate.Caller{Subject: "s"}, &mcpsdk.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcpsdk.ProgressNotificationClientRequest) {
 			mu.Lock()
 			defer mu.Unlock()

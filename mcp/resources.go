@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 // Resource URIs.
@@ -21,7 +20,7 @@ const (
 )
 
 // catalogCaller is who the catalog check lists tables as.
-var catalogCaller = query.Caller{Subject: "lakegate-catalog", Roles: []string{"reader"}}
+var catalogCaller = lakegate.Caller{Subject: "lakegate-catalog", Roles: []string{"reader"}}
 
 // addResources registers lakegate://databases and the table schema
 // template. The catalog check (catalogCheck) adds one concrete schema
@@ -44,7 +43,7 @@ func (p *Plugin) addResources() {
 }
 
 func (p *Plugin) readDatabases(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-	caller, _ := query.CallerFrom(ctx)
+	caller, _ := lakegate.CallerFrom(ctx)
 	return jsonResource(req.Params.URI, map[string]any{"databases": p.databasesFor(caller)})
 }
 
@@ -54,7 +53,7 @@ func (p *Plugin) readSchema(ctx context.Context, req *mcpsdk.ReadResourceRequest
 	if !ok {
 		return nil, mcpsdk.ResourceNotFoundError(uri)
 	}
-	caller, _ := query.CallerFrom(ctx)
+	caller, _ := lakegate.CallerFrom(ctx)
 	t, err := p.engine.Describe(ctx, caller, db, table)
 	if err != nil {
 		return nil, resourceErr("describe", uri, err)
@@ -65,7 +64,7 @@ func (p *Plugin) readSchema(ctx context.Context, req *mcpsdk.ReadResourceRequest
 // resourceErr answers a failed resources/read: not_found as the protocol's
 // resource-not-found error, anything else with the taxonomy's message.
 func resourceErr(what, uri string, err error) error {
-	if query.KindOf(err) == query.KindNotFound {
+	if lakegate.KindOf(err) == lakegate.KindNotFound {
 		return mcpsdk.ResourceNotFoundError(uri)
 	}
 	return fmt.Errorf("%s %s: %s", what, uri, NewErrorBody(err).Message)

@@ -9,6 +9,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/query"
 )
@@ -48,7 +49,7 @@ func refuseLimit(args json.RawMessage) error {
 		Limit *int `json:"limit"`
 	}
 	if json.Unmarshal(args, &probe) == nil && probe.Limit != nil {
-		return &query.Error{Kind: query.KindValidation, Message: `argument "limit" is now "max_rows"`,
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: `argument "limit" is now "max_rows"`,
 			Hint: "max_rows: rows to return; 0 for no cap (large results come back as blocks)"}
 	}
 	return nil
@@ -63,7 +64,7 @@ func (a resultArgs) check() (limit int, f query.Format, err error) {
 	case "csv":
 		f = query.FormatCSV
 	default:
-		return 0, "", &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", a.Format), Hint: "use ndjson or csv"}
+		return 0, "", &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("format %q is not supported", a.Format), Hint: "use ndjson or csv"}
 	}
 	switch {
 	case a.MaxRows == nil && a.Export:
@@ -72,7 +73,7 @@ func (a resultArgs) check() (limit int, f query.Format, err error) {
 	case a.MaxRows == nil:
 		return 0, f, nil
 	case *a.MaxRows < 0:
-		return 0, "", &query.Error{Kind: query.KindValidation, Message: "max_rows must not be negative", Hint: "give a row count, or 0 for no cap"}
+		return 0, "", &lakegate.Error{Kind: lakegate.KindValidation, Message: "max_rows must not be negative", Hint: "give a row count, or 0 for no cap"}
 	case *a.MaxRows == 0:
 		return query.NoLimit, f, nil
 	}
@@ -220,7 +221,7 @@ var _ query.Spill = (*blockSpill)(nil)
 // openSpill starts a transfer for owner in format f.
 func (p *Plugin) openSpill(owner string, f query.Format) (*blockSpill, error) {
 	if p.opts.Blocks == nil {
-		return nil, &query.Error{Kind: query.KindValidation,
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("the result is over %d bytes and this server has no block store", p.opts.BlockThreshold),
 			Hint:    "ask for fewer rows (max_rows) or columns"}
 	}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakegate/lakegate/query"
+	"github.com/lakegate/lakegate"
 )
 
 // Session limits cover SSE and Streamable HTTP sessions together. SSE
@@ -116,7 +116,7 @@ func (p *Plugin) useStream(id string) (done func()) {
 // is released. p.mu is held.
 func (p *Plugin) admitSessionLocked(subject, transport string) (victim string, err error) {
 	if p.closed {
-		return "", query.ErrShuttingDown
+		return "", lakegate.ErrShuttingDown
 	}
 	p.pruneStreamableLocked()
 	total, mine := len(p.sessions)+len(p.streams), 0
@@ -141,14 +141,14 @@ func (p *Plugin) admitSessionLocked(subject, transport string) (victim string, e
 		if victim = p.leastRecentlyUsedLocked(subject); victim != "" {
 			return victim, nil
 		}
-		err = &query.Error{Kind: query.KindRateLimited,
+		err = &lakegate.Error{Kind: lakegate.KindRateLimited,
 			Message: fmt.Sprintf("all %d MCP sessions allowed for this subject are in use (SSE streams, or Streamable HTTP sessions with a call running or a stream open)", p.opts.MaxSessionsPerSubject),
 			Hint:    "end one: DELETE /mcp, or close an SSE stream; idle Streamable HTTP sessions are closed to make room by themselves", RetryAfter: 5 * time.Second}
 	case total >= p.opts.MaxSessions:
 		if victim = p.leastRecentlyUsedLocked(""); victim != "" {
 			return victim, nil
 		}
-		err = &query.Error{Kind: query.KindRateLimited,
+		err = &lakegate.Error{Kind: lakegate.KindRateLimited,
 			Message: fmt.Sprintf("all %d MCP sessions allowed on this server are in use", p.opts.MaxSessions),
 			Hint:    "retry later", RetryAfter: 5 * time.Second}
 	default:
@@ -272,11 +272,11 @@ func (p *Plugin) closeSessions(shutdown bool) {
 }
 
 // openSession registers a new session for caller, within the limits.
-func (p *Plugin) openSession(caller query.Caller) (*conn, error) {
+func (p *Plugin) openSession(caller lakegate.Caller) (*conn, error) {
 	p.mu.Lock()
 	if !p.closed && !p.Enabled() {
 		p.mu.Unlock()
-		return nil, query.Errorf(query.KindUnavailable, "MCP is disabled on this server")
+		return nil, lakegate.Errorf(lakegate.KindUnavailable, "MCP is disabled on this server")
 	}
 	victim, err := p.admitSessionLocked(caller.Subject, "sse")
 	if err != nil {

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 // inflight tracks the protocol requests being handled, so that Close can
@@ -37,7 +36,7 @@ func (p *Plugin) cancelOnClose(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		}
 		defer p.requests.remove(id)
 		res, err := next(ctx, method, req)
-		if errors.Is(context.Cause(ctx), query.ErrShuttingDown) {
+		if errors.Is(context.Cause(ctx), lakegate.ErrShuttingDown) {
 			return shuttingDown(method)
 		}
 		return res, err
@@ -46,9 +45,9 @@ func (p *Plugin) cancelOnClose(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 
 func shuttingDown(method string) (mcpsdk.Result, error) {
 	if method == "tools/call" {
-		return errorResult(query.ErrShuttingDown), nil
+		return errorResult(lakegate.ErrShuttingDown), nil
 	}
-	return nil, query.ErrShuttingDown
+	return nil, lakegate.ErrShuttingDown
 }
 
 func (f *inflight) add(cancel context.CancelCauseFunc) (uint64, bool) {
@@ -102,7 +101,7 @@ func (f *inflight) cancelAll() int {
 	defer f.mu.Unlock()
 	f.stopped = true
 	for _, cancel := range f.cancels {
-		cancel(query.ErrShuttingDown)
+		cancel(lakegate.ErrShuttingDown)
 	}
 	return len(f.cancels)
 }

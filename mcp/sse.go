@@ -14,8 +14,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 // fail records err for the host's error renderer and stops the chain.
@@ -29,7 +27,7 @@ func fail(c *gin.Context, err error) {
 
 func (p *Plugin) requireEnabled(c *gin.Context) {
 	if !p.Enabled() {
-		fail(c, &query.Error{Kind: query.KindUnavailable, Message: "MCP is disabled on this server",
+		fail(c, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "MCP is disabled on this server",
 			Hint: "an admin can enable it with POST /admin/mcp/enable"})
 	}
 }
@@ -38,7 +36,7 @@ func (p *Plugin) requireEnabled(c *gin.Context) {
 // the protocol server's messages to it until the client leaves, the session
 // is closed (disable, slow client) or the server shuts down.
 func (p *Plugin) serveSSE(c *gin.Context) {
-	caller, _ := query.CallerFrom(c.Request.Context())
+	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	sess, err := p.openSession(caller)
 	if err != nil {
 		fail(c, err)
@@ -49,7 +47,7 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 
 	// The session's protocol context carries the caller but not the
 	// request's cancellation: the session ends through sess.Close.
-	ctx := query.WithCaller(context.WithoutCancel(c.Request.Context()), caller)
+	ctx := lakegate.WithCaller(context.WithoutCancel(c.Request.Context()), caller)
 	ss, err := p.server.Connect(ctx, sseTransport{sess}, nil)
 	if err != nil {
 		fail(c, fmt.Errorf("connect mcp session: %w", err))
@@ -171,19 +169,19 @@ func writeMessageEvent(w io.Writer, data []byte) error {
 func (p *Plugin) serveMessage(c *gin.Context) {
 	id := c.Query("session_id")
 	if id == "" {
-		fail(c, &query.Error{Kind: query.KindValidation, Message: "missing session_id query parameter",
+		fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "missing session_id query parameter",
 			Hint: "POST to the endpoint URL sent as the first event of GET /mcp/sse"})
 		return
 	}
 	sess := p.session(id)
 	if sess == nil {
-		fail(c, &query.Error{Kind: query.KindNotFound, Message: "unknown or closed MCP session",
+		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "unknown or closed MCP session",
 			Hint: "open a new session with GET /mcp/sse"})
 		return
 	}
-	caller, _ := query.CallerFrom(c.Request.Context())
+	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	if caller.Subject != sess.caller.Subject {
-		fail(c, query.Errorf(query.KindForbidden, "this MCP session belongs to another subject"))
+		fail(c, lakegate.Errorf(lakegate.KindForbidden, "this MCP session belongs to another subject"))
 		return
 	}
 	body, err := io.ReadAll(c.Request.Body)
@@ -205,8 +203,8 @@ func (p *Plugin) serveMessage(c *gin.Context) {
 			if errors.Is(err, context.Canceled) {
 				return
 			}
-			if query.KindOf(err) == query.KindInternal {
-				err = &query.Error{Kind: query.KindNotFound, Message: "MCP session closed", Err: err}
+			if lakegate.KindOf(err) == lakegate.KindInternal {
+				err = &lakegate.Error{Kind: lakegate.KindNotFound, Message: "MCP session closed", Err: err}
 			}
 			fail(c, err)
 			return

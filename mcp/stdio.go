@@ -12,10 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 // ServeStdio runs one MCP session over t (a StdioTransport in the binary)
@@ -26,11 +25,11 @@ import (
 // ends it, and cancels the calls still running, when the client is gone.
 // It ignores Enable/Disable: running the stdio command is the operator's
 // choice. The caller of ServeStdio still Closes the plugin.
-func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller query.Caller) error {
+func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lakegate.Caller) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return query.Errorf(query.KindUnavailable, "server is shutting down")
+		return lakegate.Errorf(lakegate.KindUnavailable, "server is shutting down")
 	}
 	p.stdio++
 	p.mu.Unlock()
@@ -40,7 +39,7 @@ func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller quer
 		p.mu.Unlock()
 	}()
 	p.log.Info("mcp stdio session opened", "subject", caller.Subject)
-	err := p.server.Run(query.WithCaller(ctx, caller), t)
+	err := p.server.Run(lakegate.WithCaller(ctx, caller), t)
 	var attrs []any
 	if st, ok := t.(*StdioTransport); ok {
 		attrs = append(attrs, "reason", st.endReason())

@@ -7,10 +7,9 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+	"github.com/lakegate/lakegate"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 // modernRevision is the first protocol revision without sessions
@@ -42,7 +41,7 @@ func (p *Plugin) streamableHandlers() (stateful, stateless http.Handler) {
 // the bearer token and put the caller on the request context; this only
 // hands the caller's subject to the SDK.
 func callerTokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
-	caller, ok := query.CallerFrom(ctx)
+	caller, ok := lakegate.CallerFrom(ctx)
 	if !ok || caller.Subject == "" {
 		return nil, fmt.Errorf("%w: no authenticated caller", auth.ErrInvalidToken)
 	}
@@ -57,7 +56,7 @@ func callerTokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.Toke
 // "unsupported protocol version" so that the client falls back.
 func (p *Plugin) serveStreamable(c *gin.Context) {
 	if p.shuttingDown() {
-		fail(c, query.ErrShuttingDown)
+		fail(c, lakegate.ErrShuttingDown)
 		return
 	}
 	h, stateful := p.stateful, true
@@ -77,7 +76,7 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 		// A POST without a session id to the stateful handler opens a
 		// session: it counts against the session limits.
 		if stateful && c.GetHeader("Mcp-Session-Id") == "" {
-			caller, _ := query.CallerFrom(c.Request.Context())
+			caller, _ := lakegate.CallerFrom(c.Request.Context())
 			settle, err := p.reserveStreamable(caller.Subject)
 			if err != nil {
 				fail(c, err)

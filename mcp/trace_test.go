@@ -7,9 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 type syncBuffer struct {
@@ -35,7 +34,7 @@ func TestTrace(t *testing.T) {
 			logs := &syncBuffer{}
 			log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			p, _ := newTestPlugin(t, Options{Trace: on, Logger: log})
-			cs := connectStdio(t, p, query.Caller{Subject: "s"}, nil)
+			cs := connectStdio(t, p, lakegate.Caller{Subject: "s"}, nil)
 			_, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "list_tables",
 				Arguments: map[string]any{"database": "shop", "password": "hunter2", "api_key": "k-123"}})
 			if err != nil {

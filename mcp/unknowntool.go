@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -47,7 +48,7 @@ func unknownToolErr(name string, names []string) error {
 	body := struct {
 		ErrorBody
 		Tools []string `json:"tools"`
-	}{ErrorBody{Kind: query.KindNotFound, Message: fmt.Sprintf("unknown tool %q", excerpt(name))}, names}
+	}{ErrorBody{Kind: lakegate.KindNotFound, Message: fmt.Sprintf("unknown tool %q", excerpt(name))}, names}
 	body.Hint = "available tools: " + strings.Join(names, ", ")
 	if dym := query.DidYouMean(name, names); dym != "" {
 		body.Hint = dym + " " + body.Hint

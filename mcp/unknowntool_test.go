@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate/query"
 )
 
 // TestUnknownToolListsTools: a call of a tool that does not exist answers
@@ -51,14 +50,14 @@ func TestUnknownToolListsTools(t *testing.T) {
 						}
 					}
 					var data struct {
-						Kind  query.Kind `json:"kind"`
-						Hint  string     `json:"hint"`
-						Tools []string   `json:"tools"`
+						Kind  lakegate.Kind `json:"kind"`
+						Hint  string        `json:"hint"`
+						Tools []string      `json:"tools"`
 					}
 					if err := json.Unmarshal(we.Data, &data); err != nil {
 						t.Fatalf("data %s: %v", we.Data, err)
 					}
-					if data.Kind != query.KindNotFound || !slices.Equal(data.Tools, p.ToolNames()) || !strings.Contains(data.Hint, "available tools: ") {
+					if data.Kind != lakegate.KindNotFound || !slices.Equal(data.Tools, p.ToolNames()) || !strings.Contains(data.Hint, "available tools: ") {
 						t.Errorf("got data %s, want not_found with the tools %v", we.Data, p.ToolNames())
 					}
 				})

@@ -32,9 +32,9 @@ type Result struct {
 	// request's next page.
 	NextCursor string `json:"next_cursor,omitempty"`
 	// Hint says, for a truncated result, how to get the rest.
-	Hint string `json:"hint,omitempty"`
-	SQL        string `json:"sql"`
-	ElapsedMS  int64  `json:"elapsed_ms"`
+	Hint      string `json:"hint,omitempty"`
+	SQL       string `json:"sql"`
+	ElapsedMS int64  `json:"elapsed_ms"`
 }
 
 // Collect runs s and returns its rows as Go values (see [Buffer.Values]),

@@ -12,8 +12,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
-	"github.com/lakegate/lakegate/query"
 )
 
 // Roles a token may carry.
@@ -117,7 +117,7 @@ func (v *verifier) close() {
 }
 
 // verify checks token and returns its caller. ctx bounds a JWK Set fetch.
-func (v *verifier) verify(ctx context.Context, token string) (query.Caller, error) {
+func (v *verifier) verify(ctx context.Context, token string) (lakegate.Caller, error) {
 	if v.byIssuer != nil {
 		if iv := v.byIssuer[tokenIssuer(token)]; iv != nil {
 			return iv.verify(ctx, token)
@@ -126,22 +126,22 @@ func (v *verifier) verify(ctx context.Context, token string) (query.Caller, erro
 	claims := jwt.MapClaims{}
 	_, err := v.parser.ParseWithClaims(token, &claims, v.keys.keyfunc(ctx))
 	if errors.Is(err, errIssuerKeys) {
-		return query.Caller{}, &query.Error{Kind: query.KindUnavailable,
+		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindUnavailable,
 			Message: fmt.Sprintf("the keys of authorization server %q could not be fetched, so the token cannot be checked now", v.issuer),
 			Hint:    "try again shortly", RetryAfter: discoveryRetry, Err: err}
 	}
 	if err != nil {
-		return query.Caller{}, &query.Error{Kind: query.KindAuth, Message: v.reason(err, claims), Err: err}
+		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth, Message: v.reason(err, claims), Err: err}
 	}
 	sub, _ := claims.GetSubject()
 	if sub == "" {
-		return query.Caller{}, query.Errorf(query.KindAuth, "bearer token has no sub claim")
+		return lakegate.Caller{}, lakegate.Errorf(lakegate.KindAuth, "bearer token has no sub claim")
 	}
 	roles, err := v.roles(claims)
 	if err != nil {
-		return query.Caller{}, err
+		return lakegate.Caller{}, err
 	}
-	return query.Caller{Subject: sub, Roles: roles}, nil
+	return lakegate.Caller{Subject: sub, Roles: roles}, nil
 }
 
 // reason says why a token was refused, naming what is accepted; never
@@ -194,12 +194,12 @@ func (v *verifier) roles(claims jwt.MapClaims) ([]string, error) {
 			for _, r := range x {
 				s, isStr := r.(string)
 				if !isStr {
-					return nil, query.Errorf(query.KindAuth, "bearer token claim %q: want a string or a list of strings", v.rolesClaim)
+					return nil, lakegate.Errorf(lakegate.KindAuth, "bearer token claim %q: want a string or a list of strings", v.rolesClaim)
 				}
 				roles = append(roles, s)
 			}
 		default:
-			return nil, query.Errorf(query.KindAuth, "bearer token claim %q: want a string or a list of strings", v.rolesClaim)
+			return nil, lakegate.Errorf(lakegate.KindAuth, "bearer token claim %q: want a string or a list of strings", v.rolesClaim)
 		}
 	}
 	if v.rolesClaim == config.DefaultRolesClaim {
@@ -234,7 +234,7 @@ func lookupClaim(claims map[string]any, name string) (any, bool) {
 // verified client certificate's common name.
 func (s *Server) authenticate(c *gin.Context) {
 	h := c.GetHeader("Authorization")
-	var caller query.Caller
+	var caller lakegate.Caller
 	var err error
 	if h == "" && s.cfg.TLSClientCertAuth && c.Request.TLS != nil && len(c.Request.TLS.VerifiedChains) > 0 {
 		caller, err = s.certCaller(c)
@@ -246,27 +246,27 @@ func (s *Server) authenticate(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.Request = c.Request.WithContext(query.WithCaller(c.Request.Context(), caller))
+	c.Request = c.Request.WithContext(lakegate.WithCaller(c.Request.Context(), caller))
 	c.Set(subjectKey, caller.Subject)
 }
 
-func (s *Server) bearerCaller(c *gin.Context, h string) (query.Caller, error) {
+func (s *Server) bearerCaller(c *gin.Context, h string) (lakegate.Caller, error) {
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return query.Caller{}, &query.Error{Kind: query.KindAuth, Message: "missing bearer token", Hint: s.authHint()}
+		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth, Message: "missing bearer token", Hint: s.authHint()}
 	}
 	return s.verifier.verify(c.Request.Context(), strings.TrimSpace(token))
 }
 
 // certCaller is the caller of a verified client certificate: its common
 // name, with the configured roles.
-func (s *Server) certCaller(c *gin.Context) (query.Caller, error) {
+func (s *Server) certCaller(c *gin.Context) (lakegate.Caller, error) {
 	cn := c.Request.TLS.VerifiedChains[0][0].Subject.CommonName
 	if strings.TrimSpace(cn) == "" {
-		return query.Caller{}, &query.Error{Kind: query.KindAuth, Message: "the client certificate has no common name (CN) to use as the subject",
+		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth, Message: "the client certificate has no common name (CN) to use as the subject",
 			Hint: "use a certificate whose subject has a CN, or send Authorization: Bearer <JWT>"}
 	}
-	return query.Caller{Subject: cn, Roles: slices.Clone(s.cfg.TLSClientCertRoles)}, nil
+	return lakegate.Caller{Subject: cn, Roles: slices.Clone(s.cfg.TLSClientCertRoles)}, nil
 }
 
 // authHint says how this server accepts callers.
@@ -290,9 +290,9 @@ func (s *Server) Close() {
 // requireRole lets only callers holding role through (admin holds all).
 func requireRole(role string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		caller, _ := query.CallerFrom(c.Request.Context())
+		caller, _ := lakegate.CallerFrom(c.Request.Context())
 		if !caller.HasRole(role) {
-			fail(c, query.Errorf(query.KindForbidden, "this needs the %s role; the token has %v", role, caller.Roles))
+			fail(c, lakegate.Errorf(lakegate.KindForbidden, "this needs the %s role; the token has %v", role, caller.Roles))
 		}
 	}
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
-	"github.com/lakegate/lakegate/query"
 )
 
 func TestNewToken(t *testing.T) {
@@ -125,7 +125,7 @@ func TestAuthenticate(t *testing.T) {
 					t.Errorf("%s: got WWW-Authenticate %q, want Bearer ...", path, got)
 				}
 				e := r.errBody(t)
-				if e.Error.Kind != query.KindAuth || !strings.Contains(e.Error.Message, tt.wantMsg) {
+				if e.Error.Kind != lakegate.KindAuth || !strings.Contains(e.Error.Message, tt.wantMsg) {
 					t.Errorf("%s: got %+v, want kind auth_error with %q", path, e.Error, tt.wantMsg)
 				}
 			}
@@ -197,8 +197,8 @@ func TestRoles(t *testing.T) {
 				t.Fatalf("got %d %s, want %d", r.code, r.body, tt.want)
 			}
 			if tt.want == http.StatusForbidden {
-				if e := r.errBody(t); e.Error.Kind != query.KindForbidden {
-					t.Errorf("got kind %v, want %v", e.Error.Kind, query.KindForbidden)
+				if e := r.errBody(t); e.Error.Kind != lakegate.KindForbidden {
+					t.Errorf("got kind %v, want %v", e.Error.Kind, lakegate.KindForbidden)
 				}
 			}
 		})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -74,7 +75,7 @@ func commands() []command {
 		}},
 		{`sql DB format = json "SELECT ..."`, []string{"sql"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
 			if a.format != "" && a.format != "json" {
-				return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", excerpt(a.format)), Hint: "use format = json"}
+				return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("format %q is not supported", excerpt(a.format)), Hint: "use format = json"}
 			}
 			return s.engine.PrepareSQL(c.Request.Context(), caller(c), query.SQLRequest{Database: a.db, SQL: a.sql})
 		}},
@@ -85,7 +86,7 @@ func (a commandArgs) need(key string) (string, error) {
 	if v := a.where[key]; v != "" {
 		return v, nil
 	}
-	return "", &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("missing %q in the where clause", key),
+	return "", &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("missing %q in the where clause", key),
 		Hint: "e.g. get columns where dbms = iot and table = readings"}
 }
 
@@ -108,7 +109,7 @@ func (s *Server) runCommand(c *gin.Context) {
 		return
 	}
 	if !caller(c).HasRole(cmd.role) {
-		fail(c, query.Errorf(query.KindForbidden, "command %q needs the %s role", cmd.usage, cmd.role))
+		fail(c, lakegate.Errorf(lakegate.KindForbidden, "command %q needs the %s role", cmd.usage, cmd.role))
 		return
 	}
 	out, err := s.runCommandWork(c, cmd, args)
@@ -173,7 +174,7 @@ func unknownCommand(msg string) error {
 	for _, cmd := range commands() {
 		known = append(known, cmd.usage)
 	}
-	return &query.Error{Kind: query.KindValidation, Message: msg, Hint: "known commands: " + strings.Join(known, "; ")}
+	return &lakegate.Error{Kind: lakegate.KindValidation, Message: msg, Hint: "known commands: " + strings.Join(known, "; ")}
 }
 
 // parseWhere reads "where k = v and k = v"; nothing at all is fine.
@@ -183,18 +184,18 @@ func parseWhere(words []string) (map[string]string, error) {
 		return where, nil
 	}
 	if !strings.EqualFold(words[0], "where") {
-		return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("unexpected %q", excerpt(words[0])), Hint: "conditions start with: where key = value"}
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("unexpected %q", excerpt(words[0])), Hint: "conditions start with: where key = value"}
 	}
 	words = words[1:]
 	for len(words) > 0 {
 		if len(words) < 3 || words[1] != "=" {
-			return nil, &query.Error{Kind: query.KindValidation, Message: "a where condition must read: key = value", Hint: "join conditions with and"}
+			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "a where condition must read: key = value", Hint: "join conditions with and"}
 		}
 		where[strings.ToLower(words[0])] = words[2]
 		words = words[3:]
 		if len(words) > 0 {
 			if !strings.EqualFold(words[0], "and") {
-				return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("unexpected %q between conditions", excerpt(words[0])), Hint: "join conditions with and"}
+				return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("unexpected %q between conditions", excerpt(words[0])), Hint: "join conditions with and"}
 			}
 			words = words[1:]
 		}
@@ -204,7 +205,7 @@ func parseWhere(words []string) (map[string]string, error) {
 
 // parseSQLArgs reads: DB [format = F] [and ...] "SELECT ...".
 func parseSQLArgs(words []string) (commandArgs, error) {
-	usage := &query.Error{Kind: query.KindValidation, Message: "sql command: want sql DB [format = json] \"SELECT ...\"",
+	usage := &lakegate.Error{Kind: lakegate.KindValidation, Message: "sql command: want sql DB [format = json] \"SELECT ...\"",
 		Hint: `e.g. sql iot format = json "SELECT count(*) FROM readings"`}
 	if len(words) < 2 {
 		return commandArgs{}, usage
@@ -223,7 +224,7 @@ func parseSQLArgs(words []string) (commandArgs, error) {
 		case "format":
 			a.format = strings.ToLower(opts[2])
 		default:
-			return commandArgs{}, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("sql option %q is not supported", excerpt(opts[0])), Hint: "supported: format = json"}
+			return commandArgs{}, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("sql option %q is not supported", excerpt(opts[0])), Hint: "supported: format = json"}
 		}
 		opts = opts[3:]
 	}
@@ -251,7 +252,7 @@ func splitCommand(s string) ([]string, error) {
 				j++
 			}
 			if j == len(rs) {
-				return nil, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("unterminated %c quote in command", r)}
+				return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("unterminated %c quote in command", r)}
 			}
 			flush()
 			words = append(words, string(rs[i+1:j]))

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/lakegate/lakegate/query"
+	"github.com/lakegate/lakegate"
 )
 
 func TestCommands(t *testing.T) {
@@ -51,23 +51,23 @@ func TestCommands(t *testing.T) {
 	bad := []struct {
 		name, tok, command string
 		code               int
-		kind               query.Kind
+		kind               lakegate.Kind
 		mention            string
 	}{
-		{"no command", reader, "", 400, query.KindValidation, "known commands"},
-		{"unknown", reader, "drop everything", 400, query.KindValidation, "run mcp server"},
-		{"admin only", reader, "exit mcp server", 403, query.KindForbidden, "admin"},
-		{"missing where", reader, "get tables", 400, query.KindValidation, `"dbms"`},
-		{"bad where", reader, "get tables dbms = demo", 400, query.KindValidation, "where"},
-		{"half condition", reader, "get tables where dbms", 400, query.KindValidation, "key = value"},
-		{"or is not and", reader, "get columns where dbms = demo or table = x", 400, query.KindValidation, "and"},
-		{"unknown db", reader, "get tables where dbms = nope", 404, query.KindNotFound, "nope"},
-		{"unquoted sql", reader, "sql demo SELECT 1", 400, query.KindValidation, "sql DB"},
-		{"bad format", reader, `sql demo format = xml "SELECT 1"`, 400, query.KindValidation, "json"},
-		{"bad option", reader, `sql demo limit = 5 "SELECT 1"`, 400, query.KindValidation, "format"},
-		{"write refused", reader, `sql demo "DELETE FROM devices"`, 400, query.KindValidation, ""},
-		{"unterminated quote", reader, `sql demo "SELECT 1`, 400, query.KindValidation, "unterminated"},
-		{"no token", "", "get status", 401, query.KindAuth, ""},
+		{"no command", reader, "", 400, lakegate.KindValidation, "known commands"},
+		{"unknown", reader, "drop everything", 400, lakegate.KindValidation, "run mcp server"},
+		{"admin only", reader, "exit mcp server", 403, lakegate.KindForbidden, "admin"},
+		{"missing where", reader, "get tables", 400, lakegate.KindValidation, `"dbms"`},
+		{"bad where", reader, "get tables dbms = demo", 400, lakegate.KindValidation, "where"},
+		{"half condition", reader, "get tables where dbms", 400, lakegate.KindValidation, "key = value"},
+		{"or is not and", reader, "get columns where dbms = demo or table = x", 400, lakegate.KindValidation, "and"},
+		{"unknown db", reader, "get tables where dbms = nope", 404, lakegate.KindNotFound, "nope"},
+		{"unquoted sql", reader, "sql demo SELECT 1", 400, lakegate.KindValidation, "sql DB"},
+		{"bad format", reader, `sql demo format = xml "SELECT 1"`, 400, lakegate.KindValidation, "json"},
+		{"bad option", reader, `sql demo limit = 5 "SELECT 1"`, 400, lakegate.KindValidation, "format"},
+		{"write refused", reader, `sql demo "DELETE FROM devices"`, 400, lakegate.KindValidation, ""},
+		{"unterminated quote", reader, `sql demo "SELECT 1`, 400, lakegate.KindValidation, "unterminated"},
+		{"no token", "", "get status", 401, lakegate.KindAuth, ""},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

@@ -119,9 +119,9 @@ type response struct {
 // errorBody is the one error shape of every route.
 type errorBody struct {
 	Error struct {
-		Kind    query.Kind `json:"kind"`
-		Message string     `json:"message"`
-		Hint    string     `json:"hint"`
+		Kind    lakegate.Kind `json:"kind"`
+		Message string        `json:"message"`
+		Hint    string        `json:"hint"`
 	} `json:"error"`
 }
 

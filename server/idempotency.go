@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -31,7 +32,7 @@ func idempotencyKey(h http.Header) (string, error) {
 		key = key[1 : len(key)-1]
 	}
 	if len(vals) > 1 || !query.ValidKey(key) {
-		return "", &query.Error{Kind: query.KindValidation,
+		return "", &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("%s must be one value of 1 to %d characters: letters, digits and - _ . : ~ + / =", headerIdempotencyKey, query.MaxKeyLen),
 			Hint:    "use a new UUID per batch, and the same one when retrying it"}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -22,22 +23,22 @@ func TestIngestIdempotencyKey(t *testing.T) {
 		wantCode             int
 		wantInserted         int64
 		wantReplayed         bool
-		wantKind             query.Kind
+		wantKind             lakegate.Kind
 		wantMsg              string
 		wantAdded            int64 // rows added to devices since the start
 	}{
 		{"first", alice, "b-1", batch, 200, 2, false, "", "", 2},
 		{"retry", alice, "b-1", batch, 200, 2, true, "", "", 2},
 		{"quoted form", alice, `"b-1"`, batch, 200, 2, true, "", "", 2},
-		{"same key other body", alice, "b-1", "[" + device("3003") + "]", 422, 0, false, query.KindValidation, "another body", 2},
+		{"same key other body", alice, "b-1", "[" + device("3003") + "]", 422, 0, false, lakegate.KindValidation, "another body", 2},
 		{"same body other subject", bob, "b-1", "[" + device("3004") + "]", 200, 1, false, "", "", 3},
 		{"no key inserts", alice, "", "[" + device("3005") + "]", 200, 1, false, "", "", 4},
-		{"invalid rows keep the key free", alice, "b-2", "[" + device("1") + "]", 400, 0, false, query.KindValidation, "", 4},
+		{"invalid rows keep the key free", alice, "b-2", "[" + device("1") + "]", 400, 0, false, lakegate.KindValidation, "", 4},
 		{"free key", alice, "b-2", "[" + device("3006") + "]", 200, 1, false, "", "", 5},
-		{"key with a space", alice, "b 3", "[" + device("3007") + "]", 400, 0, false, query.KindValidation, "Idempotency-Key", 5},
-		{"key too long", alice, strings.Repeat("k", query.MaxKeyLen+1), "[" + device("3008") + "]", 400, 0, false, query.KindValidation, "Idempotency-Key", 5},
-		{"empty key", alice, `""`, "[" + device("3009") + "]", 400, 0, false, query.KindValidation, "Idempotency-Key", 5},
-		{"bad body with a key", alice, "b-4", "[{", 400, 0, false, query.KindValidation, "row 0", 5},
+		{"key with a space", alice, "b 3", "[" + device("3007") + "]", 400, 0, false, lakegate.KindValidation, "Idempotency-Key", 5},
+		{"key too long", alice, strings.Repeat("k", query.MaxKeyLen+1), "[" + device("3008") + "]", 400, 0, false, lakegate.KindValidation, "Idempotency-Key", 5},
+		{"empty key", alice, `""`, "[" + device("3009") + "]", 400, 0, false, lakegate.KindValidation, "Idempotency-Key", 5},
+		{"bad body with a key", alice, "b-4", "[{", 400, 0, false, lakegate.KindValidation, "row 0", 5},
 	}
 	for _, tt := range steps {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/time/rate"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
@@ -112,7 +113,7 @@ type mcpWorkers struct{ l *Limits }
 var _ mcp.Workers = mcpWorkers{}
 
 func (w mcpWorkers) Acquire(ctx context.Context) (func(), error) {
-	caller, _ := query.CallerFrom(ctx)
+	caller, _ := lakegate.CallerFrom(ctx)
 	if err := w.l.allow(caller.Subject); err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func (l *Limits) allow(subject string) error {
 		return nil
 	}
 	l.metrics.rateLimited.WithLabelValues(limitRequests).Inc()
-	return &query.Error{Kind: query.KindRateLimited,
+	return &lakegate.Error{Kind: lakegate.KindRateLimited,
 		Message:    fmt.Sprintf("too many requests for this subject: the limit is %g per second (burst %d)", float64(l.rps), l.burst),
 		Hint:       "slow down and retry after retry_after seconds",
 		RetryAfter: max(wait, time.Millisecond)}
@@ -180,7 +181,7 @@ func (l *Limits) begin(subject string) (end func(), err error) {
 	st := l.subjectLocked(subject, l.now())
 	if st.running >= l.maxQueries {
 		l.metrics.rateLimited.WithLabelValues(limitQueries).Inc()
-		return nil, &query.Error{Kind: query.KindRateLimited,
+		return nil, &lakegate.Error{Kind: lakegate.KindRateLimited,
 			Message:    fmt.Sprintf("this subject already runs %d queries at once (max_queries_per_subject)", l.maxQueries),
 			Hint:       "wait for a running query to finish",
 			RetryAfter: time.Second}
@@ -221,7 +222,7 @@ func (l *Limits) acquire(ctx context.Context, class workClass) (func(), error) {
 		case ch <- struct{}{}:
 		case <-ctx.Done():
 			free(slots[:i])
-			return nil, &query.Error{Kind: query.KindUnavailable, Message: "the request ended while waiting for a worker", Err: ctx.Err()}
+			return nil, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the request ended while waiting for a worker", Err: ctx.Err()}
 		case <-timer.C:
 			free(slots[:i])
 			l.metrics.workerTimeouts.WithLabelValues(class.String()).Inc()
@@ -242,7 +243,7 @@ func (l *Limits) busy(class workClass, share bool) error {
 	if class == workMCP && share {
 		msg = fmt.Sprintf("all %d MCP workers are busy (waited %s)", cap(l.mcp), l.wait)
 	}
-	return &query.Error{Kind: query.KindUnavailable, Message: msg, Hint: "retry after retry_after seconds", RetryAfter: time.Second}
+	return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: msg, Hint: "retry after retry_after seconds", RetryAfter: time.Second}
 }
 
 // subjectLocked returns subject's state, made on first use; now and then
@@ -347,10 +348,10 @@ func readBody(c *gin.Context, timeout time.Duration) error {
 		return err // rendered as 413
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		c.Header("Connection", "close") // never wait for the rest
-		return &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("the request body did not arrive within %s", timeout),
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("the request body did not arrive within %s", timeout),
 			Hint: "read_timeout bounds sending a whole request"}
 	case err != nil:
-		return &query.Error{Kind: query.KindValidation, Message: "reading the request body failed", Err: err}
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "reading the request body failed", Err: err}
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(data))
 	return nil

@@ -170,14 +170,14 @@ func (w *wired) openSSE(t *testing.T, tok string) response {
 // limitError is an error answer with its retry_after.
 type limitError struct {
 	Error struct {
-		Kind       query.Kind `json:"kind"`
-		Message    string     `json:"message"`
-		RetryAfter float64    `json:"retry_after"`
+		Kind       lakegate.Kind `json:"kind"`
+		Message    string        `json:"message"`
+		RetryAfter float64       `json:"retry_after"`
 	} `json:"error"`
 }
 
 // wantLimited checks a 429 (or code) answer of kind with Retry-After.
-func wantLimited(t *testing.T, r response, code int, kind query.Kind) limitError {
+func wantLimited(t *testing.T, r response, code int, kind lakegate.Kind) limitError {
 	t.Helper()
 	var e limitError
 	if err := json.Unmarshal(r.body, &e); err != nil || r.code != code || e.Error.Kind != kind {
@@ -194,7 +194,7 @@ func wantLimited(t *testing.T, r response, code int, kind query.Kind) limitError
 
 // toolError calls a tool and returns the error object of its result,
 // failing the test if the call succeeded.
-func toolError(t *testing.T, cs *mcpsdk.ClientSession, name string, args map[string]any) mcp.ErrorBody {
+func toolError(t *testing.T, cs *mcpsdk.ClientSession, name string, args map[string]any) lakegate.ErrorBody {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
@@ -204,7 +204,7 @@ func toolError(t *testing.T, cs *mcpsdk.ClientSession, name string, args map[str
 		t.Fatalf("%s: got a result, want a tool error", name)
 	}
 	var body struct {
-		Error mcp.ErrorBody `json:"error"`
+		Error lakegate.ErrorBody `json:"error"`
 	}
 	text, _ := res.Content[0].(*mcpsdk.TextContent)
 	if text == nil || json.Unmarshal([]byte(text.Text), &body) != nil {
@@ -233,7 +233,7 @@ func TestRateLimitPerSubject(t *testing.T) {
 			t.Fatalf("request %d: got %d %s, want 200 within the burst", i+1, r.code, r.body)
 		}
 	}
-	e := wantLimited(t, w.do(t, "GET", "/rest/databases", alice, ""), http.StatusTooManyRequests, query.KindRateLimited)
+	e := wantLimited(t, w.do(t, "GET", "/rest/databases", alice, ""), http.StatusTooManyRequests, lakegate.KindRateLimited)
 	if e.Error.RetryAfter < 50 {
 		t.Errorf("retry_after: got %v s, want about 100 s (one token per 100 s)", e.Error.RetryAfter)
 	}
@@ -243,7 +243,7 @@ func TestRateLimitPerSubject(t *testing.T) {
 
 	// Tool calls draw from the same bucket; opening the session does not.
 	got := toolError(t, w.sse(t, alice), "list_databases", nil)
-	if got.Kind != query.KindRateLimited || got.RetryAfter <= 0 {
+	if got.Kind != lakegate.KindRateLimited || got.RetryAfter <= 0 {
 		t.Errorf("tool call over the limit: got %+v, want rate_limited with retry_after", got)
 	}
 	callOK(t, w.sse(t, bob), "list_databases", nil)
@@ -263,18 +263,18 @@ func TestSessionLimits(t *testing.T) {
 
 	w.sse(t, alice)
 	// Per subject, across both transports.
-	e := wantLimited(t, w.openSSE(t, alice), http.StatusTooManyRequests, query.KindRateLimited)
+	e := wantLimited(t, w.openSSE(t, alice), http.StatusTooManyRequests, lakegate.KindRateLimited)
 	if !strings.Contains(e.Error.Message, "for this subject") {
 		t.Errorf("message: got %q, want it to name the per-subject limit", e.Error.Message)
 	}
-	wantLimited(t, w.initialize(t, alice), http.StatusTooManyRequests, query.KindRateLimited)
+	wantLimited(t, w.initialize(t, alice), http.StatusTooManyRequests, lakegate.KindRateLimited)
 
 	// The total: alice and bob hold both sessions, bob's in use once its
 	// client has opened its stream.
 	bobs := w.streamable(t, bob)
 	waitFor(t, "bob's stream", func() bool { return w.plugin.Status().IdleSessions == 0 })
 	for name, r := range map[string]response{"sse": w.openSSE(t, carol), "streamable": w.initialize(t, carol)} {
-		e := wantLimited(t, r, http.StatusTooManyRequests, query.KindRateLimited)
+		e := wantLimited(t, r, http.StatusTooManyRequests, lakegate.KindRateLimited)
 		if !strings.Contains(e.Error.Message, "on this server") {
 			t.Errorf("%s: message %q, want it to name the server-wide limit", name, e.Error.Message)
 		}
@@ -344,7 +344,7 @@ func TestSessionLimitsTakeIdleSessions(t *testing.T) {
 	w.streamable(t, bob)
 	w.streamable(t, bob)
 	waitFor(t, "bob's streams", func() bool { return w.plugin.Status().IdleSessions == 2 }) // alice's two
-	e := wantLimited(t, w.initialize(t, bob), http.StatusTooManyRequests, query.KindRateLimited)
+	e := wantLimited(t, w.initialize(t, bob), http.StatusTooManyRequests, lakegate.KindRateLimited)
 	if !strings.Contains(e.Error.Message, "in use") {
 		t.Errorf("message: got %q, want it to say the sessions are in use", e.Error.Message)
 	}
@@ -364,8 +364,8 @@ func TestLimitsQueriesPerSubject(t *testing.T) {
 		held = append(held, release)
 	}
 	_, err := l.admit(ctx, "alice", workIngest)
-	var qe *query.Error
-	if !errors.As(err, &qe) || qe.Kind != query.KindRateLimited || qe.RetryAfter <= 0 {
+	var qe *lakegate.Error
+	if !errors.As(err, &qe) || qe.Kind != lakegate.KindRateLimited || qe.RetryAfter <= 0 {
 		t.Fatalf("third query: got %v, want rate_limited with RetryAfter", err)
 	}
 	if _, err := l.admit(ctx, "bob", workREST); err != nil {
@@ -387,7 +387,7 @@ func TestWorkerPoolShares(t *testing.T) {
 	cfg := config.Default()
 	cfg.MaxWorkers, cfg.MCPMaxWorkers, cfg.WorkerWait, cfg.MaxQueriesPerSubject = 3, 2, config.Duration(20*time.Millisecond), 0
 	l := NewLimits(cfg, nil)
-	mcpCtx := query.WithCaller(t.Context(), query.Caller{Subject: "agent"})
+	mcpCtx := lakegate.WithCaller(t.Context(), lakegate.Caller{Subject: "agent"})
 	m := l.MCP()
 	for i := range 2 {
 		if _, err := m.Acquire(mcpCtx); err != nil {
@@ -395,8 +395,8 @@ func TestWorkerPoolShares(t *testing.T) {
 		}
 	}
 	_, err := m.Acquire(mcpCtx)
-	var qe *query.Error
-	if !errors.As(err, &qe) || qe.Kind != query.KindUnavailable || qe.RetryAfter <= 0 || !strings.Contains(qe.Message, "MCP workers") {
+	var qe *lakegate.Error
+	if !errors.As(err, &qe) || qe.Kind != lakegate.KindUnavailable || qe.RetryAfter <= 0 || !strings.Contains(qe.Message, "MCP workers") {
 		t.Fatalf("MCP over its share: got %v, want unavailable (MCP workers busy) with RetryAfter", err)
 	}
 	if got := m.Use(); got.Max != 2 || got.InUse != 2 || got.PoolMax != 3 || got.PoolInUse != 2 {
@@ -406,7 +406,7 @@ func TestWorkerPoolShares(t *testing.T) {
 	if err != nil {
 		t.Fatalf("REST while MCP holds its share: got %v, want a slot", err)
 	}
-	if _, err := l.admit(t.Context(), "client", workREST); !errors.As(err, &qe) || qe.Kind != query.KindUnavailable || !strings.Contains(qe.Message, "database workers") {
+	if _, err := l.admit(t.Context(), "client", workREST); !errors.As(err, &qe) || qe.Kind != lakegate.KindUnavailable || !strings.Contains(qe.Message, "database workers") {
 		t.Fatalf("REST with the pool full: got %v, want unavailable (database workers busy)", err)
 	}
 	rest()

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
-	"github.com/lakegate/lakegate/query"
 )
 
 var hexID = regexp.MustCompile(`^[0-9a-f]{16}$`)
@@ -73,14 +73,14 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	tests := []struct {
 		name, method, path string
 		want               int
-		kind               query.Kind
+		kind               lakegate.Kind
 		allow              string
 	}{
-		{"unknown route", "GET", "/nope", http.StatusNotFound, query.KindNotFound, ""},
-		{"unknown rest route", "GET", "/rest/nope", http.StatusNotFound, query.KindNotFound, ""},
-		{"wrong method on health", "POST", "/health", http.StatusMethodNotAllowed, query.KindValidation, "GET"},
-		{"wrong method on sql", "GET", "/rest/sql", http.StatusMethodNotAllowed, query.KindValidation, "POST"},
-		{"wrong method on admin", "DELETE", "/admin/mcp/status", http.StatusMethodNotAllowed, query.KindValidation, "GET"},
+		{"unknown route", "GET", "/nope", http.StatusNotFound, lakegate.KindNotFound, ""},
+		{"unknown rest route", "GET", "/rest/nope", http.StatusNotFound, lakegate.KindNotFound, ""},
+		{"wrong method on health", "POST", "/health", http.StatusMethodNotAllowed, lakegate.KindValidation, "GET"},
+		{"wrong method on sql", "GET", "/rest/sql", http.StatusMethodNotAllowed, lakegate.KindValidation, "POST"},
+		{"wrong method on admin", "DELETE", "/admin/mcp/status", http.StatusMethodNotAllowed, lakegate.KindValidation, "GET"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestBodyLimit(t *testing.T) {
 			}
 			if tt.want == http.StatusRequestEntityTooLarge {
 				e := r.errBody(t)
-				if e.Error.Kind != query.KindValidation || !strings.Contains(e.Error.Message, "1024") {
+				if e.Error.Kind != lakegate.KindValidation || !strings.Contains(e.Error.Message, "1024") {
 					t.Errorf("got %+v, want a validation error naming 1024", e.Error)
 				}
 			}
@@ -141,19 +141,19 @@ func TestErrorRendering(t *testing.T) {
 		s.router.GET("/plain", func(c *gin.Context) { fail(c, errors.New("secret detail")) })
 		s.router.GET("/deadline", func(c *gin.Context) { fail(c, context.DeadlineExceeded) })
 		s.router.GET("/limited", func(c *gin.Context) {
-			fail(c, &query.Error{Kind: query.KindRateLimited, Message: "slow down", RetryAfter: 1500 * time.Millisecond})
+			fail(c, &lakegate.Error{Kind: lakegate.KindRateLimited, Message: "slow down", RetryAfter: 1500 * time.Millisecond})
 		})
 	})
 	tests := []struct {
 		path       string
 		want       int
-		kind       query.Kind
+		kind       lakegate.Kind
 		retryAfter string
 	}{
-		{"/panic", http.StatusInternalServerError, query.KindInternal, ""},
-		{"/plain", http.StatusInternalServerError, query.KindInternal, ""},
-		{"/deadline", http.StatusGatewayTimeout, query.KindTimeout, ""},
-		{"/limited", http.StatusTooManyRequests, query.KindRateLimited, "2"},
+		{"/panic", http.StatusInternalServerError, lakegate.KindInternal, ""},
+		{"/plain", http.StatusInternalServerError, lakegate.KindInternal, ""},
+		{"/deadline", http.StatusGatewayTimeout, lakegate.KindTimeout, ""},
+		{"/limited", http.StatusTooManyRequests, lakegate.KindRateLimited, "2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
-	"github.com/lakegate/lakegate/query"
 )
 
 // testIssuer is a small OAuth authorization server on loopback: metadata
@@ -222,7 +222,7 @@ func TestOAuthTokens(t *testing.T) {
 				t.Fatalf("got %d %s, want %d", r.code, r.body, tc.code)
 			}
 			if tc.msg != "" {
-				if e := r.errBody(t); e.Error.Kind != query.KindAuth || !strings.Contains(e.Error.Message, tc.msg) {
+				if e := r.errBody(t); e.Error.Kind != lakegate.KindAuth || !strings.Contains(e.Error.Message, tc.msg) {
 					t.Errorf("got %s %q, want auth_error containing %q", e.Error.Kind, e.Error.Message, tc.msg)
 				}
 			}
@@ -266,7 +266,7 @@ func TestOAuthDiscovery(t *testing.T) {
 				t.Fatalf("got %d %s, want %d", r.code, r.body, tc.code)
 			}
 			if tc.code == http.StatusServiceUnavailable {
-				if e := r.errBody(t); e.Error.Kind != query.KindUnavailable || !strings.Contains(e.Error.Message, ti.issuer) {
+				if e := r.errBody(t); e.Error.Kind != lakegate.KindUnavailable || !strings.Contains(e.Error.Message, ti.issuer) {
 					t.Errorf("got %s %q, want unavailable naming the issuer", e.Error.Kind, e.Error.Message)
 				}
 				if r.header.Get("Retry-After") == "" {

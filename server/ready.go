@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/lakegate/lakegate/mcp"
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -47,7 +47,7 @@ func (r *readiness) check(ctx context.Context, engine *query.Engine) map[string]
 func (s *Server) ready(c *gin.Context) {
 	if s.draining.Load() {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "shutting_down",
-			"error": mcp.NewErrorBody(query.Errorf(query.KindUnavailable, "the server is shutting down"))})
+			"error": lakegate.NewErrorBody(lakegate.Errorf(lakegate.KindUnavailable, "the server is shutting down"))})
 		return
 	}
 	failed := s.readiness.check(c.Request.Context(), s.engine)
@@ -55,12 +55,12 @@ func (s *Server) ready(c *gin.Context) {
 	for _, db := range s.engine.Databases() {
 		dbs[db.Name] = "ok"
 		if err := failed[db.Name]; err != nil {
-			dbs[db.Name] = mcp.NewErrorBody(err).Message
+			dbs[db.Name] = lakegate.NewErrorBody(err).Message
 		}
 	}
 	if len(failed) > 0 {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "databases": dbs,
-			"error": mcp.NewErrorBody(query.Errorf(query.KindUnavailable, "%d of %d databases do not answer", len(failed), len(dbs)))})
+			"error": lakegate.NewErrorBody(lakegate.Errorf(lakegate.KindUnavailable, "%d of %d databases do not answer", len(failed), len(dbs)))})
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready", "databases": dbs})

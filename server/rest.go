@@ -12,11 +12,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query"
 )
 
-func caller(c *gin.Context) query.Caller {
-	cl, _ := query.CallerFrom(c.Request.Context())
+func caller(c *gin.Context) lakegate.Caller {
+	cl, _ := lakegate.CallerFrom(c.Request.Context())
 	return cl
 }
 
@@ -60,12 +61,12 @@ func (s *Server) runSQL(c *gin.Context) {
 		return
 	}
 	if req.Database == "" || req.SQL == "" {
-		fail(c, &query.Error{Kind: query.KindValidation, Message: "database and sql are required",
+		fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "database and sql are required",
 			Hint: `send {"database": "...", "sql": "SELECT ...", "params": [...]}`})
 		return
 	}
 	if req.Limit < 0 {
-		fail(c, &query.Error{Kind: query.KindValidation, Message: "limit must not be negative",
+		fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "limit must not be negative",
 			Hint: "give a row count, or leave it out for the default"})
 		return
 	}
@@ -76,7 +77,7 @@ func (s *Server) runSQL(c *gin.Context) {
 			req.Limit = query.NoLimit
 		}
 	default:
-		fail(c, &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("format %q is not supported", req.Format),
+		fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("format %q is not supported", req.Format),
 			Hint: "use json, ndjson or csv, or leave format out for one JSON result"})
 		return
 	}
@@ -155,11 +156,11 @@ func decodeJSON(r io.Reader, v any) error {
 		if errors.As(err, &tooLarge) {
 			return err
 		}
-		return &query.Error{Kind: query.KindValidation, Message: "request body: " + strings.TrimPrefix(err.Error(), "json: "),
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "request body: " + strings.TrimPrefix(err.Error(), "json: "),
 			Hint: "send one JSON object"}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &query.Error{Kind: query.KindValidation, Message: "request body: unexpected data after the JSON object",
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "request body: unexpected data after the JSON object",
 			Hint: "send one JSON object"}
 	}
 	return nil
@@ -205,22 +206,22 @@ func readRows(body io.Reader) ([]map[string]any, error) {
 		if errors.As(err, &tooLarge) {
 			return nil, err
 		}
-		return nil, &query.Error{Kind: query.KindValidation, Message: "reading the request body failed", Err: err}
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "reading the request body failed", Err: err}
 	}
 	start := len(data) - len(bytes.TrimLeft(data, " \t\r\n"))
 	if start == len(data) {
-		return nil, &query.Error{Kind: query.KindValidation, Message: "empty body", Hint: "send a JSON array of row objects or NDJSON"}
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "empty body", Hint: "send a JSON array of row objects or NDJSON"}
 	}
 	first := data[start]
 	// Only a body that may hold invalid text is searched row by row.
 	checkText := invalidJSONText(data)
 	var rows []map[string]any
 	bad := func(i int, err error) error {
-		var qe *query.Error
+		var qe *lakegate.Error
 		if errors.As(err, &qe) {
 			return err
 		}
-		return &query.Error{Kind: query.KindValidation, Message: fmt.Sprintf("row %d: %s", i, strings.TrimPrefix(err.Error(), "json: ")),
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("row %d: %s", i, strings.TrimPrefix(err.Error(), "json: ")),
 			Hint: "each row is a JSON object of column: value"}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -255,7 +256,7 @@ func readRows(body io.Reader) ([]map[string]any, error) {
 			return nil, bad(len(rows), err)
 		}
 		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return nil, &query.Error{Kind: query.KindValidation, Message: "unexpected data after the closing ] of the row array",
+			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "unexpected data after the closing ] of the row array",
 				Hint: "send one JSON array of row objects, or NDJSON"}
 		}
 	} else {
@@ -274,7 +275,7 @@ func readRows(body io.Reader) ([]map[string]any, error) {
 		}
 	}
 	if len(rows) == 0 {
-		return nil, &query.Error{Kind: query.KindValidation, Message: "no rows in body"}
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "no rows in body"}
 	}
 	for i, row := range rows {
 		if row == nil {
@@ -292,11 +293,11 @@ func rowText(i int, raw []byte) error {
 	case !found:
 		return nil
 	case isKey:
-		return &query.Error{Kind: query.KindValidation,
+		return &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("row %d: column name %q is not valid UTF-8 text (a byte that is not UTF-8, or a \\u escape of half a surrogate pair)", i, key),
 			Hint:    "send column names as UTF-8 text"}
 	}
-	return &query.Error{Kind: query.KindValidation,
+	return &lakegate.Error{Kind: lakegate.KindValidation,
 		Message: fmt.Sprintf("row %d, column %q: the string is not valid UTF-8 text (a byte that is not UTF-8, or a \\u escape of half a surrogate pair)", i, key),
 		Hint:    "send text as UTF-8; send binary data to a bytea or BLOB column as base64"}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 )
@@ -70,7 +71,7 @@ func TestCatalogRoutes(t *testing.T) {
 			if r.code != tt.want {
 				t.Fatalf("got %d %s, want %d", r.code, r.body, tt.want)
 			}
-			if e := r.errBody(t); e.Error.Kind != query.KindNotFound || !strings.Contains(e.Error.Message, tt.msg) {
+			if e := r.errBody(t); e.Error.Kind != lakegate.KindNotFound || !strings.Contains(e.Error.Message, tt.msg) {
 				t.Errorf("got %+v, want not_found naming %s", e.Error, tt.msg)
 			}
 		})
@@ -83,7 +84,7 @@ func TestSQL(t *testing.T) {
 	tests := []struct {
 		name, body    string
 		want          int
-		kind          query.Kind
+		kind          lakegate.Kind
 		rows          int
 		truncated     bool
 		firstRowFirst string
@@ -93,20 +94,20 @@ func TestSQL(t *testing.T) {
 		{name: "default limit truncates", body: sqlJSON(t, "demo", "SELECT id FROM readings ORDER BY id", 0), want: 200, rows: 100, truncated: true, firstRowFirst: "1"},
 		{name: "limit truncates", body: sqlJSON(t, "demo", "SELECT id FROM devices ORDER BY id", 10), want: 200, rows: 10, truncated: true, firstRowFirst: "1"},
 		{name: "limit not reached", body: sqlJSON(t, "demo", "SELECT id FROM devices", 50), want: 200, rows: 50},
-		{name: "limit over max", body: sqlJSON(t, "demo", "SELECT id FROM devices", 10_000_001), want: 400, kind: query.KindValidation},
-		{name: "negative limit", body: sqlJSON(t, "demo", "SELECT id FROM devices", -1), want: 400, kind: query.KindValidation},
-		{name: "delete refused", body: sqlJSON(t, "demo", "DELETE FROM devices", 0), want: 400, kind: query.KindValidation},
-		{name: "two statements", body: sqlJSON(t, "demo", "SELECT 1; SELECT 2", 0), want: 400, kind: query.KindValidation},
-		{name: "syntax error", body: sqlJSON(t, "demo", "SELEC id FROM devices", 0), want: 400, kind: query.KindValidation},
-		{name: "unknown column", body: sqlJSON(t, "demo", "SELECT nope FROM devices", 0), want: 400, kind: query.KindValidation},
-		{name: "unknown database", body: sqlJSON(t, "nope", "SELECT 1", 0), want: 404, kind: query.KindNotFound},
-		{name: "missing sql", body: `{"database":"demo"}`, want: 400, kind: query.KindValidation},
-		{name: "missing database", body: `{"sql":"SELECT 1"}`, want: 400, kind: query.KindValidation},
-		{name: "unknown field", body: `{"database":"demo","sql":"SELECT 1","db":"x"}`, want: 400, kind: query.KindValidation},
-		{name: "broken json", body: `{"database":`, want: 400, kind: query.KindValidation},
-		{name: "empty body", body: ``, want: 400, kind: query.KindValidation},
-		{name: "array body", body: `[]`, want: 400, kind: query.KindValidation},
-		{name: "second object after the first", body: `{"database":"demo","sql":"SELECT 1"} {"x":1}`, want: 400, kind: query.KindValidation},
+		{name: "limit over max", body: sqlJSON(t, "demo", "SELECT id FROM devices", 10_000_001), want: 400, kind: lakegate.KindValidation},
+		{name: "negative limit", body: sqlJSON(t, "demo", "SELECT id FROM devices", -1), want: 400, kind: lakegate.KindValidation},
+		{name: "delete refused", body: sqlJSON(t, "demo", "DELETE FROM devices", 0), want: 400, kind: lakegate.KindValidation},
+		{name: "two statements", body: sqlJSON(t, "demo", "SELECT 1; SELECT 2", 0), want: 400, kind: lakegate.KindValidation},
+		{name: "syntax error", body: sqlJSON(t, "demo", "SELEC id FROM devices", 0), want: 400, kind: lakegate.KindValidation},
+		{name: "unknown column", body: sqlJSON(t, "demo", "SELECT nope FROM devices", 0), want: 400, kind: lakegate.KindValidation},
+		{name: "unknown database", body: sqlJSON(t, "nope", "SELECT 1", 0), want: 404, kind: lakegate.KindNotFound},
+		{name: "missing sql", body: `{"database":"demo"}`, want: 400, kind: lakegate.KindValidation},
+		{name: "missing database", body: `{"sql":"SELECT 1"}`, want: 400, kind: lakegate.KindValidation},
+		{name: "unknown field", body: `{"database":"demo","sql":"SELECT 1","db":"x"}`, want: 400, kind: lakegate.KindValidation},
+		{name: "broken json", body: `{"database":`, want: 400, kind: lakegate.KindValidation},
+		{name: "empty body", body: ``, want: 400, kind: lakegate.KindValidation},
+		{name: "array body", body: `[]`, want: 400, kind: lakegate.KindValidation},
+		{name: "second object after the first", body: `{"database":"demo","sql":"SELECT 1"} {"x":1}`, want: 400, kind: lakegate.KindValidation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -246,7 +247,7 @@ func TestAdminMCP(t *testing.T) {
 			}
 			if tt.sseCode != 0 {
 				sse := st.do(t, "GET", "/mcp/sse", reader, "")
-				if e := sse.errBody(t); sse.code != tt.sseCode || e.Error.Kind != query.KindUnavailable {
+				if e := sse.errBody(t); sse.code != tt.sseCode || e.Error.Kind != lakegate.KindUnavailable {
 					t.Errorf("GET /mcp/sse: got %d %+v, want %d unavailable", sse.code, e.Error, tt.sseCode)
 				}
 				if rest := st.do(t, "GET", "/rest/databases", reader, ""); rest.code != http.StatusOK {

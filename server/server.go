@@ -21,6 +21,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/quic-go/quic-go/http3"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
@@ -110,13 +111,13 @@ func (s *Server) routes() *gin.Engine {
 	}
 	r.NoRoute(func(c *gin.Context) {
 		dropBody(c)
-		fail(c, &query.Error{Kind: query.KindNotFound, Message: "no such route: " + c.Request.Method + " " + c.Request.URL.Path,
+		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such route: " + c.Request.Method + " " + c.Request.URL.Path,
 			Hint: "see GET /rest/databases, POST /rest/sql, /mcp/sse"})
 	})
 	r.NoMethod(func(c *gin.Context) {
 		// 405 has no kind of its own: it is the caller's mistake, with Allow set.
 		dropBody(c)
-		body := mcp.NewErrorBody(&query.Error{Kind: query.KindValidation,
+		body := lakegate.NewErrorBody(&lakegate.Error{Kind: lakegate.KindValidation,
 			Message: "method " + c.Request.Method + " is not allowed on " + c.Request.URL.Path,
 			Hint:    "allowed: " + c.Writer.Header().Get("Allow")})
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, gin.H{"error": body})
@@ -237,7 +238,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			pluginDone <- perr
 		case <-time.After(answerGrace):
 		}
-		cancelBase(query.ErrShuttingDown)
+		cancelBase(lakegate.ErrShuttingDown)
 		grace, cancelGrace := context.WithTimeout(context.Background(), answerGrace)
 		if hs.Shutdown(grace) != nil {
 			s.log.Warn("requests did not answer within the grace after the drain: their connections are closed", "grace", answerGrace.String())

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -119,7 +120,7 @@ func TestSQLStreaming(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				resp, b := stream(t, tc.format, tc.sql, 0)
 				r := response{code: resp.StatusCode, header: resp.Header, body: b}
-				if r.code != 400 || r.errBody(t).Error.Kind != query.KindValidation {
+				if r.code != 400 || r.errBody(t).Error.Kind != lakegate.KindValidation {
 					t.Errorf("got %d %s, want 400 validation_error", r.code, b)
 				}
 			})

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakegate/lakegate/query"
+	"github.com/lakegate/lakegate"
 )
 
 // TestSQLSuggests: an unknown table, column or function in SQL sent to
@@ -28,7 +28,7 @@ func TestSQLSuggests(t *testing.T) {
 				}
 				r := st.do(t, "POST", "/rest/sql", tok, body)
 				e := r.errBody(t)
-				if r.code != http.StatusBadRequest || e.Error.Kind != query.KindValidation || !strings.Contains(e.Error.Hint, tc.want) {
+				if r.code != http.StatusBadRequest || e.Error.Kind != lakegate.KindValidation || !strings.Contains(e.Error.Hint, tc.want) {
 					t.Errorf("got %d %s, want 400 validation_error with %s", r.code, r.body, tc.want)
 				}
 			})

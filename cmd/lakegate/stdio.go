@@ -13,9 +13,9 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/mcp"
-	"github.com/lakegate/lakegate/query"
 	"github.com/lakegate/lakegate/server"
 )
 
@@ -47,7 +47,7 @@ func newStdioCommand(configFile *string, stderr io.Writer, getenv func(string) s
 			// kill the process with SIGPIPE as Go does for fd 1 and 2.
 			signal.Ignore(syscall.SIGPIPE)
 			t := &mcp.StdioTransport{In: os.Stdin, Out: os.Stdout, Drain: stdioDrain(cfg)}
-			return runStdio(ctx, cfg, query.Caller{Subject: sub, Roles: roles}, t, stderr)
+			return runStdio(ctx, cfg, lakegate.Caller{Subject: sub, Roles: roles}, t, stderr)
 		},
 	}
 	cmd.Flags().StringVar(&sub, "sub", "stdio", "subject the calls run as (logs, database role mapping)")
@@ -74,7 +74,7 @@ func validRole(r string) bool {
 
 // runStdio serves one MCP session over t until the client closes its input
 // (and its answers are written), the client is gone, or ctx ends.
-func runStdio(ctx context.Context, cfg config.Config, caller query.Caller, t mcpsdk.Transport, stderr io.Writer) error {
+func runStdio(ctx context.Context, cfg config.Config, caller lakegate.Caller, t mcpsdk.Transport, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
 	if err := useDemo(ctx, &cfg, log); err != nil {
 		return err

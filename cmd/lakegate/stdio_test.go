@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/mcp"
-	"github.com/lakegate/lakegate/query"
 )
 
 const (
@@ -47,7 +47,7 @@ func TestStdioGoneClientStopsQuery(t *testing.T) {
 	var stderr syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		err := runStdio(context.Background(), cfg, query.Caller{Subject: "desk", Roles: []string{"reader"}},
+		err := runStdio(context.Background(), cfg, lakegate.Caller{Subject: "desk", Roles: []string{"reader"}},
 			&mcp.StdioTransport{In: inR, Out: outW, Drain: stdioDrain(cfg)}, &stderr)
 		outW.Close()
 		done <- err
