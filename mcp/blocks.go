@@ -69,7 +69,7 @@ func (p *Plugin) transfer(c lakegate.Caller, id string) (*blocktransport.Manifes
 	if err != nil {
 		return nil, blockErr(err)
 	}
-	if owner != c.Subject && !c.HasRole("admin") {
+	if owner != c.Subject && !c.HasRole(lakegate.RoleAdmin) {
 		return nil, blockErr(blocktransport.ErrNotFound)
 	}
 	return m, nil

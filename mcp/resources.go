@@ -20,7 +20,7 @@ const (
 )
 
 // catalogCaller is who the catalog check lists tables as.
-var catalogCaller = lakegate.Caller{Subject: "lakegate-catalog", Roles: []string{"reader"}}
+var catalogCaller = lakegate.Caller{Subject: "lakegate-catalog", Roles: []string{lakegate.RoleReader}}
 
 // addResources registers lakegate://databases and the table schema
 // template. The catalog check (catalogCheck) adds one concrete schema

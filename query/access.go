@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/query/validate"
 )
@@ -38,7 +39,7 @@ func (e *Engine) grantFor(c Caller, db string) (*grant, error) {
 	case config.ServerInfoAll:
 		g.infoOK = true
 	case config.ServerInfoAdmin:
-		g.infoOK = c.HasRole(adminRole)
+		g.infoOK = c.HasRole(lakegate.RoleAdmin)
 	}
 	if len(roles) == 0 {
 		return g, nil
@@ -229,10 +230,6 @@ func (g *grant) check(d Dialect, sqlText string) error {
 	return refusal(err)
 }
 
-// adminRole is the role the server_info_functions policy "admin" opens
-// server-information functions to.
-const adminRole = "admin"
-
 // infoRefusal explains a server-information function refused by the
 // server_info_functions policy.
 func (g *grant) infoRefusal(ve *validate.Error) *Error {
@@ -246,7 +243,7 @@ func (g *grant) infoRefusal(ve *validate.Error) *Error {
 			Hint:    "remove " + ve.ServerInfo + "; an operator may set server_info_functions to admin or all", Err: ve}
 	}
 	return &Error{Kind: KindForbidden,
-		Message: fmt.Sprintf("the SQL was refused: %s; the server_info_functions setting is %q: only the %s role may use it%s", ve.Reason, g.serverInfo, adminRole, at),
+		Message: fmt.Sprintf("the SQL was refused: %s; the server_info_functions setting is %q: only the %s role may use it%s", ve.Reason, g.serverInfo, lakegate.RoleAdmin, at),
 		Hint:    "remove " + ve.ServerInfo + ", or use a token with the admin role; an operator may set server_info_functions to all", Err: ve}
 }
 

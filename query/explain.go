@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lakegate/lakegate"
 )
 
 // maxPlanLines and maxPlanBytes bound a plan read back.
@@ -45,7 +47,7 @@ func (e *Engine) Explain(ctx context.Context, c Caller, db, sqlText string, anal
 	if format != "text" && format != "json" {
 		return nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("unknown plan format %q", format), Hint: `format is "text" or "json"`}
 	}
-	if analyze && !c.HasRole("admin") {
+	if analyze && !c.HasRole(lakegate.RoleAdmin) {
 		return nil, &Error{Kind: KindForbidden, Message: "explain with analyze runs the statement and needs the admin role",
 			Hint: "ask for the plan without analyze"}
 	}

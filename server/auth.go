@@ -16,15 +16,15 @@ import (
 	"github.com/lakegate/lakegate/config"
 )
 
-// Roles a token may carry.
+// Roles a token may carry: the kernel's (lakegate.RoleReader, ...).
 const (
-	RoleReader = "reader"
-	RoleWriter = "writer"
-	RoleAdmin  = "admin"
+	RoleReader = lakegate.RoleReader
+	RoleWriter = lakegate.RoleWriter
+	RoleAdmin  = lakegate.RoleAdmin
 )
 
 // Roles lists the known roles.
-var Roles = []string{RoleReader, RoleWriter, RoleAdmin}
+var Roles = lakegate.Roles
 
 // leeway is the clock skew allowed on exp, nbf and iat.
 const leeway = 30 * time.Second
