@@ -177,6 +177,9 @@ type blockText struct {
 // ETag and Range) and /mcp/blocks/{id}/all (everything, chunked).
 
 func (p *Plugin) serveManifest(c *gin.Context) {
+	if !p.metered(c) {
+		return
+	}
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	m, err := p.transfer(caller, c.Param("id"))
 	if err != nil {
@@ -194,6 +197,9 @@ func (p *Plugin) serveBlock(c *gin.Context) {
 		return
 	}
 	if c.Param("n") == "all" {
+		if !p.metered(c) {
+			return
+		}
 		if err := p.opts.Blocks.ServeAll(c.Writer, c.Request, id); err != nil {
 			fail(c, blockErr(err))
 		}
@@ -208,6 +214,15 @@ func (p *Plugin) serveBlock(c *gin.Context) {
 	if err := p.opts.Blocks.ServeBlock(c.Writer, c.Request, id, n); err != nil {
 		fail(c, blockErr(err))
 	}
+}
+
+// metered runs the host's rate limit (Mount's meter) for this request and
+// reports whether it may go on.
+func (p *Plugin) metered(c *gin.Context) bool {
+	if p.meter != nil {
+		p.meter(c)
+	}
+	return !c.IsAborted()
 }
 
 // mountBlocks adds the block routes to the MCP group.

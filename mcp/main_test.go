@@ -169,7 +169,7 @@ func serveHTTP(t *testing.T, p *Plugin) *httptest.Server {
 		}
 		c.Request = c.Request.WithContext(lakegate.WithCaller(c.Request.Context(), lakegate.Caller{Subject: sub, Roles: []string{"reader"}}))
 	})
-	p.Mount(authed)
+	p.Mount(authed, nil)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	return srv

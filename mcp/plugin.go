@@ -105,6 +105,9 @@ type Options struct {
 // Close it when the server stops. Enable, Disable and Status are safe for
 // concurrent use.
 type Plugin struct {
+	// meter is the host's per-request rate limit, from Mount; nil: none.
+	meter gin.HandlerFunc
+
 	engine  Engine
 	opts    Options
 	log     *slog.Logger
@@ -290,8 +293,13 @@ func orDefault[T comparable](v, def T) T {
 }
 
 // Mount registers the MCP routes on r, which must already authenticate
-// callers (query.WithCaller on the request context).
-func (p *Plugin) Mount(r gin.IRouter) {
+// callers (lakegate.WithCaller on the request context). meter, when not
+// nil, is the host's per-request rate limit: the plugin runs it on the
+// routes that are requests of their own (a transfer's manifest and /all);
+// tool calls take their share through Options.Workers, and one block read
+// takes none, as over resources/read.
+func (p *Plugin) Mount(r gin.IRouter, meter gin.HandlerFunc) {
+	p.meter = meter
 	g := r.Group("/mcp", p.checkOrigin, p.requireEnabled)
 	g.POST("", p.serveStreamable)
 	g.GET("", p.serveStreamable)

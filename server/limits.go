@@ -285,21 +285,13 @@ func (l *Limits) sweepLocked(now time.Time) {
 	}
 }
 
-// rateLimit takes a token of the caller's bucket for each request. MCP
-// routes are skipped: the plugin takes one per tool call, answering over
-// the limit with a tool error an agent can act on.
+// rateLimit takes one of the caller's request tokens. The host runs it on
+// its own routes; the plugin on those of its routes that are requests of
+// their own (a transfer's manifest and /all), as Mount's meter: tool
+// calls take their token in the plugin, and one block read takes none, as
+// over resources/read (the call that made the transfer took its token, and
+// reading it block by block costs no more than /all does).
 func (s *Server) rateLimit(c *gin.Context) {
-	// Tool calls take their token in the plugin. Of the block routes, the
-	// manifest and /all take one here; one block takes none, as over
-	// resources/read: the call that made the transfer took its token, and
-	// reading it block by block costs the caller no more than /all does.
-	p := c.FullPath()
-	if strings.HasPrefix(p, "/mcp") && !strings.HasPrefix(p, "/mcp/blocks") {
-		return
-	}
-	if p == "/mcp/blocks/:id/:n" && c.Param("n") != "all" {
-		return
-	}
 	if err := s.limits.allow(caller(c).Subject); err != nil {
 		fail(c, err)
 	}

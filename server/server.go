@@ -126,23 +126,26 @@ func (s *Server) routes() *gin.Engine {
 	s.mountOAuth(r)
 	s.mountObservability(r)
 
-	authed := r.Group("", s.authenticate, s.rateLimit)
-	authed.GET("/", s.runCommand)
-	authed.POST("/", s.runCommand)
-	rest := authed.Group("/rest", requireRole(RoleReader))
+	authed := r.Group("", s.authenticate)
+	// The plugin meters its own routes (Mount's meter); the host's are
+	// metered here.
+	metered := authed.Group("", s.rateLimit)
+	metered.GET("/", s.runCommand)
+	metered.POST("/", s.runCommand)
+	rest := metered.Group("/rest", requireRole(RoleReader))
 	rest.GET("/databases", s.listDatabases)
 	rest.GET("/databases/:db/tables", s.work(workREST), s.listTables)
 	rest.GET("/databases/:db/tables/:table", s.work(workREST), s.describeTable)
 	rest.POST("/sql", s.work(workREST), s.runSQL)
 
-	authed.POST("/data/:db/:table", requireRole(RoleWriter), s.work(workIngest), s.ingest)
+	metered.POST("/data/:db/:table", requireRole(RoleWriter), s.work(workIngest), s.ingest)
 
-	admin := authed.Group("/admin", requireRole(RoleAdmin))
+	admin := metered.Group("/admin", requireRole(RoleAdmin))
 	admin.POST("/mcp/enable", s.mcpEnable)
 	admin.POST("/mcp/disable", s.mcpDisable)
 	admin.GET("/mcp/status", s.mcpStatus)
 
-	s.plugin.Mount(authed.Group("", requireRole(RoleReader)))
+	s.plugin.Mount(authed.Group("", requireRole(RoleReader)), s.rateLimit)
 	return r
 }
 
