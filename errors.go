@@ -116,6 +116,21 @@ func WriteError(w http.ResponseWriter, err error) {
 	_ = json.NewEncoder(w).Encode(map[string]ErrorBody{"error": body})
 }
 
+// DecodeError reads an error answer's body as WriteError writes it: its
+// message (with the hint) and the wait it asks for; empty and zero when
+// data is not such a body. Clients of lakegate's HTTP routes use it.
+func DecodeError(data []byte) (message string, retryAfter time.Duration) {
+	var v struct{ Error ErrorBody }
+	if json.Unmarshal(data, &v) != nil {
+		return "", 0
+	}
+	message = v.Error.Message
+	if v.Error.Hint != "" {
+		message += " (" + v.Error.Hint + ")"
+	}
+	return message, time.Duration(v.Error.RetryAfter * float64(time.Second))
+}
+
 // HTTPStatus is the HTTP status of an answer of kind k.
 func HTTPStatus(k Kind) int {
 	switch k {

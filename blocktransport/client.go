@@ -24,8 +24,15 @@ const DefaultParallel = 4
 // Client fetches the blocks of a transfer from a lakegate server over
 // HTTP/1.1, HTTP/2 or HTTP/3, in parallel, checking every block.
 type Client struct {
-	// BaseURL is the server, e.g. https://db.example.com:32049.
+	// BaseURL is where the transfers are served: the server's block
+	// routes, e.g. https://db.example.com:32049/mcp/blocks (a transfer's
+	// manifest is BaseURL/ID, its blocks BaseURL/ID/N).
 	BaseURL string
+	// DecodeError reads the body of an error answer: the server's message
+	// and the wait it asks for (0: none said). Nil: the status text, and
+	// the Retry-After header's wait. When it names no wait, the header's
+	// is used.
+	DecodeError func(body []byte) (message string, retryAfter time.Duration)
 	// Token is the bearer token sent with every request.
 	Token string
 	// HTTP is the client used (nil: http.DefaultClient). NewHTTP3 makes
@@ -77,7 +84,7 @@ func (c *Client) httpClient() *http.Client {
 }
 
 func (c *Client) url(parts ...string) string {
-	u := strings.TrimSuffix(c.BaseURL, "/") + "/mcp/blocks"
+	u := strings.TrimSuffix(c.BaseURL, "/")
 	for _, p := range parts {
 		u += "/" + url.PathEscape(p)
 	}
@@ -106,25 +113,18 @@ func (c *Client) get(ctx context.Context, u string, h http.Header) (*http.Respon
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	var body struct {
-		Error struct {
-			Message    string  `json:"message"`
-			Hint       string  `json:"hint"`
-			RetryAfter float64 `json:"retry_after"`
-		} `json:"error"`
-	}
-	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body)
-	msg := body.Error.Message
-	if body.Error.Hint != "" {
-		msg += " (" + body.Error.Hint + ")"
+	var msg string
+	wait := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	if c.DecodeError != nil {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		var w time.Duration
+		// A body's wait may be exact where the header rounds up to seconds.
+		if msg, w = c.DecodeError(data); w > 0 && w < 1e6*time.Second {
+			wait = w
+		}
 	}
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
-	}
-	// The body's retry_after is exact; the header rounds it up to seconds.
-	wait := retryAfter(resp.Header.Get("Retry-After"), time.Now())
-	if s := body.Error.RetryAfter; s > 0 && s < 1e6 {
-		wait = time.Duration(s * float64(time.Second))
 	}
 	return nil, &StatusError{Code: resp.StatusCode, Message: msg, RetryAfter: wait}
 }
@@ -183,7 +183,7 @@ func (c *Client) manifestOnce(ctx context.Context, id string) (*Manifest, error)
 func (c *Client) checkBaseURL() error {
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("server %q: want a URL such as https://host:32049", c.BaseURL)
+		return fmt.Errorf("blocks URL %q: want one such as https://host:32049/mcp/blocks", c.BaseURL)
 	}
 	return nil
 }

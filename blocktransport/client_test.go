@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lakegate/lakegate"
 )
 
 // hit is one request the flaky server saw.
@@ -159,7 +161,7 @@ func TestClientRetries(t *testing.T) {
 		mu      sync.Mutex
 		retries []Retry
 	)
-	c := &Client{BaseURL: srv.URL, HTTP: srv.Client(), Parallel: 4, Backoff: 20 * time.Millisecond,
+	c := &Client{BaseURL: srv.URL + "/mcp/blocks", DecodeError: lakegate.DecodeError, HTTP: srv.Client(), Parallel: 4, Backoff: 20 * time.Millisecond,
 		Retrying: func(r Retry) { mu.Lock(); retries = append(retries, r); mu.Unlock() }}
 	start := time.Now()
 	var out bytes.Buffer
@@ -254,7 +256,7 @@ func TestClientGivesUp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f, srv := newFlaky(t, s, map[int][]fault{1: tc.plan})
 			defer srv.Client().CloseIdleConnections()
-			c := &Client{BaseURL: srv.URL, HTTP: srv.Client(), Parallel: 2, Attempts: tc.attempts, Backoff: time.Millisecond}
+			c := &Client{BaseURL: srv.URL + "/mcp/blocks", DecodeError: lakegate.DecodeError, HTTP: srv.Client(), Parallel: 2, Attempts: tc.attempts, Backoff: time.Millisecond}
 			_, err := c.Fetch(t.Context(), m.ID, &bytes.Buffer{})
 			if err == nil {
 				t.Fatal("got nil, want an error")
@@ -276,7 +278,7 @@ func TestClientGivesUp(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		c := &Client{BaseURL: srv.URL, HTTP: srv.Client()}
+		c := &Client{BaseURL: srv.URL + "/mcp/blocks", DecodeError: lakegate.DecodeError, HTTP: srv.Client()}
 		if _, err := c.Fetch(ctx, m.ID, &bytes.Buffer{}); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want the context's deadline", err)
 		}
@@ -286,7 +288,7 @@ func TestClientGivesUp(t *testing.T) {
 	})
 	t.Run("bad server URL", func(t *testing.T) {
 		c := &Client{BaseURL: "127.0.0.1:1"}
-		if _, err := c.Fetch(t.Context(), m.ID, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "want a URL") {
+		if _, err := c.Fetch(t.Context(), m.ID, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "want one such as https://") {
 			t.Errorf("got %v, want a URL error", err)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"go.uber.org/goleak"
 )
 
@@ -229,7 +230,7 @@ func TestClientFetch(t *testing.T) {
 		var out bytes.Buffer
 		var calls int
 		var last int64
-		c := &Client{BaseURL: srv.URL, HTTP: srv.Client(), Parallel: parallel,
+		c := &Client{BaseURL: srv.URL + "/mcp/blocks", DecodeError: lakegate.DecodeError, HTTP: srv.Client(), Parallel: parallel,
 			Progress: func(done, total int64) { calls++; last = done }}
 		got, err := c.Fetch(context.Background(), m.ID, &out)
 		if err != nil {
@@ -244,7 +245,7 @@ func TestClientFetch(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	data[0] ^= 1
 	os.WriteFile(path, data, 0o600)
-	c := &Client{BaseURL: srv.URL, HTTP: srv.Client(), Parallel: 4}
+	c := &Client{BaseURL: srv.URL + "/mcp/blocks", DecodeError: lakegate.DecodeError, HTTP: srv.Client(), Parallel: 4}
 	var ce *ChecksumError
 	if _, err := c.Fetch(context.Background(), m.ID, &bytes.Buffer{}); !errors.As(err, &ce) {
 		t.Errorf("damaged block: got %v, want a checksum error", err)

@@ -245,7 +245,7 @@ func TestBlocksEveryWayOverSSE(t *testing.T) {
 
 	// 3. HTTP: the parallel client, /all, one block with Range and ETag.
 	var fetched bytes.Buffer
-	c := &blocktransport.Client{BaseURL: e.base, Token: tok, Parallel: 3}
+	c := &blocktransport.Client{BaseURL: e.base + mcp.BlocksPath, DecodeError: lakegate.DecodeError, Token: tok, Parallel: 3}
 	if _, err := c.Fetch(t.Context(), m.ID, &fetched); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestBlocksInlineUnderThreshold(t *testing.T) {
 	tok := token(t, "alice", "reader")
 	wide, _ := export(t, cs, "SELECT id, status, repeat(md5(id::text), 40) AS pad FROM readings ORDER BY id", map[string]any{"max_rows": 100})
 	var body bytes.Buffer
-	if _, err := (&blocktransport.Client{BaseURL: e.base, Token: tok}).Fetch(t.Context(), wide.Transfer.ID, &body); err != nil {
+	if _, err := (&blocktransport.Client{BaseURL: e.base + mcp.BlocksPath, DecodeError: lakegate.DecodeError, Token: tok}).Fetch(t.Context(), wide.Transfer.ID, &body); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(body.String(), "\n"), "\n")
@@ -521,7 +521,7 @@ func TestBlocksCorruptionDetected(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := &blocktransport.Client{BaseURL: e.base, Token: tok, Parallel: 4}
+	c := &blocktransport.Client{BaseURL: e.base + mcp.BlocksPath, DecodeError: lakegate.DecodeError, Token: tok, Parallel: 4}
 	_, err = c.Fetch(t.Context(), m.ID, io.Discard)
 	var ce *blocktransport.ChecksumError
 	if !errors.As(err, &ce) {
@@ -570,11 +570,11 @@ func TestBlocksOverHTTP3(t *testing.T) {
 	h3 := blocktransport.NewHTTP3(e.clientTLS)
 	defer blocktransport.CloseHTTP3(h3)
 	var over3, over2 bytes.Buffer
-	c3 := &blocktransport.Client{BaseURL: e.base, Token: tok, HTTP: h3, Parallel: 4}
+	c3 := &blocktransport.Client{BaseURL: e.base + mcp.BlocksPath, DecodeError: lakegate.DecodeError, Token: tok, HTTP: h3, Parallel: 4}
 	if _, err := c3.Fetch(t.Context(), br.Transfer.ID, &over3); err != nil {
 		t.Fatalf("fetch over HTTP/3: %v", err)
 	}
-	c2 := &blocktransport.Client{BaseURL: e.base, Token: tok, HTTP: h2, Parallel: 4}
+	c2 := &blocktransport.Client{BaseURL: e.base + mcp.BlocksPath, DecodeError: lakegate.DecodeError, Token: tok, HTTP: h2, Parallel: 4}
 	if _, err := c2.Fetch(t.Context(), br.Transfer.ID, &over2); err != nil {
 		t.Fatalf("fetch over HTTP/2: %v", err)
 	}

@@ -225,6 +225,12 @@ func (p *Plugin) metered(c *gin.Context) bool {
 	return !c.IsAborted()
 }
 
+// BlocksPath is where Mount serves the block transport's routes on its
+// router: a transfer's manifest at BlocksPath/ID, its blocks at
+// BlocksPath/ID/N and BlocksPath/ID/all (blocktransport.Client's BaseURL
+// is the server's URL and this).
+const BlocksPath = "/mcp/blocks"
+
 // mountBlocks adds the block routes to the MCP group.
 func (p *Plugin) mountBlocks(g gin.IRouter) {
 	g.GET("/blocks/:id", p.serveManifest)

@@ -174,7 +174,7 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 		meta.Mode, meta.PreviewRows, meta.CutCells, meta.Transfer = ModeBlocks, preview, cut, a.transfer
 		m := a.transfer
 		fmt.Fprintf(&b, "# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, sha256 %s, "+
-			"until %s; read them with resources/read (links below), get_result_block, or GET /mcp/blocks/%s/all\n",
+			"until %s; read them with resources/read (links below), get_result_block, or GET "+BlocksPath+"/%s/all\n",
 			a.RowCount, preview, truncNote(a.Truncated), m.ID, len(m.Blocks), m.Format, m.Bytes, m.SHA256,
 			m.Expires.Format(time.RFC3339), m.ID)
 		if n := cut; n > 0 {

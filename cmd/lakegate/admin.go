@@ -103,13 +103,22 @@ type adminClient struct {
 // do sends one request and returns the body of a 2xx answer. Any other
 // answer is an error carrying the server's message. No error holds the
 // token.
+// serverURL checks the --server URL (http or https, with a host).
+func serverURL(s string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(s, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--server %q: want a URL such as %s", s, defaultServer)
+	}
+	return u, nil
+}
+
 func (c adminClient) do(ctx context.Context, method, path string) ([]byte, error) {
 	if c.token == "" && c.tls.certFile == "" {
 		return nil, errors.New("no admin token: set LAKEGATE_TOKEN (or pass --token), or give a client certificate with --cert")
 	}
-	u, err := url.Parse(strings.TrimRight(c.server, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--server %q: want a URL such as %s", c.server, defaultServer)
+	u, err := serverURL(c.server)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
 	defer cancel()

@@ -17,7 +17,9 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/mcp"
 )
 
 // fetchFlags are the options of `lakegate fetch`.
@@ -77,6 +79,9 @@ func runFetch(ctx context.Context, f fetchFlags, id string, stdout, stderr io.Wr
 	if f.parallel < 1 || f.parallel > 64 {
 		return fmt.Errorf("--parallel %d: want 1 to 64", f.parallel)
 	}
+	if _, err := serverURL(f.server); err != nil {
+		return err
+	}
 	tlsConf, err := f.tls.config()
 	if err != nil {
 		return err
@@ -95,7 +100,7 @@ func runFetch(ctx context.Context, f fetchFlags, id string, stdout, stderr io.Wr
 		blocksClient = blocktransport.NewHTTP3(tlsConf)
 		defer blocktransport.CloseHTTP3(blocksClient)
 	}
-	c := &blocktransport.Client{BaseURL: f.server, Token: f.token, HTTP: blocksClient, Parallel: f.parallel}
+	c := &blocktransport.Client{BaseURL: strings.TrimSuffix(f.server, "/") + mcp.BlocksPath, DecodeError: lakegate.DecodeError, Token: f.token, HTTP: blocksClient, Parallel: f.parallel}
 	var mu sync.Mutex // one line at a time on stderr
 	bar := isTerminal(stderr)
 	if bar {
