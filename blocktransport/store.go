@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/lakegate/lakegate"
 )
 
 // Defaults of Options.
@@ -244,7 +246,7 @@ func (s *Store) Expire() {
 	s.mu.Unlock()
 	for _, t := range gone {
 		if err := os.RemoveAll(t.dir); err != nil {
-			s.log.Warn("delete expired transfer", "transfer", t.manifest.ID, "error", err.Error())
+			s.log.Warn("delete expired transfer", "transfer", t.manifest.ID, lakegate.LogError, err.Error())
 		}
 	}
 }

@@ -73,7 +73,7 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 		})
 		p.count(t.Name, err != nil)
 		d := time.Since(start)
-		log := p.log.With(callLog(req, []any{"tool", t.Name, "subject", caller.Subject, "duration_ms", d.Milliseconds()})...)
+		log := p.log.With(callLog(req, []any{lakegate.LogTool, t.Name, lakegate.LogSubject, caller.Subject, lakegate.LogDuration, d.Milliseconds()})...)
 		if err != nil {
 			p.observeCall(t.Name, d, nil, nil, err)
 			level := slog.LevelInfo

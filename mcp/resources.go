@@ -138,7 +138,7 @@ func (p *Plugin) syncCatalog(ctx context.Context) {
 		if err != nil {
 			failed[db.Name] = true
 			if ctx.Err() == nil {
-				p.log.Warn("catalog check failed", "database", db.Name, "error", NewErrorBody(err).Message)
+				p.log.Warn("catalog check failed", "database", db.Name, lakegate.LogError, NewErrorBody(err).Message)
 			}
 			continue
 		}

@@ -176,7 +176,7 @@ func (p *Plugin) leastRecentlyUsedLocked(subject string) string {
 	}
 	if id != "" {
 		p.log.Info("mcp session closed to make room: the least recently used idle one",
-			"session_id", id, "subject", p.streams[id].subject, "idle", time.Since(oldest).Round(time.Second).String())
+			lakegate.LogSessionID, id, lakegate.LogSubject, p.streams[id].subject, "idle", time.Since(oldest).Round(time.Second).String())
 		delete(p.streams, id)
 	}
 	return id

@@ -43,7 +43,7 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 		return
 	}
 	defer p.closeSession(sess)
-	log := p.log.With("session_id", sess.id, "subject", caller.Subject, "request_id", c.Request.Header.Get(headerRequestID))
+	log := p.log.With(lakegate.LogSessionID, sess.id, lakegate.LogSubject, caller.Subject, lakegate.LogRequestID, c.Request.Header.Get(headerRequestID))
 
 	// The session's protocol context carries the caller but not the
 	// request's cancellation: the session ends through sess.Close.
@@ -100,7 +100,7 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 	}
 	log.Info("mcp sse session opened")
 	if err := write(endpointEvent(sess.id)); err != nil {
-		log.Info("mcp sse session ended", "reason", err.Error())
+		log.Info("mcp sse session ended", lakegate.LogReason, err.Error())
 		return
 	}
 	keepalive := time.NewTicker(p.opts.Keepalive)
@@ -124,14 +124,14 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 					_ = write([]byte(": server shutting down\n\n"))
 				}
 			}
-			log.Info("mcp sse session ended", "reason", reason)
+			log.Info("mcp sse session ended", lakegate.LogReason, reason)
 			return
 		case <-c.Request.Context().Done():
-			log.Info("mcp sse session ended", "reason", "client left")
+			log.Info("mcp sse session ended", lakegate.LogReason, "client left")
 			return
 		}
 		if err != nil {
-			log.Info("mcp sse session ended", "reason", "write failed: "+err.Error())
+			log.Info("mcp sse session ended", lakegate.LogReason, "write failed: "+err.Error())
 			return
 		}
 	}

@@ -38,7 +38,7 @@ func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lake
 		p.stdio--
 		p.mu.Unlock()
 	}()
-	p.log.Info("mcp stdio session opened", "subject", caller.Subject)
+	p.log.Info("mcp stdio session opened", lakegate.LogSubject, caller.Subject)
 	err := p.server.Run(lakegate.WithCaller(ctx, caller), t)
 	var attrs []any
 	if st, ok := t.(*StdioTransport); ok {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/lakegate/lakegate"
 )
 
 // Defaults of the retry and breaker Options. The cooldown is short so
@@ -79,7 +81,7 @@ func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 			return cerr
 		}
-		e.log.Debug("retrying query after a transient failure", logKeyDatabase, db, "attempt", attempt, "error", err)
+		e.log.Debug("retrying query after a transient failure", logKeyDatabase, db, "attempt", attempt, lakegate.LogError, err)
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():

@@ -28,7 +28,7 @@ func (s *Server) renderErrors(c *gin.Context) {
 	}
 	body := lakegate.NewErrorBody(err)
 	if body.Kind == lakegate.KindInternal {
-		s.log.Error("request failed", "request_id", RequestID(c.Request.Context()), "error", err.Error())
+		s.log.Error("request failed", lakegate.LogRequestID, RequestID(c.Request.Context()), lakegate.LogError, err.Error())
 	}
 	if c.Writer.Written() {
 		return // answered where it failed (the MCP plugin answers its own)

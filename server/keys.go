@@ -21,6 +21,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -135,7 +136,7 @@ func newJWKS(ctx context.Context, url string, client *http.Client, log *slog.Log
 		RateLimitWaitMax: jwksTimeout,
 		RefreshErrorHandlerFunc: func(string) func(context.Context, error) {
 			return func(_ context.Context, err error) {
-				log.Warn(setting+": fetching the key set failed", "error", err.Error())
+				log.Warn(setting+": fetching the key set failed", lakegate.LogError, err.Error())
 			}
 		},
 	})

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/lakegate/lakegate"
 )
 
-// Log keys used on every line of a request.
+// Log keys used on every line of a request (the kernel's).
 const (
-	keyRequestID = "request_id"
-	keyDuration  = "duration_ms"
-	subjectKey   = "subject"
+	keyRequestID = lakegate.LogRequestID
+	keyDuration  = lakegate.LogDuration
+	subjectKey   = lakegate.LogSubject
 )
 
 type requestIDKey struct{}

@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -226,7 +227,7 @@ func (ik *issuerKeys) get() (keyfunc.Keyfunc, error) {
 	}
 	if err != nil {
 		if ik.ctx.Err() == nil {
-			ik.log.Warn("authorization_servers: the keys of an authorization server could not be found", "issuer", ik.issuer, "error", err.Error())
+			ik.log.Warn("authorization_servers: the keys of an authorization server could not be found", "issuer", ik.issuer, lakegate.LogError, err.Error())
 		}
 		ik.err = fmt.Errorf("%w: %s: %w", errIssuerKeys, ik.issuer, err)
 		return nil, ik.err

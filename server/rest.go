@@ -108,7 +108,7 @@ func (s *Server) streamResult(c *gin.Context, st *query.Stmt, f query.Format) {
 			fail(c, err)
 			return
 		}
-		s.log.Warn("streamed result cut off", keyRequestID, RequestID(c.Request.Context()), "error", err.Error())
+		s.log.Warn("streamed result cut off", keyRequestID, RequestID(c.Request.Context()), lakegate.LogError, err.Error())
 		panic(http.ErrAbortHandler)
 	}
 	if !w.started {

@@ -253,7 +253,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = errors.Join(err, serr)
 	}
 	if perr := <-pluginDone; perr != nil {
-		s.log.Warn("mcp sessions did not close in time", "error", perr.Error())
+		s.log.Warn("mcp sessions did not close in time", lakegate.LogError, perr.Error())
 	}
 	if h3 != nil {
 		if serr := <-h3err; serr != nil {

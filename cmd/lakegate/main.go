@@ -282,7 +282,7 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 	}
 	closeAll = func() {
 		if err := blocks.Close(); err != nil {
-			log.Warn("clean block spool", "error", err.Error())
+			log.Warn("clean block spool", lakegate.LogError, err.Error())
 		}
 		engine.Close()
 	}

@@ -1,0 +1,13 @@
+package lakegate
+
+// Log keys every package uses for the same things, so that one query over
+// the logs finds a request, a caller or a session wherever it was logged.
+const (
+	LogRequestID = "request_id"
+	LogSubject   = "subject"
+	LogSessionID = "session_id"
+	LogTool      = "tool"
+	LogError     = "error"
+	LogReason    = "reason"
+	LogDuration  = "duration_ms"
+)
