@@ -16,43 +16,15 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Workers is the pool of database workers tool calls run in. The host
-// gives its shared pool (lakegate's server: one pool for REST, ingest and
-// MCP, of which MCP may hold at most its share); without one the plugin
-// keeps its own of MaxWorkers slots. Implementations are safe for
-// concurrent use.
-type Workers interface {
-	// Acquire waits for a slot for the tool call running in ctx, which
-	// carries the caller (query.CallerFrom), and returns its release, to
-	// be called once. It fails with a rate_limited error when the caller
-	// is over a per-subject limit, with unavailable (RetryAfter set) when
-	// no slot frees up in time, and with ctx's error when ctx ends first.
-	Acquire(ctx context.Context) (release func(), err error)
-	// Use reports how much of MCP's share is used.
-	Use() WorkerStatus
-}
-
-// Observer receives the plugin's measurements, for the host's metrics.
-// Its methods are called on the request path: they must be quick and
-// safe for concurrent use.
-type Observer interface {
-	// ToolCall reports one finished tool call.
-	ToolCall(ToolCall)
-	// SessionRefused reports a session refused by a session limit;
-	// transport is "sse" or "streamable".
-	SessionRefused(transport string)
-}
-
-// ToolCall describes one finished tool call.
-type ToolCall struct {
-	Tool string
-	// Outcome is "ok" or the taxonomy kind of the error.
-	Outcome  string
-	Duration time.Duration
-	// Rows and Bytes are what the result returned: its rows and the bytes
-	// of its content (0 on error).
-	Rows, Bytes int64
-}
+// The host's side of the plugin contract is the kernel's.
+type (
+	// Workers is lakegate.Workers.
+	Workers = lakegate.Workers
+	// Observer is lakegate.Observer.
+	Observer = lakegate.Observer
+	// ToolCall is lakegate.ToolCall.
+	ToolCall = lakegate.ToolCall
+)
 
 // localWorkers is the plugin's own pool when the host gives none.
 type localWorkers struct {

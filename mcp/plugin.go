@@ -148,48 +148,17 @@ type Plugin struct {
 	calls   map[string]*ToolStats
 }
 
-// ToolStats counts the calls of one tool.
-type ToolStats struct {
-	Calls  int64 `json:"calls"`
-	Errors int64 `json:"errors"`
-}
-
-// Status is the plugin's state for operators.
-type Status struct {
-	Enabled  bool           `json:"enabled"`
-	Since    *time.Time     `json:"since,omitempty"`
-	Sessions map[string]int `json:"sessions"`
-	// IdleSessions counts the Streamable HTTP sessions with no request in
-	// progress (no call, no open stream): at a session cap, the least
-	// recently used of them is closed to make room.
-	IdleSessions int                  `json:"idle_sessions"`
-	ToolCalls    map[string]ToolStats `json:"tool_calls"`
-	Workers      WorkerStatus         `json:"workers"`
-	// Blocks counts the block store's transfers (absent without a store).
-	Blocks *BlockStatus `json:"blocks,omitempty"`
-}
-
-// WorkerStatus is the use of the tool-call worker slots: MCP's share,
-// and with the host's shared pool, that whole pool.
-type WorkerStatus struct {
-	Max     int `json:"max"`
-	InUse   int `json:"in_use"`
-	Waiting int `json:"waiting"`
-	// PoolMax and PoolInUse are the host's shared pool (REST, ingest and
-	// MCP together); absent without one.
-	PoolMax   int `json:"pool_max,omitempty"`
-	PoolInUse int `json:"pool_in_use,omitempty"`
-}
-
-// BlockStatus counts block transfers: committed since start (and their
-// blocks and bytes), and stored now.
-type BlockStatus struct {
-	Transfers      int64 `json:"transfers"`
-	Blocks         int64 `json:"blocks"`
-	Bytes          int64 `json:"bytes"`
-	StoredNow      int   `json:"stored_now"`
-	StoredBytesNow int64 `json:"stored_bytes_now"`
-}
+// The plugin's status types are the kernel's, the contract a host reads.
+type (
+	// ToolStats is lakegate.ToolStats.
+	ToolStats = lakegate.ToolStats
+	// Status is lakegate.PluginStatus.
+	Status = lakegate.PluginStatus
+	// WorkerStatus is lakegate.WorkerStatus.
+	WorkerStatus = lakegate.WorkerStatus
+	// BlockStatus is lakegate.BlockStatus.
+	BlockStatus = lakegate.BlockStatus
+)
 
 // The defaults of Options, for its zero values. A server built from
 // config gets config's declaration of each, which a test keeps equal to

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/lakegate/lakegate/mcp"
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -39,7 +39,7 @@ type Metrics struct {
 	connsCapped    *prometheus.CounterVec
 }
 
-var _ mcp.Observer = (*Metrics)(nil)
+var _ lakegate.Observer = (*Metrics)(nil)
 
 // NewMetrics builds the registry with the Go runtime and process
 // collectors and lakegate's request metrics.
@@ -106,7 +106,7 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // ToolCall implements mcp.Observer.
-func (m *Metrics) ToolCall(tc mcp.ToolCall) {
+func (m *Metrics) ToolCall(tc lakegate.ToolCall) {
 	m.toolCalls.WithLabelValues(tc.Tool, tc.Outcome).Inc()
 	m.toolDuration.WithLabelValues(tc.Tool, tc.Outcome).Observe(tc.Duration.Seconds())
 	if tc.Outcome == "ok" {

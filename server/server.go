@@ -3,7 +3,9 @@
 // recovery, body limit, JWT auth), the REST API, ingest, the admin API and
 // health, and the MCP plugin mounted on its authenticated routes.
 //
-// It may import mcp, query and config; none of them imports it.
+// It imports the kernel (package lakegate), query and config; the MCP
+// plugin comes in through the Plugin interface, so server does not import
+// mcp. None of them imports server.
 package server
 
 import (
@@ -23,7 +25,6 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
-	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -44,7 +45,7 @@ type Options struct {
 type Server struct {
 	cfg      config.Config
 	engine   *query.Engine
-	plugin   *mcp.Plugin
+	plugin   Plugin
 	verifier *verifier
 	log      *slog.Logger
 	opts     Options
@@ -59,12 +60,27 @@ type Server struct {
 	draining  atomic.Bool // set when Serve begins its shutdown
 }
 
+// Plugin is what the server needs of the MCP plugin (*mcp.Plugin): its
+// routes, the run-time switch, its state, and its shutdown.
+type Plugin interface {
+	// Mount registers the plugin's routes on r, which authenticates
+	// callers; meter is the host's per-request rate limit.
+	Mount(r gin.IRouter, meter gin.HandlerFunc)
+	Enable()
+	Disable()
+	Enabled() bool
+	Status() lakegate.PluginStatus
+	// Close shuts the plugin down within ctx (see Serve); it may be
+	// called more than once.
+	Close(ctx context.Context) error
+}
+
 // New builds the server and its routes. The engine and plugin stay owned by
 // the caller, who closes them after Serve returns, and then calls
 // [Server.Close]. Serve's drain shuts the plugin down itself (its calls
 // must answer before the connections close); the caller's Close of it is
 // then a no-op, as Plugin.Close may be called more than once.
-func New(cfg config.Config, engine *query.Engine, plugin *mcp.Plugin, opts *Options) (*Server, error) {
+func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

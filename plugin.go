@@ -1,0 +1,92 @@
+package lakegate
+
+import (
+	"context"
+	"time"
+)
+
+// The contract between a host server and its MCP plugin: what the host
+// gives the plugin (Workers, Observer) and what it reads back
+// (PluginStatus). A host that embeds the plugin implements the first two
+// or leaves them out.
+
+// Workers is the pool of database workers tool calls run in. The host
+// gives its shared pool (lakegate's server: one pool for REST, ingest and
+// MCP, of which MCP may hold at most its share); without one the plugin
+// keeps its own of MaxWorkers slots. Implementations are safe for
+// concurrent use.
+type Workers interface {
+	// Acquire waits for a slot for the tool call running in ctx, which
+	// carries the caller (CallerFrom), and returns its release, to
+	// be called once. It fails with a rate_limited error when the caller
+	// is over a per-subject limit, with unavailable (RetryAfter set) when
+	// no slot frees up in time, and with ctx's error when ctx ends first.
+	Acquire(ctx context.Context) (release func(), err error)
+	// Use reports how much of MCP's share is used.
+	Use() WorkerStatus
+}
+
+// Observer receives the plugin's measurements, for the host's metrics.
+// Its methods are called on the request path: they must be quick and
+// safe for concurrent use.
+type Observer interface {
+	// ToolCall reports one finished tool call.
+	ToolCall(ToolCall)
+	// SessionRefused reports a session refused by a session limit;
+	// transport is "sse" or "streamable".
+	SessionRefused(transport string)
+}
+
+// ToolCall describes one finished tool call.
+type ToolCall struct {
+	Tool string
+	// Outcome is "ok" or the taxonomy kind of the error.
+	Outcome  string
+	Duration time.Duration
+	// Rows and Bytes are what the result returned: its rows and the bytes
+	// of its content (0 on error).
+	Rows, Bytes int64
+}
+
+// ToolStats counts the calls of one tool.
+type ToolStats struct {
+	Calls  int64 `json:"calls"`
+	Errors int64 `json:"errors"`
+}
+
+// PluginStatus is the MCP plugin's state for operators.
+type PluginStatus struct {
+	Enabled  bool           `json:"enabled"`
+	Since    *time.Time     `json:"since,omitempty"`
+	Sessions map[string]int `json:"sessions"`
+	// IdleSessions counts the Streamable HTTP sessions with no request in
+	// progress (no call, no open stream): at a session cap, the least
+	// recently used of them is closed to make room.
+	IdleSessions int                  `json:"idle_sessions"`
+	ToolCalls    map[string]ToolStats `json:"tool_calls"`
+	Workers      WorkerStatus         `json:"workers"`
+	// Blocks counts the block store's transfers (absent without a store).
+	Blocks *BlockStatus `json:"blocks,omitempty"`
+}
+
+// WorkerStatus is the use of the tool-call worker slots: MCP's share,
+// and with the host's shared pool, that whole pool.
+type WorkerStatus struct {
+	Max     int `json:"max"`
+	InUse   int `json:"in_use"`
+	Waiting int `json:"waiting"`
+	// PoolMax and PoolInUse are the host's shared pool (REST, ingest and
+	// MCP together); absent without one.
+	PoolMax   int `json:"pool_max,omitempty"`
+	PoolInUse int `json:"pool_in_use,omitempty"`
+}
+
+// BlockStatus counts block transfers: committed since start (and their
+// blocks and bytes), and stored now.
+type BlockStatus struct {
+	Transfers      int64 `json:"transfers"`
+	Blocks         int64 `json:"blocks"`
+	Bytes          int64 `json:"bytes"`
+	StoredNow      int   `json:"stored_now"`
+	StoredBytesNow int64 `json:"stored_bytes_now"`
+}
