@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,7 +89,8 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 		return nil, errors.New("server: no way to authenticate callers: set jwt_secret (HS256, at least 32 bytes), " +
 			"jwt_public_key_files, jwt_jwks_url or tls_client_cert_auth")
 	}
-	if engine == nil || plugin == nil {
+	// A nil *mcp.Plugin is a non-nil Plugin: look inside the interface.
+	if v := reflect.ValueOf(plugin); engine == nil || plugin == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
 		return nil, errors.New("server: engine and plugin are required")
 	}
 	s := &Server{cfg: cfg, engine: engine, plugin: plugin, started: time.Now()}
