@@ -217,6 +217,10 @@ func (p *Plugin) pruneStreamableLocked() {
 // requests to be handed to their transports.
 const answerWait = 2 * time.Second
 
+// answerLinger is how long, at shutdown, the sessions stay open after the
+// answers of the stopped requests were handed to their transports.
+const answerLinger = 500 * time.Millisecond
+
 // awaitAnswers waits, up to bound, until every call delivered on an SSE
 // session has its answer queued and no Streamable HTTP POST is in
 // progress (the SDK answers a POST before it returns): the protocol
