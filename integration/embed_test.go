@@ -1,0 +1,90 @@
+package integration
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The plugin is a plugin: examples/embed, a Gin server with its own routes
+// and its own API-key auth, mounts lakegate's MCP plugin and engine; the
+// TypeScript SDK uses every tool over /mcp/sse and /mcp, and the host's
+// own routes are untouched.
+func TestEmbeddedPlugin(t *testing.T) {
+	env := nodeEnv(t)
+	bin := filepath.Join(t.TempDir(), "embed")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../examples/embed").CombinedOutput(); err != nil {
+		t.Fatalf("go build examples/embed: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(binaryEnv(), "EMBED_DATABASE_URL="+dbURL, "EMBED_LISTEN=127.0.0.1:0", "EMBED_API_KEYS=ada=key-ada")
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	listening := regexp.MustCompile(`embed listening on (http://\S+)`)
+	var base string
+	waitUntil(t, 30*time.Second, func() bool {
+		if m := listening.FindStringSubmatch(logs.String()); m != nil {
+			base = m[1]
+		}
+		return base != ""
+	})
+
+	get := func(path, key string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	// The host's own routes and auth, untouched.
+	if code, body := get("/hello", ""); code != 200 || body != "hello from the host\n" {
+		t.Errorf("/hello: got %d %q", code, body)
+	}
+	if code, body := get("/whoami", "key-ada"); code != 200 || body != "ada\n" {
+		t.Errorf("/whoami: got %d %q, want ada", code, body)
+	}
+	if code, _ := get("/mcp/sse", "wrong"); code != http.StatusUnauthorized {
+		t.Errorf("/mcp/sse with a wrong key: got %d, want the host's 401", code)
+	}
+
+	args, _ := json.Marshal(toolArgs)
+	for _, tc := range []struct{ name, path string }{{"sse", "/mcp/sse"}, {"http", "/mcp"}} {
+		out, err := runNode(t, env, 2*time.Minute, "node", "client.mjs", base+tc.path, tc.name, "key-ada", string(args))
+		if err != nil {
+			t.Fatalf("%s: node client.mjs: %v\n%s", tc.name, err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var sum struct {
+			Server string                            `json:"server"`
+			Tools  map[string]struct{ IsError bool } `json:"tools"`
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+			t.Fatalf("%s: summary: %v\n%s", tc.name, err, out)
+		}
+		if sum.Server != "lakegate" || len(sum.Tools) != 8 {
+			t.Errorf("%s: got server %q and %d tools, want lakegate and 8", tc.name, sum.Server, len(sum.Tools))
+		}
+		for name, r := range sum.Tools {
+			// Without a block store there are no transfers to read.
+			if r.IsError != (name == "get_result_block") {
+				t.Errorf("%s: tool %s: isError %v", tc.name, name, r.IsError)
+			}
+		}
+	}
+}
