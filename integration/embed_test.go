@@ -2,7 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -39,27 +38,14 @@ func TestEmbeddedPlugin(t *testing.T) {
 		return base != ""
 	})
 
-	get := func(path, key string) (int, string) {
-		req, _ := http.NewRequest("GET", base+path, nil)
-		if key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
 	// The host's own routes and auth, untouched.
-	if code, body := get("/hello", ""); code != 200 || body != "hello from the host\n" {
+	if code, body := get(t, base+"/hello", ""); code != 200 || body != "hello from the host\n" {
 		t.Errorf("/hello: got %d %q", code, body)
 	}
-	if code, body := get("/whoami", "key-ada"); code != 200 || body != "ada\n" {
+	if code, body := get(t, base+"/whoami", "key-ada"); code != 200 || body != "ada\n" {
 		t.Errorf("/whoami: got %d %q, want ada", code, body)
 	}
-	if code, _ := get("/mcp/sse", "wrong"); code != http.StatusUnauthorized {
+	if code, _ := get(t, base+"/mcp/sse", "wrong"); code != http.StatusUnauthorized {
 		t.Errorf("/mcp/sse with a wrong key: got %d, want the host's 401", code)
 	}
 
