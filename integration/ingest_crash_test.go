@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,6 +86,46 @@ func batchCounts(t *testing.T, conn *pgx.Conn) map[int]int {
 	return counts
 }
 
+// withApplicationName returns the PostgreSQL URL u with application_name
+// set to app.
+func withApplicationName(t *testing.T, u, app string) string {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := pu.Query()
+	q.Set("application_name", app)
+	pu.RawQuery = q.Encode()
+	return pu.String()
+}
+
+// backends counts PostgreSQL's backends for the connections named app.
+func backends(t *testing.T, conn *pgx.Conn, app string) int {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitBackendsGone waits up to d until PostgreSQL has no backend left
+// for the connections named app.
+func waitBackendsGone(t *testing.T, conn *pgx.Conn, app string, d time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for n := backends(t, conn, app); n > 0; n = backends(t, conn, app) {
+		if time.Since(start) > d {
+			t.Fatalf("backends of the killed server: %d still there after %s, want 0", n, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if waited := time.Since(start); waited > 50*time.Millisecond {
+		t.Logf("waited %s for the killed server's backends to end", waited.Round(time.Millisecond))
+	}
+}
+
 // A server killed with SIGKILL in the middle of concurrent ingests loses no
 // acknowledged row and leaves no batch half written; after a restart, the
 // unacknowledged batches are retried with their Idempotency-Key and every
@@ -114,7 +155,11 @@ CREATE TABLE crash_ingest (batch int NOT NULL, seq int NOT NULL, payload text NO
 
 	// The loader is one subject sending as fast as it can: no rate limit.
 	limits := []string{"LAKEGATE_RATE_LIMIT_RPS=0", "LAKEGATE_MAX_QUERIES_PER_SUBJECT=0"}
-	p := startProc(t, bin, limits...)
+	// The server to be killed names its connections (the last
+	// LAKEGATE_DATABASES in the environment wins), so that the test can
+	// wait for them to end.
+	const app = "lakegate_crash_ingest_test"
+	p := startProc(t, bin, append([]string{"LAKEGATE_DATABASES=iot=" + withApplicationName(t, dbURL, app)}, limits...)...)
 	var (
 		next   atomic.Int64 // the next batch to send
 		acked  = make([]bool, crashBatches)
@@ -156,6 +201,9 @@ CREATE TABLE crash_ingest (batch int NOT NULL, seq int NOT NULL, payload text NO
 	}
 	// Kill it mid-stream, with requests in flight.
 	waitUntil(t, time.Minute, func() bool { return nAcked.Load() >= 40 })
+	if backends(t, conn, app) == 0 {
+		t.Fatalf("no backend named %s while the server ingests: the wait for them after the kill would prove nothing", app)
+	}
 	close(killed)
 	p.signal(syscall.SIGKILL)
 	wg.Wait()
@@ -169,6 +217,13 @@ CREATE TABLE crash_ingest (batch int NOT NULL, seq int NOT NULL, payload text NO
 		t.Fatalf("the kill did not land mid-stream (sent %d of %d, %d failed)", sent, crashBatches, failed)
 	}
 
+	// The kill does not stop what PostgreSQL already received: a backend
+	// may still be running a COMMIT the server sent just before it died,
+	// and that batch lands after a count taken now (it was then counted
+	// as not written, and its retry below found it already there). Each
+	// backend ends once it has read the dead connection to its end, so
+	// the table is final when none of the server's is left.
+	waitBackendsGone(t, conn, app, 30*time.Second)
 	counts := batchCounts(t, conn)
 	committedUnacked := 0
 	for b := range crashBatches {
