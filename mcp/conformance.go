@@ -112,6 +112,7 @@ func (p *Plugin) addConformanceFixtures() {
 			if i > 0 {
 				time.Sleep(50 * time.Millisecond)
 			}
+			//lint:ignore SA1019 the conformance suite's 2025 scenarios test logging
 			_ = req.Session.Log(ctx, &mcpsdk.LoggingMessageParams{Level: "info", Logger: "conformance", Data: msg})
 		}
 		return text("Tool with logging executed successfully"), nil
@@ -132,7 +133,9 @@ func (p *Plugin) addConformanceFixtures() {
 		func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 			var in struct{ Prompt string }
 			_ = json.Unmarshal(req.Params.Arguments, &in)
+			//lint:ignore SA1019 the conformance suite's 2025 scenarios test sampling
 			res, err := req.Session.CreateMessage(ctx, &mcpsdk.CreateMessageParams{MaxTokens: 100,
+				//lint:ignore SA1019 as above
 				Messages: []*mcpsdk.SamplingMessage{{Role: "user", Content: &mcpsdk.TextContent{Text: in.Prompt}}}})
 			if err != nil {
 				return nil, err
