@@ -83,7 +83,7 @@ func (e *Engine) pageStart(c, hash string) (int, error) {
 // so its pages may overlap or skip rows.
 func (e *Engine) truncatedHint(unordered bool) string {
 	h := fmt.Sprintf("more rows exist: pass next_cursor as cursor for the next page, ask for up to %d rows at once "+
-		"(max_rows; limit on REST), or export every row (export; a format on REST)", e.opts.MaxLimit)
+		"(max_rows; limit on REST, time series and custom tools), or export every row (export; a format on REST)", e.opts.MaxLimit)
 	if unordered {
 		h += "; the SQL has no ORDER BY, so pages may overlap or skip rows: order by a unique key for stable pages"
 	}
