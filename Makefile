@@ -16,14 +16,20 @@ build:
 run: build
 	LAKEGATE_MCP_ENABLED=true exec ./bin/lakegate serve
 
+# Both builds: the production one and the one with the MCP conformance
+# fixtures (mcp/conformance.go, behind the conformance build tag).
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags conformance $(PKGS)
 
 # Unit and integration tests with the race detector and per-package
 # coverage. Uses LAKEGATE_TEST_DATABASE_URL, or a throwaway PostgreSQL made
-# from the server binaries on this machine.
+# from the server binaries on this machine. The conformance tag adds the
+# unit tests of the MCP conformance fixtures; the binaries the integration
+# tests build choose their own tags (the conformance suite's has the
+# fixtures, the others are production builds).
 test: vet js-deps
-	bash integration/with-postgres.sh $(GO) test -race -count=1 -timeout 15m -coverpkg=./... -coverprofile=coverage.out $(PKGS)
+	bash integration/with-postgres.sh $(GO) test -tags conformance -race -count=1 -timeout 15m -coverpkg=./... -coverprofile=coverage.out $(PKGS)
 	@awk -f integration/cover.awk coverage.out
 
 # The pinned Node MCP clients the integration tests drive (TypeScript SDK,

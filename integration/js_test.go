@@ -170,12 +170,13 @@ func TestInspectorCLI(t *testing.T) {
 }
 
 // TestConformanceSuite runs @modelcontextprotocol/conformance against
-// `lakegate serve --conformance` on /mcp. The suite sends no credentials,
-// so a loopback proxy in this test adds the bearer token; the Host header
+// `lakegate serve --conformance` on /mcp, from a binary built with the
+// conformance tag (the production build has no fixtures). The suite sends
+// no credentials, so a loopback proxy in this test adds the bearer token; the Host header
 // passes through unchanged for the DNS-rebinding scenario.
 func TestConformanceSuite(t *testing.T) {
 	env := nodeEnv(t)
-	bin := buildBinary(t)
+	bin := buildBinary(t, "conformance")
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "--conformance")
 	cmd.Env = binaryEnv("LAKEGATE_LISTEN=127.0.0.1:0", "LAKEGATE_JWT_SECRET="+testSecret, "LAKEGATE_MCP_ENABLED=true")

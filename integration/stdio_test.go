@@ -13,14 +13,16 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// buildBinary builds cmd/lakegate into a temporary directory.
-func buildBinary(t *testing.T) string {
+// buildBinary builds cmd/lakegate into a temporary directory, with the
+// given build tags: none is the production build; "conformance" adds the
+// MCP conformance suite's fixtures (serve --conformance).
+func buildBinary(t *testing.T, tags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "lakegate")
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
 	}
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../cmd/lakegate")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", strings.Join(tags, ","), "-o", bin, "../cmd/lakegate")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

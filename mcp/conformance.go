@@ -1,3 +1,5 @@
+//go:build conformance
+
 package mcp
 
 import (
@@ -19,13 +21,20 @@ import (
 // (@modelcontextprotocol/conformance): tools, resources and prompts with
 // the fixed names its server scenarios call. They are registered only with
 // Options.Conformance (lakegate serve --conformance), which tests use; they
-// never touch a database.
+// never touch a database. The build tag keeps them out of the production
+// binary: only `-tags conformance` builds have them, and
+// conformance_off.go stands in for them otherwise.
+
+// ConformanceFixtures reports whether this build has the MCP conformance
+// suite's fixtures, that is whether it was built with -tags conformance.
+const ConformanceFixtures = true
 
 // conformanceOptions adds what the fixtures need of the server options:
 // resource subscriptions.
-func conformanceOptions(o *mcpsdk.ServerOptions) {
+func conformanceOptions(o *mcpsdk.ServerOptions) error {
 	o.SubscribeHandler = func(context.Context, *mcpsdk.SubscribeRequest) error { return nil }
 	o.UnsubscribeHandler = func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil }
+	return nil
 }
 
 // conformanceComplete answers completions for the fixture prompt.

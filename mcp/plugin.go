@@ -93,7 +93,9 @@ type Options struct {
 	// clients that probe it fall back to the 2025 handshake.
 	StatelessDisabled bool
 	// Conformance adds the fixture tools, resources and prompts the MCP
-	// conformance suite expects. Tests only; never on by default.
+	// conformance suite expects. Tests only; never on by default. Only
+	// builds with -tags conformance have them (ConformanceFixtures); New
+	// refuses it in others.
 	Conformance bool
 	// Version is reported to clients at initialize.
 	Version string
@@ -225,7 +227,9 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		CompletionHandler: p.complete,
 	}
 	if o.Conformance {
-		conformanceOptions(sopts)
+		if err := conformanceOptions(sopts); err != nil {
+			return nil, err
+		}
 	}
 	p.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, sopts)
 	for _, t := range tools {

@@ -66,6 +66,9 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 			"Every setting, with its environment variable and default, is listed after the flags.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if conformance && !mcp.ConformanceFixtures {
+				return errors.New("--conformance: this binary was built without the conformance fixtures; build with -tags conformance")
+			}
 			if cmd.Flags().Changed("listen") {
 				// The flag outranks the environment, as the environment
 				// outranks the file.
@@ -87,7 +90,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 		},
 	}
 	serveCmd.Flags().StringVar(&listen, "listen", "", "host:port to serve on (overrides listen and LAKEGATE_LISTEN; default "+config.DefaultListen+")")
-	serveCmd.Flags().BoolVar(&conformance, "conformance", false, "add the MCP conformance suite's fixture tools, resources and prompts (tests only)")
+	serveCmd.Flags().BoolVar(&conformance, "conformance", false, "add the MCP conformance suite's fixture tools, resources and prompts (tests only; needs a build with -tags conformance)")
 	_ = serveCmd.Flags().MarkHidden("conformance")
 	help := serveCmd.HelpFunc()
 	serveCmd.SetHelpFunc(func(cmd *cobra.Command, args []string) {

@@ -344,6 +344,10 @@ func TestBinary(t *testing.T) {
 		{"version", []string{"version"}, 0, "lakegate dev\n", ""},
 		{"missing config", []string{"serve", "--config", "missing.json"}, 1, "", "missing.json: no such file"},
 		{"unknown command", []string{"frobnicate"}, 1, "", "unknown command"},
+		// The production build has no conformance fixtures (mcp/conformance.go
+		// is behind the conformance build tag).
+		{"conformance without the tag", []string{"serve", "--conformance"}, 1, "",
+			"this binary was built without the conformance fixtures; build with -tags conformance"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
