@@ -139,25 +139,17 @@ func (p *Plugin) blockData(c lakegate.Caller, id string, n int) ([]byte, *blockt
 
 // getResultBlock is the get_result_block tool, for clients that cannot
 // read resources.
-func getResultBlock(_ context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
-	var in struct {
-		TransferID string `json:"transfer_id"`
-		Block      *int   `json:"block"`
-	}
-	if err := decodeArgs(args, &in); err != nil {
-		return nil, err
-	}
-	if err := required("transfer_id", in.TransferID); err != nil {
-		return nil, err
-	}
-	if in.Block == nil {
-		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: `argument "block" is required`, Hint: "blocks are numbered from 0"}
-	}
-	data, m, err := p.blockData(c.Caller, in.TransferID, *in.Block)
+type blockIn struct {
+	TransferID string `json:"transfer_id"`
+	Block      int    `json:"block"`
+}
+
+func getResultBlock(_ context.Context, p *Plugin, c call, in blockIn) (*blockText, error) {
+	data, m, err := p.blockData(c.Caller, in.TransferID, in.Block)
 	if err != nil {
 		return nil, err
 	}
-	b := m.Blocks[*in.Block]
+	b := m.Blocks[in.Block]
 	return &blockText{TransferID: m.ID, Block: b.N, Blocks: len(m.Blocks), Format: m.Format, Size: b.Size, SHA256: b.SHA256, data: data}, nil
 }
 
@@ -171,6 +163,19 @@ type blockText struct {
 	Size       int64  `json:"size"`
 	SHA256     string `json:"sha256"`
 	data       []byte
+}
+
+// result is the block's rows as text, its description as structured
+// content.
+func (b *blockText) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) {
+	meta, err := json.Marshal(b)
+	if err != nil {
+		return nil, 0, fmt.Errorf("encode tool result: %w", err)
+	}
+	return &mcpsdk.CallToolResult{
+		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: string(b.data)}},
+		StructuredContent: json.RawMessage(meta),
+	}, 0, nil
 }
 
 // HTTP: GET /mcp/blocks/{id} (manifest), /mcp/blocks/{id}/{n} (one block,

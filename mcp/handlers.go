@@ -1,15 +1,12 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/lakegate/lakegate"
@@ -19,31 +16,61 @@ import (
 	"github.com/lakegate/lakegate/query"
 )
 
-// handlerFunc runs one tool: it decodes its arguments and returns the
-// structured result.
-type handlerFunc func(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error)
+// A toolHandler runs one tool's calls. Its arguments are checked against
+// the tool's input schema and decoded once into the handler's input type
+// (typed); its output renders itself as the tool result.
+type toolHandler struct {
+	run func(ctx context.Context, p *Plugin, c call, args json.RawMessage) (output, error)
+	// args are the arguments the input type has; nil: any (a map).
+	args []string
+}
 
-// call is who calls a tool, and the tool's own statement timeout (zero:
-// the engine's).
+// typed binds fn, which takes In and returns Out, as a toolHandler.
+func typed[In any, Out output](fn func(ctx context.Context, p *Plugin, c call, in In) (Out, error)) toolHandler {
+	return toolHandler{
+		args: jsonFields(new(In)),
+		run: func(ctx context.Context, p *Plugin, c call, args json.RawMessage) (output, error) {
+			var in In
+			if err := c.args.decode(args, &in); err != nil {
+				return nil, err
+			}
+			out, err := fn(ctx, p, c, in)
+			if err != nil {
+				return nil, err
+			}
+			return out, nil
+		},
+	}
+}
+
+// output is a tool's result: it renders itself as the tool result, and
+// says how many rows it holds (for the Observer).
+type output interface {
+	result(p *Plugin) (res *mcpsdk.CallToolResult, rows int64, err error)
+}
+
+// call is who calls a tool, the tool's own statement timeout (zero: the
+// engine's) and its arguments' schema.
 type call struct {
 	lakegate.Caller
 	timeout time.Duration
+	args    *argsSchema
 }
 
 // handlers maps the handler names usable in tools.json to their code.
-func handlers() map[string]handlerFunc {
-	return map[string]handlerFunc{
-		"list_databases":    listDatabases,
-		"list_tables":       listTables,
-		"describe_table":    describeTable,
-		"query":             runQuery,
-		"run_sql":           runSQL,
-		"query_time_series": runTimeSeries,
-		"explain":           runExplain,
-		"get_result_block":  getResultBlock,
+func handlers() map[string]toolHandler {
+	return map[string]toolHandler{
+		"list_databases":    typed(listDatabases),
+		"list_tables":       typed(listTables),
+		"describe_table":    typed(describeTable),
+		"query":             typed(runQuery),
+		"run_sql":           typed(runSQL),
+		"query_time_series": typed(runTimeSeries),
+		"explain":           typed(runExplain),
+		"get_result_block":  typed(getResultBlock),
 		// sql runs an operator-declared statement; its code is made per
 		// tool by sqlHandler.
-		"sql": nil,
+		"sql": sqlHandler(nil),
 	}
 }
 
@@ -59,23 +86,30 @@ func handlerNames() []string {
 // handle adapts a declared tool to the SDK: it takes a worker slot, runs
 // the handler and renders the result or the error as a tool result.
 func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
-	fn := handlers()[t.Handler]
+	h := handlers()[t.Handler]
 	if t.sqlTool != nil {
-		fn = sqlHandler(t.sqlTool)
+		h = sqlHandler(t.sqlTool)
 	}
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := time.Now()
 		caller, _ := lakegate.CallerFrom(ctx)
 		ctx, stop := p.untilCallerGone(ctx, req)
 		defer stop()
-		out, err := p.withWorker(ctx, func() (any, error) {
-			return fn(ctx, p, call{Caller: caller, timeout: t.timeout}, req.Params.Arguments)
+		var out output
+		err := p.withWorker(ctx, func() (err error) {
+			out, err = h.run(ctx, p, call{Caller: caller, timeout: t.timeout, args: t.args}, req.Params.Arguments)
+			return err
 		})
+		var res *mcpsdk.CallToolResult
+		var rows int64
+		if err == nil {
+			res, rows, err = out.result(p)
+		}
 		p.count(t.Name, err != nil)
 		d := time.Since(start)
+		p.observeCall(t.Name, d, rows, res, err)
 		log := p.log.With(callLog(req, []any{lakegate.LogTool, t.Name, lakegate.LogSubject, caller.Subject, lakegate.LogDuration, d.Milliseconds()})...)
 		if err != nil {
-			p.observeCall(t.Name, d, nil, nil, err)
 			level := slog.LevelInfo
 			if errors.Is(err, errBlockStorage) {
 				level = slog.LevelError // the operator's to fix, not the caller's
@@ -83,44 +117,33 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 			log.Log(ctx, level, "tool call failed", "kind", string(lakegate.KindOf(err)), "error", err.Error())
 			return errorResult(err), nil
 		}
-		res, err := p.structuredResult(out)
-		p.observeCall(t.Name, d, out, res, err)
 		log.Info("tool call")
-		return res, err
+		return res, nil
 	}
 }
 
 // withWorker runs fn holding a slot of p.workers: the host's shared pool,
 // which also applies its per-subject limits, or the plugin's own.
-func (p *Plugin) withWorker(ctx context.Context, fn func() (any, error)) (any, error) {
+func (p *Plugin) withWorker(ctx context.Context, fn func() error) error {
 	release, err := p.workers.Acquire(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer release()
 	return fn()
 }
 
-// structuredResult returns v as structured content and as text. Query
-// results render themselves (answer.render: CSV text, metadata as
-// structured content); a block read by get_result_block is its rows as
-// text; everything else is the same JSON as text and structured content.
-func (p *Plugin) structuredResult(v any) (*mcpsdk.CallToolResult, error) {
-	if a, ok := v.(*answer); ok {
-		return a.render(p.opts.PreviewCellBytes)
-	}
+// jsonResult is a result whose structured content is v and whose text is
+// the same JSON.
+func jsonResult(v any) (*mcpsdk.CallToolResult, int64, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("encode tool result: %w", err)
+		return nil, 0, fmt.Errorf("encode tool result: %w", err)
 	}
-	var content []mcpsdk.Content
-	switch r := v.(type) {
-	case *blockText:
-		content = []mcpsdk.Content{&mcpsdk.TextContent{Text: string(r.data)}}
-	default:
-		content = []mcpsdk.Content{&mcpsdk.TextContent{Text: string(data)}}
-	}
-	return &mcpsdk.CallToolResult{Content: content, StructuredContent: json.RawMessage(data)}, nil
+	return &mcpsdk.CallToolResult{
+		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: string(data)}},
+		StructuredContent: json.RawMessage(data),
+	}, 0, nil
 }
 
 // ErrorBody is lakegate.ErrorBody, the JSON error object of the
@@ -130,6 +153,8 @@ type ErrorBody = lakegate.ErrorBody
 // NewErrorBody is lakegate.NewErrorBody.
 func NewErrorBody(err error) ErrorBody { return lakegate.NewErrorBody(err) }
 
+// errorResult is the one rendering of a failed call: the error body of
+// the taxonomy as text, with isError set.
 func errorResult(err error) *mcpsdk.CallToolResult {
 	text, _ := json.Marshal(map[string]ErrorBody{"error": NewErrorBody(err)})
 	return &mcpsdk.CallToolResult{
@@ -138,139 +163,88 @@ func errorResult(err error) *mcpsdk.CallToolResult {
 	}
 }
 
-// decodeArgs reads a tool's arguments strictly into v: unknown fields and
-// wrong types are validation errors that say what is accepted.
-func decodeArgs(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		raw = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		accepted := strings.Join(jsonFields(v), ", ")
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("argument %q: got a JSON %s, want %s", te.Field, te.Value, te.Type), Hint: "accepted arguments: " + accepted}
-		}
-		msg := strings.TrimPrefix(err.Error(), "json: ")
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "arguments: " + msg, Hint: "accepted arguments: " + accepted}
-	}
-	return nil
+type noArgs struct{}
+
+type databasesOut struct {
+	Databases []query.Database `json:"databases"`
 }
 
-// jsonFields lists the JSON names of a struct pointer's fields.
-func jsonFields(v any) []string {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	var names []string
-	for f := range t.Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch {
-		case f.Anonymous && name == "":
-			names = append(names, jsonFields(reflect.New(f.Type).Interface())...)
-		case name != "" && name != "-":
-			names = append(names, name)
-		}
-	}
-	return names
+func (o databasesOut) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o) }
+
+func listDatabases(_ context.Context, p *Plugin, c call, _ noArgs) (databasesOut, error) {
+	return databasesOut{Databases: p.databasesFor(c.Caller)}, nil
 }
 
-func required(name, value string) error {
-	if value == "" {
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("argument %q is required", name)}
-	}
-	return nil
+type tablesIn struct {
+	Database string `json:"database"`
 }
 
-func listDatabases(_ context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
-	var in struct{}
-	if err := decodeArgs(args, &in); err != nil {
-		return nil, err
-	}
-	return map[string]any{"databases": p.databasesFor(c.Caller)}, nil
+type tablesOut struct {
+	Database string        `json:"database"`
+	Tables   []query.Table `json:"tables"`
 }
 
-func listTables(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
-	var in struct {
-		Database string `json:"database"`
-	}
-	if err := decodeArgs(args, &in); err != nil {
-		return nil, err
-	}
-	if err := required("database", in.Database); err != nil {
-		return nil, err
-	}
+func (o tablesOut) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o) }
+
+func listTables(ctx context.Context, p *Plugin, c call, in tablesIn) (tablesOut, error) {
 	tables, err := p.engine.Tables(ctx, c.Caller, in.Database)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"database": in.Database, "tables": tables}, nil
+	return tablesOut{Database: in.Database, Tables: tables}, err
 }
 
-func describeTable(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
-	var in struct {
-		Database string `json:"database"`
-		Table    string `json:"table"`
-	}
-	if err := decodeArgs(args, &in); err != nil {
-		return nil, err
-	}
-	if err := errors.Join(required("database", in.Database), required("table", in.Table)); err != nil {
-		return nil, firstError(err)
-	}
-	return p.engine.Describe(ctx, c.Caller, in.Database, in.Table)
+type describeIn struct {
+	Database string `json:"database"`
+	Table    string `json:"table"`
 }
 
-func runQuery(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
-	var in struct {
-		query.Request
-		resultArgs
-	}
-	if err := refuseLimit(args); err != nil {
-		return nil, err
-	}
-	if err := decodeArgs(args, &in); err != nil {
-		return nil, err
-	}
-	if err := errors.Join(required("database", in.Database), required("table", in.Table)); err != nil {
-		return nil, firstError(err)
-	}
+type tableOut struct{ *query.Table }
+
+func (o tableOut) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o.Table) }
+
+func describeTable(ctx context.Context, p *Plugin, c call, in describeIn) (tableOut, error) {
+	t, err := p.engine.Describe(ctx, c.Caller, in.Database, in.Table)
+	return tableOut{t}, err
+}
+
+// queryIn is the query tool's input: a structured query (query.Request,
+// less its REST-only limit) and where its result goes.
+type queryIn struct {
+	Database string         `json:"database"`
+	Table    string         `json:"table"`
+	Columns  []query.Select `json:"columns"`
+	Filters  []query.Filter `json:"filters"`
+	Joins    []query.Join   `json:"joins"`
+	GroupBy  []string       `json:"group_by"`
+	Having   []query.Filter `json:"having"`
+	OrderBy  []query.Order  `json:"order_by"`
+	Offset   int            `json:"offset"`
+	Cursor   string         `json:"cursor"`
+	resultArgs
+}
+
+func runQuery(ctx context.Context, p *Plugin, c call, in queryIn) (*answer, error) {
 	limit, f, err := in.check()
 	if err != nil {
 		return nil, err
 	}
-	r := in.Request
-	r.Limit = limit
-	st, err := p.engine.PrepareQuery(ctx, c.Caller, r)
+	st, err := p.engine.PrepareQuery(ctx, c.Caller, query.Request{
+		Database: in.Database, Table: in.Table, Columns: in.Columns, Filters: in.Filters, Joins: in.Joins,
+		GroupBy: in.GroupBy, Having: in.Having, OrderBy: in.OrderBy, Limit: limit, Offset: in.Offset, Cursor: in.Cursor,
+	})
 	if err != nil {
 		return nil, err
 	}
 	return p.answer(ctx, c, st, f, in.Export)
 }
 
-func runSQL(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
-	var in struct {
-		Database string `json:"database"`
-		SQL      string `json:"sql"`
-		Params   []any  `json:"params"`
-		Cursor   string `json:"cursor"`
-		resultArgs
-	}
-	if err := refuseLimit(args); err != nil {
-		return nil, err
-	}
-	if err := decodeArgs(args, &in); err != nil {
-		return nil, err
-	}
-	if err := errors.Join(required("database", in.Database), required("sql", in.SQL)); err != nil {
-		return nil, firstError(err)
-	}
+type sqlIn struct {
+	Database string `json:"database"`
+	SQL      string `json:"sql"`
+	Params   []any  `json:"params"`
+	Cursor   string `json:"cursor"`
+	resultArgs
+}
+
+func runSQL(ctx context.Context, p *Plugin, c call, in sqlIn) (*answer, error) {
 	limit, f, err := in.check()
 	if err != nil {
 		return nil, err
@@ -280,14 +254,6 @@ func runSQL(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, 
 		return nil, err
 	}
 	return p.answer(ctx, c, st, f, in.Export)
-}
-
-// firstError unwraps a joined error to its first part, keeping its kind.
-func firstError(err error) error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
-		return j.Unwrap()[0]
-	}
-	return err
 }
 
 // analysisEngine is what query_time_series and explain need of the
@@ -306,55 +272,60 @@ func (p *Plugin) analysis() (analysisEngine, error) {
 	return nil, lakegate.Errorf(lakegate.KindUnavailable, "this server's engine has no time series or explain")
 }
 
-func runTimeSeries(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
-	var in query.TimeSeriesRequest
-	if err := decodeArgs(args, &in); err != nil {
-		return nil, err
-	}
-	if err := errors.Join(required("database", in.Database), required("table", in.Table),
-		required("time_column", in.TimeColumn), required("start", in.Start), required("end", in.End)); err != nil {
-		return nil, firstError(err)
-	}
+type timeSeriesIn struct {
+	Database   string         `json:"database"`
+	Table      string         `json:"table"`
+	TimeColumn string         `json:"time_column"`
+	Bucket     query.Bucket   `json:"bucket"`
+	Aggregates []query.Select `json:"aggregates"`
+	GroupBy    []string       `json:"group_by"`
+	Start      string         `json:"start"`
+	End        string         `json:"end"`
+	Filters    []query.Filter `json:"filters"`
+	Limit      int            `json:"limit"`
+	Cursor     string         `json:"cursor"`
+}
+
+func runTimeSeries(ctx context.Context, p *Plugin, c call, in timeSeriesIn) (*answer, error) {
 	ae, err := p.analysis()
 	if err != nil {
 		return nil, err
 	}
-	st, err := ae.PrepareTimeSeries(ctx, c.Caller, in)
+	st, err := ae.PrepareTimeSeries(ctx, c.Caller, query.TimeSeriesRequest{
+		Database: in.Database, Table: in.Table, TimeColumn: in.TimeColumn, Bucket: in.Bucket, Aggregates: in.Aggregates,
+		GroupBy: in.GroupBy, Start: in.Start, End: in.End, Filters: in.Filters, Limit: in.Limit, Cursor: in.Cursor,
+	})
 	if err != nil {
 		return nil, err
 	}
 	return p.answer(ctx, c, st, query.FormatNDJSON, false)
 }
 
-func runExplain(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
-	var in struct {
-		Database string `json:"database"`
-		SQL      string `json:"sql"`
-		Analyze  bool   `json:"analyze"`
-		Format   string `json:"format"`
-	}
-	if err := decodeArgs(args, &in); err != nil {
-		return nil, err
-	}
-	if err := errors.Join(required("database", in.Database), required("sql", in.SQL)); err != nil {
-		return nil, firstError(err)
-	}
+type explainIn struct {
+	Database string `json:"database"`
+	SQL      string `json:"sql"`
+	Analyze  bool   `json:"analyze"`
+	Format   string `json:"format"`
+}
+
+type planOut struct{ *query.Plan }
+
+func (o planOut) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o.Plan) }
+
+func runExplain(ctx context.Context, p *Plugin, c call, in explainIn) (planOut, error) {
 	ae, err := p.analysis()
 	if err != nil {
-		return nil, err
+		return planOut{}, err
 	}
-	return ae.Explain(ctx, c.Caller, in.Database, in.SQL, in.Analyze, in.Format)
+	plan, err := ae.Explain(ctx, c.Caller, in.Database, in.SQL, in.Analyze, in.Format)
+	return planOut{plan}, err
 }
 
 // sqlHandler runs an operator-declared statement: the arguments are
 // checked against its typed parameters and bound in declared order, and
 // the statement runs like run_sql (validated, read-only, timeout, row cap).
-func sqlHandler(tool *query.SQLTool) handlerFunc {
-	return func(ctx context.Context, p *Plugin, c call, args json.RawMessage) (any, error) {
-		var in map[string]any
-		if err := decodeArgs(args, &in); err != nil {
-			return nil, err
-		}
+func sqlHandler(tool *query.SQLTool) toolHandler {
+	return typed(func(ctx context.Context, p *Plugin, c call, in map[string]any) (*answer, error) {
 		var dialect query.Dialect
 		for _, db := range p.engine.Databases() {
 			if db.Name == tool.Database() {
@@ -373,7 +344,7 @@ func sqlHandler(tool *query.SQLTool) handlerFunc {
 			return nil, err
 		}
 		return p.answer(ctx, c, st, query.FormatNDJSON, false)
-	}
+	})
 }
 
 // resultSchema is the output schema of tools that return a query result

@@ -150,7 +150,7 @@ func extraIDs(ex *mcpsdk.RequestExtra, attrs []any) []any {
 }
 
 // observeCall reports a finished tool call to the Observer, if any.
-func (p *Plugin) observeCall(tool string, d time.Duration, out any, res *mcpsdk.CallToolResult, err error) {
+func (p *Plugin) observeCall(tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) {
 	if p.opts.Observer == nil {
 		return
 	}
@@ -160,24 +160,14 @@ func (p *Plugin) observeCall(tool string, d time.Duration, out any, res *mcpsdk.
 		p.opts.Observer.ToolCall(tc)
 		return
 	}
-	tc.Rows = resultRows(out)
-	if res != nil {
-		for _, c := range res.Content {
-			if t, ok := c.(*mcpsdk.TextContent); ok {
-				tc.Bytes += int64(len(t.Text))
-			}
+	tc.Rows = rows
+	for _, c := range res.Content {
+		if t, ok := c.(*mcpsdk.TextContent); ok {
+			tc.Bytes += int64(len(t.Text))
 		}
-		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
-			tc.Bytes += int64(len(raw))
-		}
+	}
+	if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+		tc.Bytes += int64(len(raw))
 	}
 	p.opts.Observer.ToolCall(tc)
-}
-
-// resultRows is the row count of a tool's result, 0 for results without rows.
-func resultRows(out any) int64 {
-	if a, ok := out.(*answer); ok {
-		return int64(a.RowCount)
-	}
-	return 0
 }

@@ -42,19 +42,6 @@ type resultArgs struct {
 	Format string `json:"format"`
 }
 
-// refuseLimit refuses the argument "limit", which query and run_sql
-// called max_rows before results could go to blocks.
-func refuseLimit(args json.RawMessage) error {
-	var probe struct {
-		Limit *int `json:"limit"`
-	}
-	if json.Unmarshal(args, &probe) == nil && probe.Limit != nil {
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: `argument "limit" is now "max_rows"`,
-			Hint: "max_rows: rows to return; 0 for no cap (large results come back as blocks)"}
-	}
-	return nil
-}
-
 // check resolves the arguments: the row cap to ask the engine for and the
 // block format.
 func (a resultArgs) check() (limit int, f query.Format, err error) {
@@ -142,9 +129,14 @@ type ResultMeta struct {
 	Transfer *blocktransport.Manifest `json:"transfer,omitempty"`
 }
 
-// render makes the tool result: the rows (or the preview) encoded once as
+// result makes the tool result: the rows (or the preview) encoded once as
 // CSV text for the model, a footer saying what is where, the metadata as
 // structured content, and one resource link per block.
+func (a *answer) result(p *Plugin) (*mcpsdk.CallToolResult, int64, error) {
+	res, err := a.render(p.opts.PreviewCellBytes)
+	return res, int64(a.RowCount), err
+}
+
 func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 	var b strings.Builder
 	b.Grow(int(a.Rows.Size()) + 256)

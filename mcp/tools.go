@@ -43,6 +43,7 @@ type toolSpec struct {
 	Timeout string `json:"timeout,omitempty"`
 	timeout time.Duration
 	sqlTool *query.SQLTool
+	args    *argsSchema
 }
 
 func (t toolSpec) tool() *mcpsdk.Tool {
@@ -133,6 +134,11 @@ func parseTools(data []byte) ([]toolSpec, error) {
 				return nil, atLine(data, off, fmt.Errorf("%s: output_schema: %w", where, err))
 			}
 		}
+		args, err := newArgsSchema(t.InputSchema, handlers()[t.Handler].args)
+		if err != nil {
+			return nil, atLine(data, off, fmt.Errorf("%s: %w", where, err))
+		}
+		doc.Tools[i].args = args
 	}
 	return doc.Tools, nil
 }
