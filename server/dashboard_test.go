@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"gopkg.in/yaml.v3"
 )
 
 // dashboardFile is the Grafana dashboard shipped for operators.
@@ -174,20 +175,28 @@ func (s seriesSet) has(name string) bool {
 	return false
 }
 
+// checkExpr returns a problem for each series expr names that s does not
+// have, or one if it names none at all.
+func checkExpr(where, expr string, s seriesSet) []string {
+	names := seriesIn(expr)
+	if len(names) == 0 {
+		return []string{fmt.Sprintf("%s: %q names no series", where, expr)}
+	}
+	var problems []string
+	for _, n := range names {
+		if !s.has(n) {
+			problems = append(problems, fmt.Sprintf("%s: %s is not a series lakegate exports", where, n))
+		}
+	}
+	return problems
+}
+
 // checkSeries returns a problem for every query of d (panel targets and
 // variable queries) that names a series s does not have, or none at all.
 func checkSeries(d *dashboard, s seriesSet) []string {
 	var problems []string
 	check := func(where, expr string) {
-		names := seriesIn(expr)
-		if len(names) == 0 {
-			problems = append(problems, fmt.Sprintf("%s: %q names no series", where, expr))
-		}
-		for _, n := range names {
-			if !s.has(n) {
-				problems = append(problems, fmt.Sprintf("%s: %s is not a series lakegate exports", where, n))
-			}
-		}
+		problems = append(problems, checkExpr(where, expr, s)...)
 	}
 	for _, p := range d.allPanels() {
 		for _, tg := range p.Targets {
@@ -231,13 +240,11 @@ func describedByCollector(t *testing.T) map[string]bool {
 	return out
 }
 
-// TestDashboardSeries scrapes a real server after a few REST requests and
-// MCP tool calls, and checks that every query of the Grafana dashboard
-// names series it exports. Names that only the scrape-time collector's
-// descriptions account for (the PostgreSQL pool, the block store: this
-// server has neither) are logged. The cases after the shipped dashboard
-// show the check failing.
-func TestDashboardSeries(t *testing.T) {
+// exportedSeries starts a server as the binary wires it, makes a few REST
+// requests and MCP tool calls (one failing) so that labelled series
+// appear, and returns what it exports.
+func exportedSeries(t *testing.T) seriesSet {
+	t.Helper()
 	w := startWired(t, nil)
 	reader := token(t, "alice", RoleReader)
 	if r := w.do(t, "GET", "/rest/databases/demo/tables", reader, ""); r.code != http.StatusOK {
@@ -249,8 +256,16 @@ func TestDashboardSeries(t *testing.T) {
 	cs := w.sse(t, reader)
 	callOK(t, cs, "list_tables", map[string]any{"database": "demo"})
 	toolError(t, cs, "describe_table", map[string]any{"database": "demo", "table": "nope"})
-	set := seriesSet{scraped: scrape(t, w), described: describedByCollector(t)}
+	return seriesSet{scraped: scrape(t, w), described: describedByCollector(t)}
+}
 
+// TestDashboardSeries checks that every query of the Grafana dashboard
+// names series a real server exports. Names that only the scrape-time
+// collector's descriptions account for (the PostgreSQL pool, the block
+// store: this server has neither) are logged. The cases after the shipped
+// dashboard show the check failing.
+func TestDashboardSeries(t *testing.T) {
+	set := exportedSeries(t)
 	shipped := loadDashboard(t)
 	var byDescription []string
 	for _, p := range shipped.allPanels() {
@@ -369,4 +384,64 @@ func TestDashboardJSON(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runbookFile holds the alert rules operators are told to set.
+const runbookFile = "../docs/operations.md"
+
+// alertRules reads the Prometheus rule groups of the runbook's first YAML
+// block that has them.
+func alertRules(t *testing.T, markdown string) map[string]string {
+	t.Helper()
+	for _, block := range strings.Split(markdown, "```yaml\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		var rules struct {
+			Groups []struct {
+				Rules []struct {
+					Alert string `yaml:"alert"`
+					Expr  string `yaml:"expr"`
+				} `yaml:"rules"`
+			} `yaml:"groups"`
+		}
+		if err := yaml.Unmarshal([]byte(block), &rules); err != nil || len(rules.Groups) == 0 {
+			continue
+		}
+		out := map[string]string{}
+		for _, g := range rules.Groups {
+			for _, r := range g.Rules {
+				out[r.Alert] = r.Expr
+			}
+		}
+		return out
+	}
+	t.Fatalf("no YAML block with rule groups in %s", runbookFile)
+	return nil
+}
+
+// TestDashboardRunbookAlerts checks the runbook's alert rules the same
+// way: every series they name is one a real server exports, or up, which
+// Prometheus records for each scrape.
+func TestDashboardRunbookAlerts(t *testing.T) {
+	data, err := os.ReadFile(runbookFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := exportedSeries(t)
+	set.described["up"] = true
+	rules := alertRules(t, string(data))
+	if len(rules) == 0 {
+		t.Fatal("no alert rules")
+	}
+	for name, expr := range rules {
+		for _, p := range checkExpr("alert "+name, expr, set) {
+			t.Error(p)
+		}
+	}
+	t.Run("a bogus series is reported", func(t *testing.T) {
+		md := "```yaml\ngroups:\n  - rules:\n      - alert: X\n        expr: rate(lakegate_nope_total[5m]) > 0 and up == 1\n```\n"
+		got := checkExpr("alert X", alertRules(t, md)["X"], set)
+		if len(got) != 1 || !strings.Contains(got[0], "lakegate_nope_total is not a series") {
+			t.Errorf("got %q, want one problem naming lakegate_nope_total", got)
+		}
+	})
 }
