@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/ssetest"
 )
 
 // Sessions open at once in the tests below, spread over subjects so that
@@ -23,11 +24,14 @@ const (
 	sessionsPerSubject = 40
 )
 
-// sseConn is one legacy SSE session read by hand: one TCP connection, no
-// goroutine, so that a thousand of them cost the test little.
+// sseConn is one legacy SSE session on a TCP connection of its own, its
+// events read with ssetest.Reader in the test's goroutine under read
+// deadlines: no goroutine per session (an ssetest.Stream has one, and
+// net/http's client two more per connection), so that a thousand of them
+// cost the test little.
 type sseConn struct {
 	conn     net.Conn
-	br       *bufio.Reader
+	events   *ssetest.Reader
 	tok      string
 	endpoint string // the session's POST URL path
 }
@@ -38,50 +42,57 @@ func dialSSE(addr, tok string) (*sseConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sseConn{conn: conn, br: bufio.NewReaderSize(conn, 4096), tok: tok}
-	fmt.Fprintf(conn, "GET /mcp/sse HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", addr, tok)
-	status, err := s.line(10 * time.Second)
-	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 200") {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/mcp/sse", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Accept", "text/event-stream")
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := req.Write(conn); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("status line %q: %v", status, err)
+		return nil, err
 	}
-	for {
-		l, err := s.line(10 * time.Second)
-		if err != nil {
-			conn.Close()
-			return nil, err
-		}
-		if data, ok := strings.CutPrefix(l, "data: "); ok {
-			s.endpoint = data
-			return s, nil
-		}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), req)
+	if err != nil {
+		conn.Close()
+		return nil, err
 	}
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		conn.Close()
+		return nil, fmt.Errorf("GET /mcp/sse: got %d %q, want 200 text/event-stream", resp.StatusCode, ct)
+	}
+	s := &sseConn{conn: conn, events: ssetest.NewReader(resp.Body), tok: tok}
+	ev, err := s.next(10 * time.Second)
+	if err != nil || ev.Name != "endpoint" || !strings.HasPrefix(ev.Data, "/mcp/messages/?session_id=") {
+		conn.Close()
+		return nil, fmt.Errorf("first event: got %+v, %v; want endpoint /mcp/messages/?session_id=ID", ev, err)
+	}
+	s.endpoint = ev.Data
+	return s, nil
 }
 
-// line reads one line (without its end), waiting at most d. Chunked
-// transfer framing (chunk sizes, blank chunk ends) comes through as lines
-// too; callers look for what they need.
-func (s *sseConn) line(d time.Duration) (string, error) {
+// next reads the next event or comment, waiting at most d.
+func (s *sseConn) next(d time.Duration) (ssetest.Event, error) {
 	_ = s.conn.SetReadDeadline(time.Now().Add(d))
-	l, err := s.br.ReadString('\n')
-	return strings.TrimRight(l, "\r\n"), err
+	return s.events.Next()
 }
 
-// waitFor reads lines until one satisfies ok, for at most d.
-func (s *sseConn) waitFor(d time.Duration, ok func(string) bool) error {
+// waitFor reads events until one satisfies ok, for at most d.
+func (s *sseConn) waitFor(d time.Duration, ok func(ssetest.Event) bool) error {
 	deadline := time.Now().Add(d)
 	for {
-		l, err := s.line(time.Until(deadline))
+		ev, err := s.next(time.Until(deadline))
 		if err != nil {
 			return err
 		}
-		if ok(l) {
+		if ok(ev) {
 			return nil
 		}
 	}
 }
 
 func (s *sseConn) close() { s.conn.Close() }
+
+// keepalive is a keepalive comment.
+func keepalive(ev ssetest.Event) bool { return ev.Raw == ": keepalive" }
 
 // openSessions opens n sessions on addr, sessionsPerSubject per subject.
 func openSessions(t *testing.T, addr string, n int) []*sseConn {
@@ -143,7 +154,7 @@ func TestThousandSSESessions(t *testing.T) {
 		t.Fatalf("open sessions: got %d, want %d", n, manySessions)
 	}
 	for i, s := range sessions {
-		if err := s.waitFor(10*time.Second, func(l string) bool { return l == ": keepalive" }); err != nil {
+		if err := s.waitFor(10*time.Second, keepalive); err != nil {
 			t.Fatalf("session %d: no keepalive: %v", i, err)
 		}
 	}
@@ -159,8 +170,8 @@ func TestThousandSSESessions(t *testing.T) {
 			t.Fatalf("post %s: got %d %s, want 202", msg, code, body)
 		}
 	}
-	if err := s.waitFor(10*time.Second, func(l string) bool {
-		return strings.HasPrefix(l, "data: ") && strings.Contains(l, `"id":2`) && strings.Contains(l, `"result"`) && strings.Contains(l, "iot")
+	if err := s.waitFor(10*time.Second, func(ev ssetest.Event) bool {
+		return ev.Name == "message" && strings.Contains(ev.Data, `"id":2`) && strings.Contains(ev.Data, `"result"`) && strings.Contains(ev.Data, "iot")
 	}); err != nil {
 		t.Fatalf("tool call answer: %v", err)
 	}
@@ -216,7 +227,7 @@ func TestIdleSessionMemory(t *testing.T) {
 	sessions := openSessions(t, addr, manySessions)
 	// Idle long enough for keepalives to reach every session.
 	for i, s := range sessions {
-		if err := s.waitFor(10*time.Second, func(l string) bool { return l == ": keepalive" }); err != nil {
+		if err := s.waitFor(10*time.Second, keepalive); err != nil {
 			t.Fatalf("session %d: no keepalive: %v", i, err)
 		}
 	}

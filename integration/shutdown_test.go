@@ -110,7 +110,7 @@ func TestShutdownDrain(t *testing.T) {
 			go func() { served <- e.shutdown() }()
 			// The event stream ends first, long before the drain.
 			for {
-				if ev, _ := stream.next(tt.drain); ev == "" {
+				if _, ok := stream.next(tt.drain); !ok {
 					break
 				}
 			}

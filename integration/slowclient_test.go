@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lakegate/lakegate/internal/ssetest"
 )
 
 // A client that stops reading its event stream is dropped after the write
@@ -21,6 +23,8 @@ func TestSlowSSEClientIsDropped(t *testing.T) {
 	// Open a stream by hand, read the endpoint event, then stop reading.
 	// A small receive buffer, set before connecting so the TCP window stays
 	// small: the server's writes block soon after the client stops reading.
+	// Not an ssetest.Stream: its goroutine would go on reading (a whole
+	// event into its buffer before it waits for Next).
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		return rc.Control(func(fd uintptr) {
 			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
@@ -31,18 +35,21 @@ func TestSlowSSEClientIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	fmt.Fprintf(nc, "GET /mcp/sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n", tok)
-	br := bufio.NewReader(nc)
-	var endpoint string
-	for endpoint == "" {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("reading the stream head: %v", err)
-		}
-		if strings.HasPrefix(line, "data: ") {
-			endpoint = e.base + strings.TrimSpace(line[len("data: "):])
-		}
+	req, _ := http.NewRequest(http.MethodGet, e.base+"/mcp/sse", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := req.Write(nc); err != nil {
+		t.Fatal(err)
 	}
+	resp, err := http.ReadResponse(bufio.NewReader(nc), req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /mcp/sse: got %v, %v; want 200", resp, err)
+	}
+	ev, err := ssetest.NewReader(resp.Body).Next()
+	if err != nil || ev.Name != "endpoint" {
+		t.Fatalf("reading the stream head: got %+v, %v; want the endpoint event", ev, err)
+	}
+	endpoint := e.base + ev.Data
 	if n := e.plugin.Status().Sessions["sse"]; n != 2 {
 		t.Fatalf("open sessions: got %d, want 2", n)
 	}

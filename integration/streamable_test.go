@@ -11,6 +11,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lakegate/lakegate/internal/ssetest"
 	"github.com/lakegate/lakegate/mcp"
 )
 
@@ -260,10 +261,12 @@ func TestRunSQLReplySize(t *testing.T) {
 	postMCP(t, e, tok, sid, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	code, _, body := postMCP(t, e, tok, sid, "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_sql",`+
 		`"arguments":{"database":"iot","sql":"SELECT * FROM readings ORDER BY id LIMIT 1000","max_rows":1000}}}`)
-	msg, ok := strings.CutPrefix(strings.TrimSpace(body), "event: message\ndata: ")
-	if code != http.StatusOK || !ok {
-		t.Fatalf("tools/call: got %d %.300s", code, body)
+	// One event, framed exactly so: its data is the reply, whose size counts.
+	events, err := ssetest.ReadAll(strings.NewReader(body))
+	if code != http.StatusOK || err != nil || len(events) != 1 || events[0].Raw != "event: message\ndata: "+events[0].Data {
+		t.Fatalf("tools/call: got %d %.300s (%v), want one message event", code, body, err)
 	}
+	msg := events[0].Data
 	var reply struct {
 		Result struct {
 			Content    []struct{ Text string }

@@ -1,9 +1,9 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -11,106 +11,69 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/lakegate/lakegate/internal/ssetest"
 )
 
-// rawSSE is a hand-driven legacy SSE session: it reads the stream line by
-// line, so tests see comments and the exact framing.
-type rawSSE struct {
+// sseSession is a hand-driven legacy SSE session: its stream, read with
+// ssetest (comments too), and the endpoint its messages go to.
+type sseSession struct {
 	t        *testing.T
-	resp     *http.Response
-	lines    chan string
+	stream   *ssetest.Stream
 	endpoint string
 }
 
-func openSSE(t *testing.T, e *env, tok string) *rawSSE {
+// openSSE opens GET /mcp/sse as tok and reads the endpoint event; the
+// stream closes at cleanup.
+func openSSE(t *testing.T, e *env, tok string) *sseSession {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.base+"/mcp/sse", nil)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
+	stream, err := ssetest.Open(t.Context(), nil, e.base+"/mcp/sse", ssetest.Bearer(tok))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		t.Fatalf("GET /mcp/sse: got %d %s, want 200", resp.StatusCode, b)
+	t.Cleanup(stream.Close)
+	s := &sseSession{t: t, stream: stream}
+	ev, ok := s.next(5 * time.Second)
+	if !ok || ev.Name != "endpoint" || !strings.HasPrefix(ev.Data, "/mcp/messages/?session_id=") {
+		t.Fatalf("first event: got %+v (stream open %v), want endpoint /mcp/messages/?session_id=ID", ev, ok)
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Errorf("content type: got %q, want text/event-stream", ct)
-	}
-	s := &rawSSE{t: t, resp: resp, lines: make(chan string, 100)}
-	go func() {
-		defer close(s.lines)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-		for sc.Scan() {
-			s.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(s.close)
-	ev, data := s.next(5 * time.Second)
-	if ev != "endpoint" || !strings.HasPrefix(data, "/mcp/messages/?session_id=") {
-		t.Fatalf("first event: got %q %q, want endpoint /mcp/messages/?session_id=ID", ev, data)
-	}
-	s.endpoint = e.base + data
+	s.endpoint = e.base + ev.Data
 	return s
 }
 
-func (s *rawSSE) close() {
-	s.resp.Body.Close()
-	for range s.lines {
-	}
-}
-
-// next returns the next event (name, data), or "" and "" at end of stream.
-// Comments come back as event "comment".
-func (s *rawSSE) next(timeout time.Duration) (event, data string) {
+// next returns the next event or comment, or false at the end of the
+// stream; it fails the test if none comes within timeout.
+func (s *sseSession) next(timeout time.Duration) (ssetest.Event, bool) {
 	s.t.Helper()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var datas []string
-	for {
-		select {
-		case line, ok := <-s.lines:
-			if !ok {
-				return "", ""
-			}
-			switch {
-			case line == "" && (event != "" || datas != nil):
-				return event, strings.Join(datas, "\n")
-			case strings.HasPrefix(line, ":"):
-				return "comment", strings.TrimSpace(line[1:])
-			case strings.HasPrefix(line, "event: "):
-				event = line[len("event: "):]
-			case strings.HasPrefix(line, "data: "):
-				datas = append(datas, line[len("data: "):])
-			}
-		case <-timer.C:
-			s.t.Fatalf("no event within %s", timeout)
-		}
+	ev, err := s.stream.Next(timeout)
+	if errors.Is(err, ssetest.ErrTimeout) {
+		s.t.Fatalf("no event within %s", timeout)
 	}
+	return ev, err == nil
 }
 
 // message skips comments and notifications and returns the next
 // response's data.
-func (s *rawSSE) message(timeout time.Duration) map[string]any {
+func (s *sseSession) message(timeout time.Duration) map[string]any {
 	s.t.Helper()
 	for {
-		ev, data := s.next(timeout)
-		switch ev {
-		case "comment":
+		ev, ok := s.next(timeout)
+		switch {
+		case !ok:
+			s.t.Fatal("the stream ended, want a message")
+		case ev.Name == "" && ev.Data == "" && ev.Comment != "":
 			continue
-		case "message":
+		case ev.Name == "message":
 			var m map[string]any
-			if err := json.Unmarshal([]byte(data), &m); err != nil {
-				s.t.Fatalf("message %q: %v", data, err)
+			if err := json.Unmarshal([]byte(ev.Data), &m); err != nil {
+				s.t.Fatalf("message %q: %v", ev.Data, err)
 			}
 			if _, isResponse := m["id"]; !isResponse {
 				continue
 			}
 			return m
 		default:
-			s.t.Fatalf("got event %q %q, want a message", ev, data)
+			s.t.Fatalf("got event %+v, want a message", ev)
 		}
 	}
 }
@@ -183,9 +146,8 @@ func TestSSEKeepaliveAndErrors(t *testing.T) {
 	s := openSSE(t, e, alice)
 
 	t.Run("keepalive comment", func(t *testing.T) {
-		ev, data := s.next(3 * time.Second)
-		if ev != "comment" || data != "keepalive" {
-			t.Errorf("got %q %q, want the comment \": keepalive\"", ev, data)
+		if ev, _ := s.next(3 * time.Second); ev.Raw != ": keepalive" {
+			t.Errorf("got %+v, want the comment \": keepalive\"", ev)
 		}
 	})
 	t.Run("another subject is forbidden", func(t *testing.T) {
@@ -283,12 +245,12 @@ func TestDisableEnable(t *testing.T) {
 	}
 	// Events already queued may still arrive; then the stream must end.
 	for i := 0; ; i++ {
-		ev, _ := raw.next(5 * time.Second)
-		if ev == "" {
+		ev, ok := raw.next(5 * time.Second)
+		if !ok {
 			break
 		}
 		if i == 10 {
-			t.Fatalf("open stream after disable: still getting events (%q), want the stream to end", ev)
+			t.Fatalf("open stream after disable: still getting events (%+v), want the stream to end", ev)
 		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)

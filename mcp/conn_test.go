@@ -117,6 +117,8 @@ func TestConnReadAndDeliver(t *testing.T) {
 	}
 }
 
+// The writer's exact bytes, so compared raw rather than read back with
+// internal/ssetest, which would accept other framings of the same event.
 func TestMessageEventFraming(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"one line", `{"a":1}`, "event: message\ndata: {\"a\":1}\n\n"},

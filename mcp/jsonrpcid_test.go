@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/lakegate/lakegate/internal/ssetest"
 )
 
 // idCases are JSON-RPC ids as a client may write them; each must come
@@ -235,46 +236,21 @@ func FuzzRestoreIDs(f *testing.F) {
 type sseClient struct {
 	t        *testing.T
 	endpoint string
-	events   chan []byte
+	stream   *ssetest.Stream
 }
 
 func openSSE(t *testing.T, base, sub string) *sseClient {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/mcp/sse", nil)
-	resp, err := clientFor(sub).Do(req)
+	stream, err := ssetest.Open(t.Context(), clientFor(sub), base+"/mcp/sse", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { resp.Body.Close() })
-	s := &sseClient{t: t, events: make(chan []byte, 16)}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	var event string
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "data: "); ok && event == "endpoint" {
-			s.endpoint = base + v
-			break
-		}
-		event, _ = strings.CutPrefix(line, "event: ")
+	t.Cleanup(stream.Close)
+	ev, err := stream.Next(10 * time.Second)
+	if err != nil || ev.Name != "endpoint" {
+		t.Fatalf("got %+v, %v; want the endpoint event", ev, err)
 	}
-	if s.endpoint == "" {
-		t.Fatalf("no endpoint event: %v", sc.Err())
-	}
-	go func() {
-		defer close(s.events)
-		var data []byte
-		for sc.Scan() {
-			line := sc.Bytes()
-			if v, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
-				data = append(data, v...)
-			} else if len(line) == 0 && data != nil {
-				s.events <- data
-				data = nil
-			}
-		}
-	}()
-	return s
+	return &sseClient{t: t, endpoint: base + ev.Data, stream: stream}
 }
 
 func (s *sseClient) post(body string) {
@@ -297,17 +273,16 @@ func (s *sseClient) post(body string) {
 func (s *sseClient) next() []byte {
 	s.t.Helper()
 	for {
-		select {
-		case ev, ok := <-s.events:
-			if !ok {
-				s.t.Fatal("event stream ended")
-			}
-			if !bytes.Contains(ev, []byte(`"method":`)) {
-				return ev
-			}
-		case <-time.After(10 * time.Second):
-			s.t.Fatal("no event within 10s")
-			return nil
+		ev, err := s.stream.Next(10 * time.Second)
+		switch {
+		case err != nil:
+			s.t.Fatalf("no reply: %v", err)
+		case ev.Name == "" && ev.Data == "":
+			// A comment.
+		case ev.Name != "message":
+			s.t.Fatalf("got event %+v, want a message", ev)
+		case !strings.Contains(ev.Data, `"method":`):
+			return []byte(ev.Data)
 		}
 	}
 }
@@ -333,13 +308,21 @@ func streamablePost(t *testing.T, base string, headers map[string]string, body s
 		t.Fatalf("POST %s: got %d and no body, want a reply", body, resp.StatusCode)
 	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		var data []byte
-		for line := range bytes.SplitSeq(b, []byte("\n")) {
-			if v, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
-				data = append(data, v...)
+		// The reply is the one message event; others carry no data.
+		events, err := ssetest.ReadAll(bytes.NewReader(b))
+		var data []string
+		for _, ev := range events {
+			if ev.Data != "" {
+				if ev.Name != "message" {
+					t.Fatalf("POST %s: got event %+v, want a message", body, ev)
+				}
+				data = append(data, ev.Data)
 			}
 		}
-		b = data
+		if err != nil || len(data) != 1 {
+			t.Fatalf("POST %s: got %q (%v), want one message event", body, b, err)
+		}
+		b = []byte(data[0])
 	}
 	return b, resp.Header.Get("Mcp-Session-Id")
 }

@@ -1,8 +1,8 @@
 package server
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/ssetest"
 )
 
 // running is a Server answering on a loopback port through Serve.
@@ -90,37 +91,28 @@ func (r *running) get(ctx context.Context, path, tok string) (*http.Response, er
 
 func TestServeShutdownEndsSSE(t *testing.T) {
 	r := startServe(t, nil, nil)
-	resp, err := r.get(t.Context(), "/mcp/sse", token(t, "agent", RoleReader))
+	stream, err := ssetest.Open(t.Context(), r.client, r.base+"/mcp/sse", ssetest.Bearer(token(t, "agent", RoleReader)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
-		t.Fatalf("got %d %q, want 200 text/event-stream", resp.StatusCode, ct)
-	}
-	br := bufio.NewReader(resp.Body)
-	line, err := br.ReadString('\n')
-	if err != nil || line != "event: endpoint\n" {
-		t.Fatalf("got %q, %v, want the endpoint event", line, err)
-	}
-	data, _ := br.ReadString('\n')
-	if !strings.HasPrefix(data, "data: /mcp/messages/?session_id=") {
-		t.Fatalf("got %q, want the endpoint data line", data)
+	defer stream.Close()
+	ev, err := stream.Next(5 * time.Second)
+	if err != nil || !strings.HasPrefix(ev.Raw, "event: endpoint\ndata: /mcp/messages/?session_id=") {
+		t.Fatalf("got %+v, %v, want the endpoint event", ev, err)
 	}
 
-	ended := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(io.Discard, br)
-		ended <- err
-	}()
 	start := time.Now()
 	if err := r.shutdown(t, 5*time.Second); err != nil {
 		t.Errorf("Serve: got %v, want nil", err)
 	}
-	select {
-	case <-ended:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the SSE stream did not end")
+	for {
+		_, err := stream.Next(5 * time.Second)
+		if errors.Is(err, ssetest.ErrTimeout) {
+			t.Fatal("the SSE stream did not end")
+		}
+		if err != nil {
+			break
+		}
 	}
 	if d := time.Since(start); d > 4*time.Second {
 		t.Errorf("shutdown took %v, want well under the drain timeout", d)
@@ -282,27 +274,18 @@ func TestServeReadTimeout(t *testing.T) {
 		}
 	}
 
-	resp, err := r.get(t.Context(), "/mcp/sse", token(t, "agent", RoleReader))
+	stream, err := ssetest.Open(t.Context(), r.client, r.base+"/mcp/sse", ssetest.Bearer(token(t, "agent", RoleReader)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("got %d, want the event stream", resp.StatusCode)
-	}
-	lines := make(chan error, 1)
-	go func() {
-		br := bufio.NewReader(resp.Body)
-		for {
-			if _, err := br.ReadString('\n'); err != nil {
-				lines <- err
-				return
-			}
+	defer stream.Close()
+	for deadline := time.Now().Add(4 * timeout); ; {
+		_, err := stream.Next(time.Until(deadline))
+		if errors.Is(err, ssetest.ErrTimeout) {
+			break
 		}
-	}()
-	select {
-	case err := <-lines:
-		t.Fatalf("the authenticated stream ended within %v: %v", 4*timeout, err)
-	case <-time.After(4 * timeout):
+		if err != nil {
+			t.Fatalf("the authenticated stream ended within %v: %v", 4*timeout, err)
+		}
 	}
 }
