@@ -1,6 +1,7 @@
 package blocktransport
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -114,7 +115,9 @@ type Stats struct {
 }
 
 // Store keeps transfers as block files under a spool directory, with a
-// TTL and byte budgets. It is safe for concurrent use.
+// TTL and byte budgets. It is safe for concurrent use. Whoever calls
+// [Open] owns the Store and closes it ([Store.Close]), after the values
+// that write or read transfers through it (an MCP plugin) are closed.
 type Store struct {
 	opts Options
 	log  *slog.Logger
@@ -127,8 +130,13 @@ type Store struct {
 	stats     Stats
 	closed    bool
 
-	stop chan struct{}
-	done chan struct{}
+	stop chan struct{} // closed by Close: the sweeper stops
+	done chan struct{} // closed by the sweeper as it ends
+
+	// released is closed once Close has deleted the transfers, closeErr
+	// set before it; both are set by the first Close.
+	released chan struct{}
+	closeErr error
 }
 
 type transfer struct {
@@ -141,7 +149,7 @@ type transfer struct {
 var idPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // Open makes the spool directory, deletes the transfers an earlier run
-// left in it, and starts the expiry sweeper. Close stops it.
+// left in it, and starts the expiry sweeper, which Close stops.
 func Open(o Options) (*Store, error) {
 	if o.Dir == "" {
 		return nil, errors.New("blocktransport: a spool directory is required")
@@ -181,27 +189,50 @@ func Open(o Options) (*Store, error) {
 // TTL is how long a committed transfer can be read.
 func (s *Store) TTL() time.Duration { return s.opts.TTL }
 
-// Close stops the sweeper and deletes every transfer.
-func (s *Store) Close() error {
+// Close refuses new transfers, stops the sweeper and deletes every
+// committed transfer (the reverse of Open), waiting for that until ctx
+// ends; then it returns ctx's error, and the release goes on. Writers not
+// yet committed are their callers' to Abort. It is idempotent: a later call
+// waits for the same release within its own ctx and returns the same
+// error.
+func (s *Store) Close(ctx context.Context) error {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
+	if !s.closed {
+		s.closed = true
+		dirs := make([]string, 0, len(s.transfers))
+		for id, t := range s.transfers {
+			dirs = append(dirs, t.dir)
+			delete(s.transfers, id)
+		}
+		s.released = make(chan struct{})
+		close(s.stop)
+		go s.release(dirs)
 	}
-	s.closed = true
-	dirs := make([]string, 0, len(s.transfers))
-	for id, t := range s.transfers {
-		dirs = append(dirs, t.dir)
-		delete(s.transfers, id)
-	}
+	released := s.released
 	s.mu.Unlock()
-	close(s.stop)
+	select {
+	case <-released:
+		return s.closeErr
+	default:
+	}
+	select {
+	case <-released:
+		return s.closeErr
+	case <-ctx.Done():
+		return fmt.Errorf("blocktransport: close: %w", ctx.Err())
+	}
+}
+
+// release waits for the sweeper to end, then deletes dirs; Close started
+// it.
+func (s *Store) release(dirs []string) {
+	defer close(s.released)
 	<-s.done
-	var errs []error
+	errs := make([]error, 0, len(dirs))
 	for _, d := range dirs {
 		errs = append(errs, os.RemoveAll(d))
 	}
-	return errors.Join(errs...)
+	s.closeErr = errors.Join(errs...)
 }
 
 // Stats returns the counters.

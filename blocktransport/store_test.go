@@ -39,7 +39,7 @@ func open(t *testing.T, o Options) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s
 }
 
@@ -185,10 +185,40 @@ func TestExpiryAndRestart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "keep.txt")); err != nil {
 		t.Errorf("restart removed a file that is not a transfer: %v", err)
 	}
-	s2.Close()
-	s.Close()
+	if err := s2.Close(t.Context()); err != nil {
+		t.Errorf("close: got %v, want nil", err)
+	}
+	if err := s.Close(t.Context()); err != nil {
+		t.Errorf("close: got %v, want nil", err)
+	}
 	if _, err := s.Create("alice", "ndjson"); !errors.Is(err, ErrClosed) {
 		t.Errorf("create after close: got %v, want ErrClosed", err)
+	}
+}
+
+func TestStoreCloseIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := write(t, s, "alice", records(10))
+	// A ctx already done may end the wait, never the release.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Close(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("close with a done ctx: got %v, want nil or context.Canceled", err)
+	}
+	for i := range 2 {
+		if err := s.Close(t.Context()); err != nil {
+			t.Errorf("close %d: got %v, want nil", i+2, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, m.ID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("transfer still on disk after close: %v", err)
+	}
+	if _, _, err := s.Lookup(m.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("lookup after close: got %v, want ErrNotFound", err)
 	}
 }
 

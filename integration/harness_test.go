@@ -167,7 +167,9 @@ func start(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(engine.Close)
+	// Each value is closed by the cleanup registered where it is built:
+	// the server, then the plugin, the block store and the engine.
+	t.Cleanup(func() { _ = engine.Close(context.Background()) })
 	// Wired as the binary wires them: one pool and one registry.
 	metrics := server.NewMetrics()
 	limits := server.NewLimits(cfg, metrics)
@@ -194,7 +196,7 @@ func start(t *testing.T, o envOptions) *env {
 		if blocks, err = blocktransport.Open(bo); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { blocks.Close() })
+		t.Cleanup(func() { _ = blocks.Close(context.Background()) })
 		popts.Blocks = blocks
 	}
 	if o.plugin != nil {
@@ -204,6 +206,7 @@ func start(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = plugin.Close(context.Background()) })
 	cfg.DrainTimeout = config.Duration(5 * time.Second)
 	if o.drain != 0 {
 		cfg.DrainTimeout = config.Duration(o.drain)
@@ -212,7 +215,7 @@ func start(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() { _ = srv.Close(context.Background()) })
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		t.Fatal(err)

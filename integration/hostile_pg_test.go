@@ -85,7 +85,7 @@ func TestHostileCorpusPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer func() { _ = e.Close(context.Background()) }()
 
 	before := snapshot(t, dbu)
 	refused := 0

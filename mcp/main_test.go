@@ -48,7 +48,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(real.Close)
+	t.Cleanup(func() { _ = real.Close(context.Background()) })
 	return &fakeEngine{real: real, tables: map[string][]string{"iot": {"devices", "readings"}, "shop": {"orders"}},
 		slowStarted: make(chan struct{}, 8), slowEnded: make(chan error, 8)}
 }

@@ -103,9 +103,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Plugin is the MCP plugin. Build it with New, Mount it on a router, and
-// Close it when the server stops. Enable, Disable and Status are safe for
-// concurrent use.
+// Plugin is the MCP plugin. Build it with New and Mount it on a router; the
+// host shuts its traffic down as part of its drain (Shutdown), and whoever
+// built it closes it (Close) once the host has stopped. Enable, Disable and
+// Status are safe for concurrent use.
 type Plugin struct {
 	// meter is the host's per-request rate limit, from Mount; nil: none.
 	meter gin.HandlerFunc
@@ -135,7 +136,12 @@ type Plugin struct {
 	stdio         int // open stdio sessions
 	closed        bool
 	wg            sync.WaitGroup
-	requests      inflight // protocol requests in flight, for Close
+	requests      inflight // protocol requests in flight, for Shutdown
+
+	// shutdownOnce runs Shutdown's drain once; shutdownDone is closed when
+	// it is over (shutdown.go).
+	shutdownOnce sync.Once
+	shutdownDone chan struct{}
 
 	syncMu    sync.Mutex
 	lastSync  time.Time // of the last catalog check, under syncMu
@@ -352,27 +358,13 @@ func (p *Plugin) ToolNames() []string {
 	return names
 }
 
-// Close shuts the plugin down: new sessions and requests are refused
-// (unavailable, shutting down); the requests running may finish until ctx
-// ends, and those still running then are stopped (their queries too) and
-// answer that the server is shutting down, with retry_after. Then every
-// session closes, its answers sent first, and Close returns once their
-// streams have ended. Safe to call more than once.
+// Close is the owner's end of the plugin: whoever built it with New calls
+// it once the host has stopped serving (after server.Serve returns and the
+// server is closed), and before closing the engine and block store it was
+// given, which the plugin does not own. It drains the plugin as Shutdown
+// does if the host has not. It is idempotent.
 func (p *Plugin) Close(ctx context.Context) error {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	if n := p.requests.finish(ctx); n > 0 {
-		p.log.Warn("drain timeout: MCP requests stopped, each answered that the server is shutting down", "requests", n)
-		p.awaitAnswers(answerWait)
-		// Clients (go-sdk's among them) may drop an answer they have not
-		// handed on yet when its session's streams end at once: give
-		// them a moment to take it.
-		time.Sleep(answerLinger)
-	}
-	p.closeSessions(true)
-	p.wg.Wait()
-	return nil
+	return p.Shutdown(ctx)
 }
 
 func (p *Plugin) count(tool string, failed bool) {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -53,7 +54,7 @@ func TestResultsInlineAndBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = store.Close() })
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
 	p, _ := newTestPlugin(t, Options{Blocks: store, BlockThreshold: 8 << 10,
 		PreviewRows: 5, PreviewBytes: 2 << 10, PreviewCellBytes: 100})
 	srv := serveHTTP(t, p)
@@ -139,7 +140,7 @@ func TestResultsBlockStorageFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = store.Close() })
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	p, _ := newTestPlugin(t, Options{Blocks: store, Logger: slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, nil))})

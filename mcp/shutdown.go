@@ -3,13 +3,55 @@ package mcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// inflight tracks the protocol requests being handled, so that Close can
+// Shutdown stops the plugin's traffic: new sessions and requests are
+// refused (unavailable, shutting down); the requests running may finish
+// until ctx ends, and those still running then are stopped (their queries
+// too) and answer that the server is shutting down, with retry_after.
+// Then every session closes, its answers sent first, and Shutdown returns
+// once their streams have ended. A host calls it as part of its own drain
+// (server.Serve does), while the connections that carry the answers are
+// still open; the plugin's owner then calls Close. The drain runs once: a
+// later or concurrent call waits for it to end, within its own ctx.
+func (p *Plugin) Shutdown(ctx context.Context) error {
+	first := false
+	p.shutdownOnce.Do(func() {
+		first = true
+		p.shutdownDone = make(chan struct{})
+	})
+	if !first {
+		select {
+		case <-p.shutdownDone:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("mcp: shutdown: %w", ctx.Err())
+		}
+	}
+	defer close(p.shutdownDone)
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	if n := p.requests.finish(ctx); n > 0 {
+		p.log.Warn("drain timeout: MCP requests stopped, each answered that the server is shutting down", "requests", n)
+		p.awaitAnswers(answerWait)
+		// Clients (go-sdk's among them) may drop an answer they have not
+		// handed on yet when its session's streams end at once: give
+		// them a moment to take it.
+		time.Sleep(answerLinger)
+	}
+	p.closeSessions(true)
+	p.wg.Wait()
+	return nil
+}
+
+// inflight tracks the protocol requests being handled, so that Shutdown can
 // let them finish within its deadline and then stop those still running:
 // the SDK's session Close waits for a session's requests, and a tool
 // call's query may otherwise run until its statement timeout, long past

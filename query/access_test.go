@@ -36,7 +36,7 @@ func accessEngine(t *testing.T) *Engine {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	t.Cleanup(e.Close)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	return e
 }
 
@@ -214,7 +214,7 @@ func TestAccessOpenErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e, err := Open(t.Context(), dbs, &Options{Access: map[string]config.RoleAccess{"r": a}})
 			if e != nil {
-				e.Close()
+				_ = e.Close(context.Background())
 			}
 			qe := wantKind(t, err, KindValidation)
 			if !strings.Contains(qe.Message, `role "r"`) {
@@ -296,7 +296,7 @@ func TestStmtAccessPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	const who = "SELECT concat(current_user, '') AS u, current_setting('search_path') AS p"
 	tests := []struct {
 		name     string

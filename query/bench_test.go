@@ -2,6 +2,7 @@ package query
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func BenchmarkBuildAndValidate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer e.Close()
+	defer func() { _ = e.Close(context.Background()) }()
 	r := Request{Database: "lite", Table: "readings",
 		Filters: []Filter{{Column: "device_id", Op: "=", Value: 3.0}, {Column: "status", Op: "in", Value: []any{"ok", "warn"}}},
 		OrderBy: []Order{{Column: "ts", Desc: true}}, Limit: 50}
@@ -105,7 +106,7 @@ func BenchmarkRunSQLite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer e.Close()
+	defer func() { _ = e.Close(context.Background()) }()
 	benchRun(b, e, "lite")
 }
 
@@ -151,7 +152,7 @@ func benchEngine(tb testing.TB) *Engine {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(e.Close)
+	tb.Cleanup(func() { _ = e.Close(context.Background()) })
 	return e
 }
 

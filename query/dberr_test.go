@@ -474,7 +474,7 @@ func TestRetryLockTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	admin, err := pgx.Connect(t.Context(), pgTestURL(url))
 	if err != nil {
 		t.Fatal(err)

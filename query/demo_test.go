@@ -24,7 +24,7 @@ func TestCreateDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer func() { _ = e.Close(context.Background()) }()
 	q := "SELECT count(*), sum(id * temperature), count(power_w), count(note), min(ts), max(ts) FROM readings"
 	_, ra := collectSQL(t, e, Caller{}, SQLRequest{Database: "a", SQL: q})
 	_, rb := collectSQL(t, e, Caller{}, SQLRequest{Database: "b", SQL: q})

@@ -56,24 +56,32 @@ type source interface {
 	// With a key k, the key is claimed in the same transaction, and a
 	// batch committed before under k is replayed, not written again.
 	insert(ctx context.Context, t *tableInfo, groups []insertGroup, k *batchKey) (InsertResult, error)
-	close()
+	// close releases the connections; it is called once.
+	close() error
 }
 
 // Engine serves the configured databases: it owns their connections and
-// catalogs. An Engine is safe for concurrent use; the caller of [Open] must
-// call [Engine.Close].
+// catalogs. An Engine is safe for concurrent use. Whoever calls [Open]
+// owns the Engine and closes it ([Engine.Close]), after every value built
+// on it (a server, an MCP plugin) is closed.
 type Engine struct {
 	opts    Options
 	log     *slog.Logger
 	names   []string // sorted
 	sources map[string]source
+	// opened lists the sources in the order Open connected them; Close
+	// releases them in reverse.
+	opened []source
 	// catalogs caches each database's catalog; the map itself is fixed
 	// after Open, each entry has its own lock.
 	catalogs map[string]*catalogCache
 	// breakers holds each database's circuit breaker; fixed after Open.
-	breakers  map[string]*breaker
-	plans     planCache
+	breakers map[string]*breaker
+	plans    planCache
+
 	closeOnce sync.Once
+	released  chan struct{} // closed once Close has released every source
+	closeErr  error         // set before released is closed
 }
 
 // Open connects every database of dbs (a pgx pool for PostgreSQL, read-only
@@ -139,16 +147,22 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 	}
 	for _, db := range dbs {
 		if err := e.openOne(ctx, db); err != nil {
-			e.Close()
+			e.abandon(ctx)
 			return nil, err
 		}
 	}
 	sort.Strings(e.names)
 	if err := e.checkAccess(); err != nil {
-		e.Close()
+		e.abandon(ctx)
 		return nil, err
 	}
 	return e, nil
+}
+
+// abandon releases what a failed Open connected, before Open returns (even
+// when ctx was cancelled); the error of Open is the one that matters.
+func (e *Engine) abandon(ctx context.Context) {
+	_ = e.Close(context.WithoutCancel(ctx))
 }
 
 func (e *Engine) openOne(ctx context.Context, db config.Database) error {
@@ -174,6 +188,7 @@ func (e *Engine) openOne(ctx context.Context, db config.Database) error {
 		return err
 	}
 	e.sources[db.Name] = src
+	e.opened = append(e.opened, src)
 	e.catalogs[db.Name] = &catalogCache{}
 	e.breakers[db.Name] = newBreaker(e.opts.BreakerFailures, e.opts.BreakerCooldown)
 	e.names = append(e.names, db.Name)
@@ -181,14 +196,35 @@ func (e *Engine) openOne(ctx context.Context, db config.Database) error {
 	return nil
 }
 
-// Close releases every connection. It is idempotent and safe after a
-// partial Open.
-func (e *Engine) Close() {
+// Close releases the databases' connections, the last opened first, and
+// waits until they are closed (a PostgreSQL pool waits for the connections
+// in use to come back) or ctx ends, whichever is first; then it returns
+// ctx's error, and the release goes on. Its owner calls it once nothing
+// runs queries any more. It is idempotent: a later call waits for the same
+// release within its own ctx and returns the same error.
+func (e *Engine) Close(ctx context.Context) error {
 	e.closeOnce.Do(func() {
-		for i := len(e.names) - 1; i >= 0; i-- {
-			e.sources[e.names[i]].close()
-		}
+		e.released = make(chan struct{})
+		go func() {
+			defer close(e.released)
+			errs := make([]error, 0, len(e.opened))
+			for i := len(e.opened) - 1; i >= 0; i-- {
+				errs = append(errs, e.opened[i].close())
+			}
+			e.closeErr = errors.Join(errs...)
+		}()
 	})
+	select {
+	case <-e.released:
+		return e.closeErr
+	default:
+	}
+	select {
+	case <-e.released:
+		return e.closeErr
+	case <-ctx.Done():
+		return fmt.Errorf("query: close: %w", ctx.Err())
+	}
 }
 
 // Databases lists the configured databases, sorted by name.

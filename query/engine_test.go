@@ -43,7 +43,7 @@ func TestOpenErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e, err := Open(t.Context(), tt.dbs, nil)
 			if e != nil {
-				e.Close()
+				_ = e.Close(context.Background())
 				t.Fatal("got an engine, want none")
 			}
 			qe := wantKind(t, err, tt.want)
@@ -86,14 +86,58 @@ func TestEngineLifecycle(t *testing.T) {
 	if !strings.Contains(logs.String(), "database=alpha") {
 		t.Errorf("got logs %q, want the opened databases", logs.String())
 	}
-	e.Close()
-	e.Close() // idempotent
+	if err := e.Close(t.Context()); err != nil {
+		t.Errorf("Close: got %v, want nil", err)
+	}
+	if err := e.Close(t.Context()); err != nil {
+		t.Errorf("second Close: got %v, want nil", err)
+	}
 	err = e.Ping(t.Context())
 	if err == nil {
 		t.Fatal("Ping after Close: got nil, want an error")
 	}
 	if k := KindOf(err); k != KindUnavailable {
 		t.Errorf("Ping after Close: got %v, want unavailable", err)
+	}
+}
+
+// closingSource records when it is closed; its close waits for release
+// and returns err.
+type closingSource struct {
+	source
+	name    string
+	closed  *[]string
+	release chan struct{}
+	err     error
+}
+
+func (s *closingSource) close() error {
+	<-s.release
+	*s.closed = append(*s.closed, s.name)
+	return s.err
+}
+
+func TestEngineClose(t *testing.T) {
+	var closed []string
+	release := make(chan struct{})
+	boom := errors.New("boom")
+	e := &Engine{opened: []source{
+		&closingSource{name: "first", closed: &closed, release: release},
+		&closingSource{name: "second", closed: &closed, release: release, err: boom},
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := e.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close while the sources close, ctx done: got %v, want context.Canceled", err)
+	}
+	close(release)
+	for range 2 {
+		if err := e.Close(t.Context()); !errors.Is(err, boom) {
+			t.Errorf("Close once released: got %v, want the sources' error", err)
+		}
+	}
+	if want := []string{"second", "first"}; !reflect.DeepEqual(closed, want) {
+		t.Errorf("closed %v, want %v (the reverse of opening)", closed, want)
 	}
 }
 

@@ -149,7 +149,7 @@ func TestInsertOnceCatalogHidesKeyTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fresh.Close()
+	defer func() { _ = fresh.Close(context.Background()) }()
 	tables, err := fresh.Tables(t.Context(), Caller{}, "lite")
 	if err != nil {
 		t.Fatal(err)

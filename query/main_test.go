@@ -152,7 +152,7 @@ func pgEngine(t *testing.T, opts *Options) *Engine {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	t.Cleanup(e.Close)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	return e
 }
 
@@ -187,7 +187,7 @@ func sqliteEngine(t *testing.T, opts *Options) (*Engine, string) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	t.Cleanup(e.Close)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	return e, path
 }
 

@@ -87,7 +87,11 @@ func (s *pgSource) dialect() Dialect { return Postgres }
 
 func (s *pgSource) ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-func (s *pgSource) close() { s.pool.Close() }
+// close waits for the connections in use to come back, then closes them.
+func (s *pgSource) close() error {
+	s.pool.Close()
+	return nil
+}
 
 // pgResultColumn describes field f.
 func pgResultColumn(f pgconn.FieldDescription, m *pgtype.Map) ResultColumn {

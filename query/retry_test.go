@@ -209,7 +209,7 @@ func TestBreakerOpensOnDeadDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer func() { _ = e.Close(context.Background()) }()
 	ln.Close()
 	<-proxyDone
 	e.sources["pg"].(*pgSource).pool.Reset() // drop the live connections: the server is gone

@@ -64,13 +64,16 @@ func (s *sqliteSource) dialect() Dialect { return SQLite }
 
 func (s *sqliteSource) ping(ctx context.Context) error { return s.ro.PingContext(ctx) }
 
-func (s *sqliteSource) close() {
-	s.ro.Close()
+// close closes the read-write handle (opened last, on the first write),
+// then the read-only one.
+func (s *sqliteSource) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var err error
 	if s.rw != nil {
-		s.rw.Close()
+		err = s.rw.Close()
 	}
+	return errors.Join(err, s.ro.Close())
 }
 
 // writer returns the read-write handle, one connection so that writers

@@ -217,7 +217,7 @@ func TestSuggestRestrictedSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	checkSuggest(t, e, restricted, "lite", noLeak)
 	t.Run("refused table close to an allowed one", func(t *testing.T) {
 		_, _, err := runSQL(t.Context(), e, restricted, SQLRequest{Database: "lite", SQL: "SELECT * FROM readngs"})

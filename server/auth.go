@@ -109,11 +109,14 @@ func newVerifier(cfg config.Config, log *slog.Logger) (*verifier, error) {
 	return v, nil
 }
 
+// close ends the authorization servers' discovery and refreshes, then the
+// configured JWK Set's: the reverse of newVerifier. It waits for the
+// discovery goroutines.
 func (v *verifier) close() {
-	v.keys.close()
 	for _, iv := range v.byIssuer {
 		iv.close()
 	}
+	v.keys.close()
 }
 
 // verify checks token and returns its caller. ctx bounds a JWK Set fetch.
@@ -279,12 +282,6 @@ func (s *Server) authHint() string {
 		ways = append(ways, "or connect with a client certificate")
 	}
 	return strings.Join(ways, ", ")
-}
-
-// Close releases what New started (the JWK Set refresh). It is
-// idempotent; call it after Serve returns.
-func (s *Server) Close() {
-	s.verifier.close()
 }
 
 // requireRole lets only callers holding role through (admin holds all).

@@ -74,7 +74,7 @@ func newStack(t *testing.T, change func(*config.Config), setup ...func(*Server))
 	t.Cleanup(func() {
 		client.CloseIdleConnections()
 		hs.Close()
-		_ = plugin.Close(context.Background())
+		_ = s.Close(context.Background())
 	})
 	return &stack{srv: s, plugin: plugin, engine: engine, http: hs, client: client, logs: logs}
 }
@@ -91,11 +91,12 @@ func newEngine(t *testing.T) (*query.Engine, *mcp.Plugin) {
 	if err != nil {
 		t.Fatalf("query.Open: %v", err)
 	}
-	t.Cleanup(engine.Close)
+	t.Cleanup(func() { _ = engine.Close(context.Background()) })
 	plugin, err := mcp.New(engine, &mcp.Options{Tools: lakegate.DefaultTools, Enabled: true})
 	if err != nil {
 		t.Fatalf("mcp.New: %v", err)
 	}
+	t.Cleanup(func() { _ = plugin.Close(context.Background()) })
 	return engine, plugin
 }
 

@@ -51,7 +51,7 @@ func startWired(t *testing.T, change func(*config.Config)) *wired {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(engine.Close)
+	t.Cleanup(func() { _ = engine.Close(context.Background()) })
 	logs := &logBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	metrics := NewMetrics()
@@ -62,6 +62,7 @@ func startWired(t *testing.T, change func(*config.Config)) *wired {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = plugin.Close(context.Background()) })
 	s, err := New(cfg, engine, plugin, &Options{Logger: log, Metrics: metrics, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func startWired(t *testing.T, change func(*config.Config)) *wired {
 			t.Error("Serve did not return")
 		}
 		w.client.CloseIdleConnections()
-		s.Close()
+		_ = s.Close(context.Background())
 	})
 	return w
 }

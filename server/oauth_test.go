@@ -95,7 +95,6 @@ func oauthStack(t *testing.T, issuers ...string) *stack {
 		c.AuthorizationServers = issuers
 		c.PublicURL = testPublicURL + "/" // the slash is dropped
 	})
-	t.Cleanup(st.srv.Close)
 	return st
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,6 +60,7 @@ func startServeWith(t *testing.T, cfg config.Config, opts *Options, setup func(*
 			t.Error("Serve did not return")
 		}
 		r.client.CloseIdleConnections()
+		_ = s.Close(context.Background())
 	})
 	return r
 }
@@ -205,6 +207,7 @@ func TestServeListenerError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -287,5 +290,24 @@ func TestServeReadTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the authenticated stream ended within %v: %v", 4*timeout, err)
 		}
+	}
+}
+
+// Close ends what New started (here an authorization server's discovery and
+// key refreshes); a second Close, or one at the same time, is harmless.
+func TestServerCloseIdempotent(t *testing.T) {
+	ti := newTestIssuer(t, "", oauthMeta, "")
+	st := oauthStack(t, ti.issuer) // its cleanup closes it once more
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if err := st.srv.Close(t.Context()); err != nil {
+				t.Errorf("Close: got %v, want nil", err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := st.srv.Close(t.Context()); err != nil {
+		t.Errorf("Close after Close: got %v, want nil", err)
 	}
 }

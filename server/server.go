@@ -43,6 +43,8 @@ type Options struct {
 }
 
 // Server is the HTTP data server. Build it with New and run it with Serve.
+// Whoever calls New owns the Server and closes it ([Server.Close]) after
+// Serve returns, before closing the plugin and engine it was given.
 type Server struct {
 	cfg      config.Config
 	engine   *query.Engine
@@ -59,10 +61,15 @@ type Server struct {
 	limits    *Limits
 	readiness readiness
 	draining  atomic.Bool // set when Serve begins its shutdown
+
+	closeOnce sync.Once
+	released  chan struct{} // closed once Close has released what New started
 }
 
 // Plugin is what the server needs of the MCP plugin (*mcp.Plugin): its
-// routes, the run-time switch, its state, and its shutdown.
+// routes, the run-time switch, its state, and its part in the drain. The
+// server never closes it: whoever built the plugin does, after
+// [Server.Close].
 type Plugin interface {
 	// Mount registers the plugin's routes on r, which authenticates
 	// callers; meter is the host's per-request rate limit.
@@ -71,16 +78,18 @@ type Plugin interface {
 	Disable()
 	Enabled() bool
 	Status() lakegate.PluginStatus
-	// Close shuts the plugin down within ctx (see Serve); it may be
-	// called more than once.
-	Close(ctx context.Context) error
+	// Shutdown stops the plugin's sessions and requests within ctx, as
+	// part of Serve's drain: its calls must answer while the connections
+	// carrying their answers are still open. It may be called more than
+	// once.
+	Shutdown(ctx context.Context) error
 }
 
-// New builds the server and its routes. The engine and plugin stay owned by
-// the caller, who closes them after Serve returns, and then calls
-// [Server.Close]. Serve's drain shuts the plugin down itself (its calls
-// must answer before the connections close); the caller's Close of it is
-// then a no-op, as Plugin.Close may be called more than once.
+// New builds the server and its routes. The engine and plugin stay owned
+// by the caller. After Serve returns, the caller closes the server
+// ([Server.Close]), then the plugin, then the engine: the reverse of
+// building them. Serve's drain only shuts the plugin's traffic down
+// (Plugin.Shutdown); its release is its owner's.
 func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -115,6 +124,32 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 	}
 	s.router = s.routes()
 	return s, nil
+}
+
+// Close releases what New started (the JWK Set refreshes and the
+// authorization servers' discovery), waiting for them until ctx ends; then
+// it returns ctx's error, and the release goes on. Call it after Serve
+// returns. It is idempotent: a later call waits for the same release
+// within its own ctx.
+func (s *Server) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		s.released = make(chan struct{})
+		go func() {
+			defer close(s.released)
+			s.verifier.close()
+		}()
+	})
+	select {
+	case <-s.released:
+		return nil
+	default:
+	}
+	select {
+	case <-s.released:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("server: close: %w", ctx.Err())
+	}
 }
 
 // Handler returns the server's HTTP handler (for tests and embedding).
@@ -238,7 +273,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// MCP sessions close: event streams never finish by themselves, and
 	// tool calls still running when the drain ends are cancelled.
 	pluginDone := make(chan error, 1)
-	go func() { pluginDone <- s.plugin.Close(drain) }()
+	go func() { pluginDone <- s.plugin.Shutdown(drain) }()
 	var h3err chan error
 	if h3 != nil {
 		h3err = make(chan error, 1)

@@ -180,11 +180,15 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	// and MCP; one registry for their metrics.
 	metrics := server.NewMetrics()
 	limits := server.NewLimits(cfg, metrics)
+	// What serve builds it closes, the last built first: the server, then
+	// the plugin, the block store and the engine (closeAll). Serve's drain
+	// has shut the plugin's traffic down by then. ctx is cancelled by then
+	// too: the closes wait as long as the release takes.
 	engine, plugin, closeAll, err := openPlugin(ctx, cfg, cfg.BlockDir(), log, so.conformance, limits.MCP(), metrics)
 	if err != nil {
 		return err
 	}
-	defer closeAll()
+	defer closeAll(context.WithoutCancel(ctx))
 	if so.conformance {
 		log.Warn("serving the MCP conformance fixtures (--conformance): for tests only")
 	}
@@ -192,7 +196,11 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer func() {
+		if err := srv.Close(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("close server", lakegate.LogError, err.Error())
+		}
+	}()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("listen on %s: address already in use (another process holds it): "+
@@ -246,13 +254,18 @@ func cursorKey(cfg config.Config) []byte {
 	return m.Sum(nil)
 }
 
+// The MCP plugin is what the server hosts.
+var _ server.Plugin = (*mcp.Plugin)(nil)
+
 // openPlugin opens the query engine and the block store (spooling under
-// blockDir) and builds the MCP plugin on them. The caller closes the
-// plugin (through the server or itself), then calls closeAll. workers and
-// observer, when not nil, are the server's shared pool and metrics.
+// blockDir) and builds the MCP plugin on them. The caller owns the three
+// and closes them with closeAll, once nothing built on them (a server)
+// runs: the plugin, then the block store, then the engine, each within
+// ctx, failures logged. workers and observer, when not nil, are the
+// server's shared pool and metrics.
 func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *slog.Logger, conformance bool,
 	workers mcp.Workers, observer mcp.Observer) (
-	engine *query.Engine, plugin *mcp.Plugin, closeAll func(), err error) {
+	engine *query.Engine, plugin *mcp.Plugin, closeAll func(ctx context.Context), err error) {
 	engine, err = query.Open(ctx, cfg.Databases, &query.Options{
 		StatementTimeout: time.Duration(cfg.StatementTimeout),
 		DefaultLimit:     cfg.DefaultRowLimit,
@@ -280,14 +293,14 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		Logger:           log,
 	})
 	if err != nil {
-		engine.Close()
+		closeEngine(context.WithoutCancel(ctx), engine, log)
 		return nil, nil, nil, err
 	}
-	closeAll = func() {
-		if err := blocks.Close(); err != nil {
+	closeStores := func(ctx context.Context) {
+		if err := blocks.Close(ctx); err != nil {
 			log.Warn("clean block spool", lakegate.LogError, err.Error())
 		}
-		engine.Close()
+		closeEngine(ctx, engine, log)
 	}
 	plugin, err = mcp.New(engine, &mcp.Options{
 		Tools:             lakegate.DefaultTools,
@@ -313,10 +326,23 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		MaxSessionsPerSubject: cfg.MCPMaxSessionsPerSubject,
 	})
 	if err != nil {
-		closeAll()
+		closeStores(context.WithoutCancel(ctx))
 		return nil, nil, nil, err
 	}
+	closeAll = func(ctx context.Context) {
+		if err := plugin.Close(ctx); err != nil {
+			log.Warn("close mcp plugin", lakegate.LogError, err.Error())
+		}
+		closeStores(ctx)
+	}
 	return engine, plugin, closeAll, nil
+}
+
+// closeEngine closes engine within ctx and logs a failure.
+func closeEngine(ctx context.Context, engine *query.Engine, log *slog.Logger) {
+	if err := engine.Close(ctx); err != nil {
+		log.Warn("close query engine", lakegate.LogError, err.Error())
+	}
 }
 
 // connectInfo is what the connection help needs beyond the configuration.

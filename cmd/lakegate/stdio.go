@@ -90,11 +90,13 @@ func runStdio(ctx context.Context, cfg config.Config, caller lakegate.Caller, t 
 	if err != nil {
 		return err
 	}
-	defer closeAll()
 	defer func() {
+		// The plugin's drain gets 5 s; the block store and the engine are
+		// released in full.
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = plugin.Close(cctx)
+		_ = plugin.Shutdown(cctx)
+		closeAll(context.WithoutCancel(ctx))
 	}()
 	err = plugin.ServeStdio(ctx, t, caller)
 	if errors.Is(err, context.Canceled) {

@@ -54,11 +54,14 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer engine.Close()
+	// What run builds, run closes, the last built first: the plugin, then
+	// the engine.
+	defer engine.Close(context.Background())
 	plugin, err := mcp.New(engine, &mcp.Options{Tools: lakegate.DefaultTools, Enabled: true})
 	if err != nil {
 		return err
 	}
+	defer plugin.Close(context.Background())
 
 	// The existing server: its own routes and its own auth.
 	r := gin.New()
@@ -89,7 +92,9 @@ func run(ctx context.Context) error {
 	}
 	drain, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = plugin.Close(drain) // ends the MCP sessions, whose streams never end alone
+	// The MCP sessions' streams never end alone: the plugin's drain ends
+	// them, so that the server's Shutdown does not wait for them.
+	_ = plugin.Shutdown(drain)
 	return srv.Shutdown(drain)
 }
 
