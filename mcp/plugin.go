@@ -143,10 +143,7 @@ type Plugin struct {
 	shutdownOnce sync.Once
 	shutdownDone chan struct{}
 
-	syncMu    sync.Mutex
-	lastSync  time.Time // of the last catalog check, under syncMu
-	catalogMu sync.Mutex
-	catalog   map[string]bool // URIs of the table schema resources listed
+	catalog *catalog // the table schema resources (catalog.go)
 
 	// posts maps the headerPOST id of each Streamable HTTP POST in flight
 	// to a channel closed if its client goes away before the answer.
@@ -189,7 +186,7 @@ const (
 // the protocol server. It starts nothing.
 func New(engine Engine, opts *Options) (*Plugin, error) {
 	p := &Plugin{engine: engine, sessions: map[string]*conn{}, calls: map[string]*ToolStats{},
-		streams: map[string]*streamSession{}, streamPending: map[string]int{}}
+		streams: map[string]*streamSession{}, streamPending: map[string]int{}, catalog: newCatalog()}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -362,9 +359,12 @@ func (p *Plugin) ToolNames() []string {
 // it once the host has stopped serving (after server.Serve returns and the
 // server is closed), and before closing the engine and block store it was
 // given, which the plugin does not own. It drains the plugin as Shutdown
-// does if the host has not. It is idempotent.
+// does if the host has not, then stops what the plugin started (a catalog
+// check). It is idempotent.
 func (p *Plugin) Close(ctx context.Context) error {
-	return p.Shutdown(ctx)
+	err := p.Shutdown(ctx)
+	p.catalog.close()
+	return err
 }
 
 func (p *Plugin) count(tool string, failed bool) {

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -100,94 +98,4 @@ func parseSchemaURI(uri string) (db, table string, ok bool) {
 		return "", "", false
 	}
 	return db, table, true
-}
-
-// firstSyncTimeout bounds one catalog check.
-const firstSyncTimeout = 5 * time.Second
-
-// catalogCheck is receiving middleware: before a request is handled, it
-// checks the catalog when the last check is older than CatalogInterval
-// (always, the first time, so the first resources/list is complete). The
-// check rides on client traffic, bounded by firstSyncTimeout, so the plugin
-// runs no goroutine of its own; concurrent requests wait for one check.
-func (p *Plugin) catalogCheck(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
-	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-		p.syncMu.Lock()
-		if p.lastSync.IsZero() || time.Since(p.lastSync) >= p.opts.CatalogInterval {
-			p.lastSync = time.Now()
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), firstSyncTimeout)
-			p.syncCatalog(sctx)
-			cancel()
-		}
-		p.syncMu.Unlock()
-		return next(ctx, method, req)
-	}
-}
-
-// syncCatalog lists the tables of every database and adds or removes the
-// concrete schema resources; the SDK then sends
-// notifications/resources/list_changed to the open sessions. A database
-// that cannot be listed keeps its resources until it answers again.
-func (p *Plugin) syncCatalog(ctx context.Context) {
-	want := map[string]*mcpsdk.Resource{}
-	failed := map[string]bool{}
-	for _, db := range p.engine.Databases() {
-		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		tables, err := p.engine.Tables(lctx, catalogCaller, db.Name)
-		cancel()
-		if err != nil {
-			failed[db.Name] = true
-			if ctx.Err() == nil {
-				p.log.Warn("catalog check failed", "database", db.Name, lakegate.LogError, NewErrorBody(err).Message)
-			}
-			continue
-		}
-		for _, t := range tables {
-			uri := schemaURI(db.Name, t.Name)
-			want[uri] = &mcpsdk.Resource{
-				URI:         uri,
-				Name:        db.Name + "." + t.Name,
-				Title:       fmt.Sprintf("Schema of %s.%s (%s)", db.Name, t.Name, t.Kind),
-				Description: fmt.Sprintf("Columns, keys and row estimate (%d) of %s %s in database %s.", t.RowEstimate, t.Kind, t.Name, db.Name),
-				MIMEType:    "application/json",
-			}
-		}
-	}
-	p.catalogMu.Lock()
-	defer p.catalogMu.Unlock()
-	if p.catalog == nil {
-		p.catalog = map[string]bool{}
-	}
-	var gone []string
-	for uri := range p.catalog {
-		db, _, _ := parseSchemaURI(uri)
-		if want[uri] == nil && !failed[db] {
-			gone = append(gone, uri)
-		}
-	}
-	slices.Sort(gone)
-	if len(gone) > 0 {
-		p.server.RemoveResources(gone...)
-		for _, uri := range gone {
-			delete(p.catalog, uri)
-		}
-	}
-	for uri, r := range want {
-		if !p.catalog[uri] {
-			p.server.AddResource(r, p.readSchema)
-			p.catalog[uri] = true
-		}
-	}
-}
-
-// catalogURIs lists the table schema resources currently registered.
-func (p *Plugin) catalogURIs() []string {
-	p.catalogMu.Lock()
-	defer p.catalogMu.Unlock()
-	uris := make([]string, 0, len(p.catalog))
-	for uri := range p.catalog {
-		uris = append(uris, uri)
-	}
-	slices.Sort(uris)
-	return uris
 }
