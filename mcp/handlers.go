@@ -422,9 +422,7 @@ func (p *Plugin) goneSignal(req *mcpsdk.CallToolRequest) <-chan struct{} {
 	if req.Session == nil {
 		return nil
 	}
-	p.mu.Lock()
-	cn := p.sessions[req.Session.ID()]
-	p.mu.Unlock()
+	cn := p.sessions.sseSession(req.Session.ID())
 	if cn == nil {
 		return nil
 	}

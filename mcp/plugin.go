@@ -127,16 +127,8 @@ type Plugin struct {
 	stateful  http.Handler // Streamable HTTP, 2025 revisions, sessions
 	stateless http.Handler // Streamable HTTP, 2026-07-28 revision
 
-	mu       sync.Mutex
-	sessions map[string]*conn
-	// streams holds the open Streamable HTTP sessions (sessions.go);
-	// streamPending counts, per subject, POSTs opening one now.
-	streams       map[string]*streamSession
-	streamPending map[string]int
-	stdio         int // open stdio sessions
-	closed        bool
-	wg            sync.WaitGroup
-	requests      inflight // protocol requests in flight, for Shutdown
+	sessions *registry // the open sessions and their limits (sessions.go)
+	requests inflight  // protocol requests in flight, for Shutdown
 
 	// shutdownOnce runs Shutdown's drain once; shutdownDone is closed when
 	// it is over (shutdown.go).
@@ -185,8 +177,7 @@ const (
 // New builds a Plugin: it reads and checks the tool declarations and sets up
 // the protocol server. It starts nothing.
 func New(engine Engine, opts *Options) (*Plugin, error) {
-	p := &Plugin{engine: engine, sessions: map[string]*conn{}, calls: map[string]*ToolStats{},
-		streams: map[string]*streamSession{}, streamPending: map[string]int{}, catalog: newCatalog()}
+	p := &Plugin{engine: engine, calls: map[string]*ToolStats{}, catalog: newCatalog()}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -235,6 +226,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		}
 	}
 	p.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, sopts)
+	p.sessions = newRegistry(p.server, o, p.log)
 	for _, t := range tools {
 		p.server.AddTool(t.tool(), p.observe(t.Name, p.handle(t)))
 	}
@@ -300,7 +292,7 @@ func (p *Plugin) Enable() {
 func (p *Plugin) Disable() {
 	if p.enabled.CompareAndSwap(true, false) {
 		p.enabledSince.Store(nil)
-		p.closeSessions(false)
+		p.sessions.closeAll(false)
 		p.log.Info("mcp disabled")
 	}
 }
@@ -322,21 +314,8 @@ func (p *Plugin) Status() Status {
 		st.Blocks = &BlockStatus{Transfers: bs.Created, Blocks: bs.Blocks, Bytes: bs.Written,
 			StoredNow: bs.Transfers, StoredBytesNow: bs.Bytes}
 	}
-	p.mu.Lock()
-	st.Sessions["sse"] = len(p.sessions)
-	st.Sessions["stdio"] = p.stdio
-	p.pruneStreamableLocked()
-	for _, s := range p.streams {
-		if s.busy == 0 {
-			st.IdleSessions++
-		}
-	}
-	for ss := range p.server.Sessions() {
-		if id := ss.ID(); id != "" && p.sessions[id] == nil {
-			st.Sessions["streamable"]++
-		}
-	}
-	p.mu.Unlock()
+	n := p.sessions.counts()
+	st.Sessions["sse"], st.Sessions["streamable"], st.Sessions["stdio"], st.IdleSessions = n.sse, n.streamable, n.stdio, n.idle
 	p.statsMu.Lock()
 	for name, s := range p.calls {
 		st.ToolCalls[name] = *s

@@ -2,18 +2,21 @@ package mcp
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
 )
 
 // Session limits cover SSE and Streamable HTTP sessions together. SSE
-// sessions are in p.sessions; Streamable HTTP sessions live in the SDK,
+// sessions are in the registry; Streamable HTTP sessions live in the SDK,
 // which tells us of their start (the Mcp-Session-Id of the answer to a POST
-// without one) but not of their end: p.streams is pruned against the SDK's
-// live sessions whenever it is counted.
+// without one) but not of their end: the registry's streams are pruned
+// against the SDK's live sessions whenever they are counted.
 //
 // Clients often leave Streamable HTTP sessions open (the TypeScript SDK's
 // close() sends no DELETE; a health check never closes its session), so a
@@ -24,6 +27,32 @@ import (
 // stream. An SSE session always has its stream open, so it is never taken;
 // nor is a session in use. Only when nothing can be taken is the newcomer
 // refused.
+
+// registry is the plugin's session bookkeeping: the open SSE sessions, the
+// Streamable HTTP sessions as the limits see them, the count of stdio
+// sessions, the limits, and whether the plugin is shutting down. Its
+// methods are safe for concurrent use.
+type registry struct {
+	max, maxPerSubject int
+	observer           Observer // of refused sessions; may be nil
+	log                *slog.Logger
+	sdk                *mcpsdk.Server // where Streamable HTTP sessions live
+
+	mu  sync.Mutex
+	sse map[string]*conn
+	// streams are the open Streamable HTTP sessions; pending counts, per
+	// subject, POSTs opening one now.
+	streams map[string]*streamSession
+	pending map[string]int
+	stdio   int
+	closed  bool
+	wg      sync.WaitGroup // SSE streams still being served
+}
+
+func newRegistry(sdk *mcpsdk.Server, o *Options, log *slog.Logger) *registry {
+	return &registry{max: o.MaxSessions, maxPerSubject: o.MaxSessionsPerSubject, observer: o.Observer, log: log, sdk: sdk,
+		sse: map[string]*conn{}, streams: map[string]*streamSession{}, pending: map[string]int{}}
+}
 
 // streamSession is an open Streamable HTTP session as the limits see it.
 type streamSession struct {
@@ -38,27 +67,27 @@ type streamSession struct {
 // counts. Call it as soon as the id is known, before the answer reaches the
 // client: its next requests (a GET stream at once) must find the session
 // registered, or they would not count as use.
-func (p *Plugin) reserveStreamable(subject string) (settle func(id string), err error) {
-	p.mu.Lock()
-	victim, err := p.admitSessionLocked(subject, "streamable")
+func (r *registry) reserveStreamable(subject string) (settle func(id string), err error) {
+	r.mu.Lock()
+	victim, err := r.admitLocked(subject, "streamable")
 	if err == nil {
-		p.streamPending[subject]++
+		r.pending[subject]++
 	}
-	p.mu.Unlock()
-	p.closeStream(victim)
+	r.mu.Unlock()
+	r.closeStream(victim)
 	if err != nil {
 		return nil, err
 	}
 	var once sync.Once
 	return func(id string) {
 		once.Do(func() {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			if p.streamPending[subject]--; p.streamPending[subject] <= 0 {
-				delete(p.streamPending, subject)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.pending[subject]--; r.pending[subject] <= 0 {
+				delete(r.pending, subject)
 			}
 			if id != "" {
-				p.streams[id] = &streamSession{subject: subject, lastUsed: time.Now()}
+				r.streams[id] = &streamSession{subject: subject, lastUsed: time.Now()}
 			}
 		})
 	}, nil
@@ -93,80 +122,80 @@ func (w *sessionOpened) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // useStream marks a request of the Streamable HTTP session id in progress
 // until the returned func is called.
-func (p *Plugin) useStream(id string) (done func()) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.streams[id]
+func (r *registry) useStream(id string) (done func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.streams[id]
 	if s == nil {
 		return func() {}
 	}
 	s.busy++
 	return func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		s.busy--
 		s.lastUsed = time.Now()
 	}
 }
 
-// admitSessionLocked checks the session limits for one more session of
-// subject on transport. At a cap it takes the least recently used idle
-// Streamable HTTP session (of subject at the per-subject cap, of anyone
-// at the server's) and returns its id for the caller to close once p.mu
-// is released. p.mu is held.
-func (p *Plugin) admitSessionLocked(subject, transport string) (victim string, err error) {
-	if p.closed {
+// admitLocked checks the session limits for one more session of subject
+// on transport. At a cap it takes the least recently used idle Streamable
+// HTTP session (of subject at the per-subject cap, of anyone at the
+// server's) and returns its id for the caller to close once r.mu is
+// released. r.mu is held.
+func (r *registry) admitLocked(subject, transport string) (victim string, err error) {
+	if r.closed {
 		return "", lakegate.ErrShuttingDown
 	}
-	p.pruneStreamableLocked()
-	total, mine := len(p.sessions)+len(p.streams), 0
-	for _, c := range p.sessions {
+	r.pruneLocked()
+	total, mine := len(r.sse)+len(r.streams), 0
+	for _, c := range r.sse {
 		if c.caller.Subject == subject {
 			mine++
 		}
 	}
-	for _, s := range p.streams {
+	for _, s := range r.streams {
 		if s.subject == subject {
 			mine++
 		}
 	}
-	for owner, n := range p.streamPending {
+	for owner, n := range r.pending {
 		total += n
 		if owner == subject {
 			mine += n
 		}
 	}
 	switch {
-	case mine >= p.opts.MaxSessionsPerSubject:
-		if victim = p.leastRecentlyUsedLocked(subject); victim != "" {
+	case mine >= r.maxPerSubject:
+		if victim = r.leastRecentlyUsedLocked(subject); victim != "" {
 			return victim, nil
 		}
 		err = &lakegate.Error{Kind: lakegate.KindRateLimited,
-			Message: fmt.Sprintf("all %d MCP sessions allowed for this subject are in use (SSE streams, or Streamable HTTP sessions with a call running or a stream open)", p.opts.MaxSessionsPerSubject),
+			Message: fmt.Sprintf("all %d MCP sessions allowed for this subject are in use (SSE streams, or Streamable HTTP sessions with a call running or a stream open)", r.maxPerSubject),
 			Hint:    "end one: DELETE /mcp, or close an SSE stream; idle Streamable HTTP sessions are closed to make room by themselves", RetryAfter: 5 * time.Second}
-	case total >= p.opts.MaxSessions:
-		if victim = p.leastRecentlyUsedLocked(""); victim != "" {
+	case total >= r.max:
+		if victim = r.leastRecentlyUsedLocked(""); victim != "" {
 			return victim, nil
 		}
 		err = &lakegate.Error{Kind: lakegate.KindRateLimited,
-			Message: fmt.Sprintf("all %d MCP sessions allowed on this server are in use", p.opts.MaxSessions),
+			Message: fmt.Sprintf("all %d MCP sessions allowed on this server are in use", r.max),
 			Hint:    "retry later", RetryAfter: 5 * time.Second}
 	default:
 		return "", nil
 	}
-	if p.opts.Observer != nil {
-		p.opts.Observer.SessionRefused(transport)
+	if r.observer != nil {
+		r.observer.SessionRefused(transport)
 	}
 	return "", err
 }
 
 // leastRecentlyUsedLocked removes from the registry and returns the idle
 // Streamable HTTP session of subject ("": of anyone) unused longest, or
-// "". p.mu is held.
-func (p *Plugin) leastRecentlyUsedLocked(subject string) string {
+// "". r.mu is held.
+func (r *registry) leastRecentlyUsedLocked(subject string) string {
 	var id string
 	var oldest time.Time
-	for sid, s := range p.streams {
+	for sid, s := range r.streams {
 		if s.busy > 0 || (subject != "" && s.subject != subject) {
 			continue
 		}
@@ -175,20 +204,20 @@ func (p *Plugin) leastRecentlyUsedLocked(subject string) string {
 		}
 	}
 	if id != "" {
-		p.log.Info("mcp session closed to make room: the least recently used idle one",
-			lakegate.LogSessionID, id, lakegate.LogSubject, p.streams[id].subject, "idle", time.Since(oldest).Round(time.Second).String())
-		delete(p.streams, id)
+		r.log.Info("mcp session closed to make room: the least recently used idle one",
+			lakegate.LogSessionID, id, lakegate.LogSubject, r.streams[id].subject, "idle", time.Since(oldest).Round(time.Second).String())
+		delete(r.streams, id)
 	}
 	return id
 }
 
 // closeStream closes the Streamable HTTP session id, if any; its client's
 // next request gets 404, upon which MCP clients open a new session.
-func (p *Plugin) closeStream(id string) {
+func (r *registry) closeStream(id string) {
 	if id == "" {
 		return
 	}
-	for ss := range p.server.Sessions() {
+	for ss := range r.sdk.Sessions() {
 		if ss.ID() == id {
 			_ = ss.Close()
 			return
@@ -196,22 +225,152 @@ func (p *Plugin) closeStream(id string) {
 	}
 }
 
-// pruneStreamableLocked forgets Streamable HTTP sessions the SDK has
-// closed. p.mu is held.
-func (p *Plugin) pruneStreamableLocked() {
-	if len(p.streams) == 0 {
+// pruneLocked forgets Streamable HTTP sessions the SDK has closed. r.mu
+// is held.
+func (r *registry) pruneLocked() {
+	if len(r.streams) == 0 {
 		return
 	}
-	live := make(map[string]bool, len(p.streams))
-	for ss := range p.server.Sessions() {
+	live := make(map[string]bool, len(r.streams))
+	for ss := range r.sdk.Sessions() {
 		live[ss.ID()] = true
 	}
-	for id := range p.streams {
+	for id := range r.streams {
 		if !live[id] {
-			delete(p.streams, id)
+			delete(r.streams, id)
 		}
 	}
 }
+
+// addSSE registers the new SSE session c, within the limits. The server
+// serving its stream calls doneSSE when the stream ends.
+func (r *registry) addSSE(c *conn) error {
+	r.mu.Lock()
+	victim, err := r.admitLocked(c.caller.Subject, "sse")
+	if err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	// A closed session leaves the registry at once (status, limits), even
+	// while its protocol session is still winding down.
+	c.onClose = func() {
+		r.mu.Lock()
+		delete(r.sse, c.id)
+		r.mu.Unlock()
+	}
+	r.sse[c.id] = c
+	r.wg.Add(1)
+	r.mu.Unlock()
+	r.closeStream(victim)
+	return nil
+}
+
+// doneSSE closes c and marks its stream done for wait.
+func (r *registry) doneSSE(c *conn) {
+	c.Close()
+	r.wg.Done()
+}
+
+// sseSession is the open SSE session id, or nil.
+func (r *registry) sseSession(id string) *conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sse[id]
+}
+
+// addStdio counts a stdio session until the returned done is called.
+func (r *registry) addStdio() (done func(), err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, lakegate.ErrShuttingDown
+	}
+	r.stdio++
+	return func() {
+		r.mu.Lock()
+		r.stdio--
+		r.mu.Unlock()
+	}, nil
+}
+
+// sessionCounts is what Status reports of the sessions.
+type sessionCounts struct {
+	sse, streamable, stdio, idle int
+}
+
+func (r *registry) counts() sessionCounts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := sessionCounts{sse: len(r.sse), stdio: r.stdio}
+	r.pruneLocked()
+	for _, s := range r.streams {
+		if s.busy == 0 {
+			n.idle++
+		}
+	}
+	for ss := range r.sdk.Sessions() {
+		if id := ss.ID(); id != "" && r.sse[id] == nil {
+			n.streamable++
+		}
+	}
+	return n
+}
+
+// shut refuses new sessions from now on (shutting down).
+func (r *registry) shut() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+}
+
+// shuttingDown reports whether shut was called (Plugin.Shutdown).
+func (r *registry) shuttingDown() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// unanswered reports whether a call delivered on an SSE session has no
+// answer queued yet.
+func (r *registry) unanswered() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.sse {
+		if c.unanswered.Load() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// closeAll ends every open SSE and Streamable HTTP session. At shutdown,
+// each protocol session is closed first: the SDK waits for its requests'
+// answers to be sent, and the SSE streams send what is queued before they
+// end. Otherwise (disable), the connections close first, which cancels
+// the calls still running on them.
+func (r *registry) closeAll(shutdown bool) {
+	r.mu.Lock()
+	open := make([]*conn, 0, len(r.sse))
+	for _, c := range r.sse {
+		open = append(open, c)
+	}
+	r.mu.Unlock()
+	if !shutdown {
+		for _, c := range open {
+			c.Close() // unregisters itself
+		}
+	}
+	// Closing a protocol session ends its streams; the SDK forgets it.
+	for ss := range r.sdk.Sessions() {
+		_ = ss.Close()
+	}
+	for _, c := range open {
+		c.Close()
+	}
+}
+
+// wait returns once every SSE stream has ended.
+func (r *registry) wait() { r.wg.Wait() }
 
 // answerWait bounds, at shutdown, the wait for the answers of stopped
 // requests to be handed to their transports.
@@ -228,13 +387,8 @@ const answerLinger = 500 * time.Millisecond
 func (p *Plugin) awaitAnswers(bound time.Duration) {
 	deadline := time.Now().Add(bound)
 	for time.Now().Before(deadline) {
-		waiting := false
+		waiting := p.sessions.unanswered()
 		p.posts.Range(func(any, any) bool { waiting = true; return false })
-		p.mu.Lock()
-		for _, c := range p.sessions {
-			waiting = waiting || c.unanswered.Load() > 0
-		}
-		p.mu.Unlock()
 		if !waiting {
 			return
 		}
@@ -242,74 +396,14 @@ func (p *Plugin) awaitAnswers(bound time.Duration) {
 	}
 }
 
-// shuttingDown reports whether Close was called.
-func (p *Plugin) shuttingDown() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.closed
-}
-
-// closeSessions ends every open SSE and Streamable HTTP session. At
-// shutdown, each protocol session is closed first: the SDK waits for its
-// requests' answers to be sent, and the SSE streams send what is queued
-// before they end. Otherwise (disable), the connections close first, which
-// cancels the calls still running on them.
-func (p *Plugin) closeSessions(shutdown bool) {
-	p.mu.Lock()
-	open := make([]*conn, 0, len(p.sessions))
-	for _, c := range p.sessions {
-		open = append(open, c)
-	}
-	p.mu.Unlock()
-	if !shutdown {
-		for _, c := range open {
-			c.Close() // unregisters itself
-		}
-	}
-	// Closing a protocol session ends its streams; the SDK forgets it.
-	for ss := range p.server.Sessions() {
-		_ = ss.Close()
-	}
-	for _, c := range open {
-		c.Close()
-	}
-}
-
-// openSession registers a new session for caller, within the limits.
+// openSession registers a new SSE session for caller, within the limits.
 func (p *Plugin) openSession(caller lakegate.Caller) (*conn, error) {
-	p.mu.Lock()
-	if !p.closed && !p.Enabled() {
-		p.mu.Unlock()
+	if !p.sessions.shuttingDown() && !p.Enabled() {
 		return nil, lakegate.Errorf(lakegate.KindUnavailable, "MCP is disabled on this server")
 	}
-	victim, err := p.admitSessionLocked(caller.Subject, "sse")
-	if err != nil {
-		p.mu.Unlock()
+	c := newConn(newID(), caller, p.opts.SessionQueue, p.opts.SessionQueueBytes, p.opts.WriteTimeout)
+	if err := p.sessions.addSSE(c); err != nil {
 		return nil, err
 	}
-	c := newConn(newID(), caller, p.opts.SessionQueue, p.opts.SessionQueueBytes, p.opts.WriteTimeout)
-	// A closed session leaves the registry at once (status, limits), even
-	// while its protocol session is still winding down.
-	c.onClose = func() {
-		p.mu.Lock()
-		delete(p.sessions, c.id)
-		p.mu.Unlock()
-	}
-	p.sessions[c.id] = c
-	p.wg.Add(1)
-	p.mu.Unlock()
-	p.closeStream(victim)
 	return c, nil
-}
-
-// closeSession closes c and marks its stream done for Close's wait.
-func (p *Plugin) closeSession(c *conn) {
-	c.Close()
-	p.wg.Done()
-}
-
-func (p *Plugin) session(id string) *conn {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sessions[id]
 }

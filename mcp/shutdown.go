@@ -35,9 +35,7 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 		}
 	}
 	defer close(p.shutdownDone)
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
+	p.sessions.shut()
 	if n := p.requests.finish(ctx); n > 0 {
 		p.log.Warn("drain timeout: MCP requests stopped, each answered that the server is shutting down", "requests", n)
 		p.awaitAnswers(answerWait)
@@ -46,8 +44,8 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 		// them a moment to take it.
 		time.Sleep(answerLinger)
 	}
-	p.closeSessions(true)
-	p.wg.Wait()
+	p.sessions.closeAll(true)
+	p.sessions.wait()
 	return nil
 }
 

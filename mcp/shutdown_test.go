@@ -24,7 +24,7 @@ func TestShutdownAndCloseIdempotent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if !p.shuttingDown() {
+	if !p.sessions.shuttingDown() {
 		t.Error("got a plugin still serving after Shutdown, want it shutting down")
 	}
 }

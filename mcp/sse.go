@@ -42,7 +42,7 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	defer p.closeSession(sess)
+	defer p.sessions.doneSSE(sess)
 	log := p.log.With(lakegate.LogSessionID, sess.id, lakegate.LogSubject, caller.Subject, lakegate.LogRequestID, c.Request.Header.Get(headerRequestID))
 
 	// The session's protocol context carries the caller but not the
@@ -116,7 +116,7 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 			reason := "closed"
 			if err := sess.err(); err != nil {
 				reason = err.Error()
-			} else if p.shuttingDown() {
+			} else if p.sessions.shuttingDown() {
 				// The answers of the calls the shutdown stopped are
 				// queued: send them, then say why the stream ends.
 				reason = "server shutting down"
@@ -173,7 +173,7 @@ func (p *Plugin) serveMessage(c *gin.Context) {
 			Hint: "POST to the endpoint URL sent as the first event of GET /mcp/sse"})
 		return
 	}
-	sess := p.session(id)
+	sess := p.sessions.sseSession(id)
 	if sess == nil {
 		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "unknown or closed MCP session",
 			Hint: "open a new session with GET /mcp/sse"})

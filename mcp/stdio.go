@@ -26,20 +26,13 @@ import (
 // It ignores Enable/Disable: running the stdio command is the operator's
 // choice. The caller of ServeStdio still Closes the plugin.
 func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lakegate.Caller) error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return lakegate.Errorf(lakegate.KindUnavailable, "server is shutting down")
+	done, err := p.sessions.addStdio()
+	if err != nil {
+		return err
 	}
-	p.stdio++
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		p.stdio--
-		p.mu.Unlock()
-	}()
+	defer done()
 	p.log.Info("mcp stdio session opened", lakegate.LogSubject, caller.Subject)
-	err := p.server.Run(lakegate.WithCaller(ctx, caller), t)
+	err = p.server.Run(lakegate.WithCaller(ctx, caller), t)
 	var attrs []any
 	if st, ok := t.(*StdioTransport); ok {
 		attrs = append(attrs, "reason", st.endReason())

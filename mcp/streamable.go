@@ -55,7 +55,7 @@ func callerTokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.Toke
 // the stateful handler, which answers a probe of the new revision with
 // "unsupported protocol version" so that the client falls back.
 func (p *Plugin) serveStreamable(c *gin.Context) {
-	if p.shuttingDown() {
+	if p.sessions.shuttingDown() {
 		fail(c, lakegate.ErrShuttingDown)
 		return
 	}
@@ -77,7 +77,7 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 		// session: it counts against the session limits.
 		if stateful && c.GetHeader("Mcp-Session-Id") == "" {
 			caller, _ := lakegate.CallerFrom(c.Request.Context())
-			settle, err := p.reserveStreamable(caller.Subject)
+			settle, err := p.sessions.reserveStreamable(caller.Subject)
 			if err != nil {
 				fail(c, err)
 				return
@@ -88,7 +88,7 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 	}
 	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" {
 		// In use while this request runs: never closed to make room.
-		defer p.useStream(id)()
+		defer p.sessions.useStream(id)()
 	}
 	if c.Request.Method == http.MethodPost {
 		// The calls this POST carries stop if its client goes away before
