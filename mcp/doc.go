@@ -5,5 +5,5 @@
 // logging, on top of the go-sdk protocol server.
 //
 // It mounts on any gin.IRouter and learns who calls from the request
-// context (query.CallerFrom). It must not import lakegate's server package.
+// context (lakegate.CallerFrom). It must not import lakegate's server package.
 package mcp

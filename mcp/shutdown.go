@@ -64,7 +64,7 @@ type inflight struct {
 
 // cancelOnClose is receiving middleware: every request runs under a
 // context that cancelAll ends. A request stopped that way, or arriving
-// once the server is shutting down, answers query.ErrShuttingDown (a tool
+// once the server is shutting down, answers lakegate.ErrShuttingDown (a tool
 // call as a tool error, like its other errors).
 func (p *Plugin) cancelOnClose(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {

@@ -32,7 +32,7 @@ type grant struct {
 
 // grantFor checks that c may use database db and returns what it may use
 // there. Every entry point of the engine calls it first.
-func (e *Engine) grantFor(c Caller, db string) (*grant, error) {
+func (e *Engine) grantFor(c lakegate.Caller, db string) (*grant, error) {
 	roles := e.ruledRoles(c)
 	g := &grant{db: db, serverInfo: e.opts.ServerInfoFunctions}
 	switch g.serverInfo {
@@ -71,10 +71,10 @@ func (e *Engine) grantFor(c Caller, db string) (*grant, error) {
 		if len(open) > 0 {
 			hint = "databases open to " + g.who + ": " + strings.Join(open, ", ")
 		}
-		return nil, &Error{Kind: KindForbidden, Message: fmt.Sprintf("database %q is not open to %s", db, g.who), Hint: hint}
+		return nil, &lakegate.Error{Kind: lakegate.KindForbidden, Message: fmt.Sprintf("database %q is not open to %s", db, g.who), Hint: hint}
 	}
 	if len(pgRoles) > 1 {
-		return nil, &Error{Kind: KindForbidden,
+		return nil, &lakegate.Error{Kind: lakegate.KindForbidden,
 			Message: fmt.Sprintf("%s run database %q as different PostgreSQL roles (%s)", g.who, db, strings.Join(pgRoles, ", ")),
 			Hint:    "use a token with only one of these roles"}
 	}
@@ -88,7 +88,7 @@ func (e *Engine) grantFor(c Caller, db string) (*grant, error) {
 }
 
 // ruledRoles are the caller's roles that have an access rule, sorted.
-func (e *Engine) ruledRoles(c Caller) []string {
+func (e *Engine) ruledRoles(c lakegate.Caller) []string {
 	var out []string
 	for _, r := range c.Roles {
 		if _, ok := e.opts.Access[r]; ok && !slices.Contains(out, r) {
@@ -114,7 +114,7 @@ func (e *Engine) databasesOf(roles []string) []string {
 }
 
 // DatabasesFor lists the databases c may use, sorted by name.
-func (e *Engine) DatabasesFor(c Caller) []Database {
+func (e *Engine) DatabasesFor(c lakegate.Caller) []Database {
 	out := make([]Database, 0, len(e.names))
 	for _, d := range e.Databases() {
 		if _, err := e.grantFor(c, d.Name); err == nil {
@@ -148,7 +148,7 @@ func (g *grant) table(cat *catalog, name string) (*tableInfo, error) {
 		return g.view(cat).table(g.db, name)
 	}
 	if !g.allows(t) {
-		return nil, &Error{Kind: KindForbidden,
+		return nil, &lakegate.Error{Kind: lakegate.KindForbidden,
 			Message: fmt.Sprintf("table %q of database %q is not open to %s", t.Name, g.db, g.who),
 			Hint:    g.tablesHint()}
 	}
@@ -221,7 +221,7 @@ func (g *grant) check(d Dialect, sqlText string) error {
 	case err == nil:
 		return nil
 	case denied != nil:
-		return &Error{Kind: KindForbidden,
+		return &lakegate.Error{Kind: lakegate.KindForbidden,
 			Message: fmt.Sprintf("table %s of database %q is not open to %s", denied, g.db, g.who),
 			Hint:    g.deniedHint(d, *denied), Err: err}
 	case errors.As(err, &ve) && ve.ServerInfo != "":
@@ -232,17 +232,17 @@ func (g *grant) check(d Dialect, sqlText string) error {
 
 // infoRefusal explains a server-information function refused by the
 // server_info_functions policy.
-func (g *grant) infoRefusal(ve *validate.Error) *Error {
+func (g *grant) infoRefusal(ve *validate.Error) *lakegate.Error {
 	at := ""
 	if ve.Line > 0 {
 		at = fmt.Sprintf(" (line %d, column %d)", ve.Line, ve.Col)
 	}
 	if g.serverInfo == config.ServerInfoNone {
-		return &Error{Kind: KindValidation,
+		return &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("the SQL was refused: %s; the server_info_functions setting is %q: no caller may use it%s", ve.Reason, g.serverInfo, at),
 			Hint:    "remove " + ve.ServerInfo + "; an operator may set server_info_functions to admin or all", Err: ve}
 	}
-	return &Error{Kind: KindForbidden,
+	return &lakegate.Error{Kind: lakegate.KindForbidden,
 		Message: fmt.Sprintf("the SQL was refused: %s; the server_info_functions setting is %q: only the %s role may use it%s", ve.Reason, g.serverInfo, lakegate.RoleAdmin, at),
 		Hint:    "remove " + ve.ServerInfo + ", or use a token with the admin role; an operator may set server_info_functions to all", Err: ve}
 }
@@ -276,18 +276,18 @@ func (e *Engine) checkAccess() error {
 	for role, a := range e.opts.Access {
 		for _, db := range a.Databases {
 			if _, ok := e.sources[db]; !ok {
-				return Errorf(KindValidation, "access rule of role %q names database %q, which is not configured (configured: %s)",
+				return lakegate.Errorf(lakegate.KindValidation, "access rule of role %q names database %q, which is not configured (configured: %s)",
 					role, db, strings.Join(e.names, ", "))
 			}
 		}
 		for db := range a.Tables {
 			if _, ok := e.sources[db]; !ok {
-				return Errorf(KindValidation, "access rule of role %q lists tables of database %q, which is not configured (configured: %s)",
+				return lakegate.Errorf(lakegate.KindValidation, "access rule of role %q lists tables of database %q, which is not configured (configured: %s)",
 					role, db, strings.Join(e.names, ", "))
 			}
 		}
 		if a.PGRole != "" && !config.ValidPGRole(a.PGRole) {
-			return Errorf(KindValidation, "access rule of role %q: pg_role %q is not a plain PostgreSQL role name", role, a.PGRole)
+			return lakegate.Errorf(lakegate.KindValidation, "access rule of role %q: pg_role %q is not a plain PostgreSQL role name", role, a.PGRole)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -48,21 +49,21 @@ func TestAccessTables(t *testing.T) {
 		roles []string
 		db    string
 		want  []string
-		kind  Kind
+		kind  lakegate.Kind
 		msg   string
 	}{
 		{name: "no rule sees all", roles: []string{"reader"}, db: "lite",
 			want: []string{"We\"ird Table", "devices", "kinds", "ok_readings", "readings", "sink"}},
 		{name: "table list", roles: []string{"reader", "analyst"}, db: "lite", want: []string{"ok_readings", "readings"}},
-		{name: "database not open", roles: []string{"analyst"}, db: "other", kind: KindForbidden, msg: `database "other" is not open to role analyst`},
-		{name: "unknown database is forbidden too", roles: []string{"analyst"}, db: "nope", kind: KindForbidden, msg: `database "nope"`},
+		{name: "database not open", roles: []string{"analyst"}, db: "other", kind: lakegate.KindForbidden, msg: `database "other" is not open to role analyst`},
+		{name: "unknown database is forbidden too", roles: []string{"analyst"}, db: "nope", kind: lakegate.KindForbidden, msg: `database "nope"`},
 		{name: "database open, all tables", roles: []string{"otheronly"}, db: "other", want: []string{"devices", "readings"}},
 		{name: "roles add up", roles: []string{"analyst", "otheronly"}, db: "other", want: []string{"devices", "readings"}},
-		{name: "several PostgreSQL roles", roles: []string{"pga", "pgb"}, db: "lite", kind: KindForbidden, msg: "role_a, role_b"},
+		{name: "several PostgreSQL roles", roles: []string{"pga", "pgb"}, db: "lite", kind: lakegate.KindForbidden, msg: "role_a, role_b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tables, err := e.Tables(ctx, Caller{Subject: "s", Roles: tt.roles}, tt.db)
+			tables, err := e.Tables(ctx, lakegate.Caller{Subject: "s", Roles: tt.roles}, tt.db)
 			if tt.kind != "" {
 				qe := wantKind(t, err, tt.kind)
 				if !strings.Contains(qe.Message, tt.msg) {
@@ -96,7 +97,7 @@ func TestAccessDatabasesFor(t *testing.T) {
 		{[]string{"pga", "pgb"}, []string{}},
 	} {
 		got := []string{}
-		for _, d := range e.DatabasesFor(Caller{Roles: tt.roles}) {
+		for _, d := range e.DatabasesFor(lakegate.Caller{Roles: tt.roles}) {
 			got = append(got, d.Name)
 		}
 		if !reflect.DeepEqual(got, tt.want) {
@@ -110,10 +111,10 @@ func TestAccessDatabasesFor(t *testing.T) {
 func TestAccessDenials(t *testing.T) {
 	e := accessEngine(t)
 	ctx := t.Context()
-	analyst := Caller{Subject: "ann", Roles: []string{"reader", "writer", "analyst"}}
+	analyst := lakegate.Caller{Subject: "ann", Roles: []string{"reader", "writer", "analyst"}}
 	forbidden := func(t *testing.T, err error, table string) {
 		t.Helper()
-		qe := wantKind(t, err, KindForbidden)
+		qe := wantKind(t, err, lakegate.KindForbidden)
 		for _, want := range []string{table, `database "lite"`, "role analyst"} {
 			if !strings.Contains(qe.Message, want) {
 				t.Errorf("got %q, want it to name %s", qe.Message, want)
@@ -132,14 +133,14 @@ func TestAccessDenials(t *testing.T) {
 		if len(tb.ForeignKeys) != 0 {
 			t.Errorf("got foreign keys %v, want none to the unreadable devices", tb.ForeignKeys)
 		}
-		full, err := e.Describe(ctx, Caller{Roles: []string{"reader"}}, "lite", "readings")
+		full, err := e.Describe(ctx, lakegate.Caller{Roles: []string{"reader"}}, "lite", "readings")
 		if err != nil || len(full.ForeignKeys) != 1 {
 			t.Errorf("got %v, %v, want the key to devices for a caller without rules", full, err)
 		}
 	})
 	t.Run("unknown table hint lists only open tables", func(t *testing.T) {
 		_, err := e.Describe(ctx, analyst, "lite", "devicez")
-		qe := wantKind(t, err, KindNotFound)
+		qe := wantKind(t, err, lakegate.KindNotFound)
 		if strings.Contains(qe.Hint, "devices") || !strings.Contains(qe.Hint, "readings") {
 			t.Errorf("got hint %q, want only open tables", qe.Hint)
 		}
@@ -179,7 +180,7 @@ func TestAccessDenials(t *testing.T) {
 	}
 	t.Run("sql unreadable by the checker is refused", func(t *testing.T) {
 		_, err := e.PrepareSQL(ctx, analyst, sqlReq("WITH x AS (SELECT * FROM devices) SELECT * FROM x"))
-		qe := wantKind(t, err, KindValidation)
+		qe := wantKind(t, err, lakegate.KindValidation)
 		if !strings.Contains(qe.Message, "allow-list") {
 			t.Errorf("got %q, want the allow-list named", qe.Message)
 		}
@@ -192,7 +193,7 @@ func TestAccessDenials(t *testing.T) {
 		})
 	}
 	t.Run("no rule: everything", func(t *testing.T) {
-		if _, _, err := runSQL(ctx, e, Caller{Roles: []string{"reader"}}, sqlReq("WITH x AS (SELECT * FROM devices) SELECT * FROM x")); err != nil {
+		if _, _, err := runSQL(ctx, e, lakegate.Caller{Roles: []string{"reader"}}, sqlReq("WITH x AS (SELECT * FROM devices) SELECT * FROM x")); err != nil {
 			t.Errorf("got %v, want rows", err)
 		}
 	})
@@ -216,7 +217,7 @@ func TestAccessOpenErrors(t *testing.T) {
 			if e != nil {
 				_ = e.Close(context.Background())
 			}
-			qe := wantKind(t, err, KindValidation)
+			qe := wantKind(t, err, lakegate.KindValidation)
 			if !strings.Contains(qe.Message, `role "r"`) {
 				t.Errorf("got %q, want the role named", qe.Message)
 			}
@@ -229,14 +230,14 @@ func TestAccessOpenErrors(t *testing.T) {
 func TestStmtAccess(t *testing.T) {
 	e := accessEngine(t)
 	ctx := t.Context()
-	prepares := map[string]func(Caller) (*Stmt, error){
-		"sql": func(c Caller) (*Stmt, error) {
+	prepares := map[string]func(lakegate.Caller) (*Stmt, error){
+		"sql": func(c lakegate.Caller) (*Stmt, error) {
 			return e.PrepareSQL(ctx, c, SQLRequest{Database: "lite", SQL: "SELECT id FROM readings"})
 		},
-		"query": func(c Caller) (*Stmt, error) {
+		"query": func(c lakegate.Caller) (*Stmt, error) {
 			return e.PrepareQuery(ctx, c, Request{Database: "lite", Table: "readings"})
 		},
-		"time series": func(c Caller) (*Stmt, error) {
+		"time series": func(c lakegate.Caller) (*Stmt, error) {
 			return e.PrepareTimeSeries(ctx, c, TimeSeriesRequest{Database: "lite", Table: "readings", TimeColumn: "ts",
 				Bucket: Bucket{Unit: "day"}, Start: "2025-01-01T00:00:00Z", End: "2025-01-02T00:00:00Z"})
 		},
@@ -254,7 +255,7 @@ func TestStmtAccess(t *testing.T) {
 	for name, prepare := range prepares {
 		for _, tt := range tests {
 			t.Run(name+" "+tt.name, func(t *testing.T) {
-				s, err := prepare(Caller{Subject: "s", Roles: tt.roles})
+				s, err := prepare(lakegate.Caller{Subject: "s", Roles: tt.roles})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -314,7 +315,7 @@ func TestStmtAccessPostgres(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			wantUser, wantPath := cmp.Or(tt.wantUser, connUser), cmp.Or(tt.wantPath, defPath)
-			c := Caller{Subject: "s", Roles: tt.roles}
+			c := lakegate.Caller{Subject: "s", Roles: tt.roles}
 			sql := who
 			if tt.name == "pinned path" {
 				sql = who + " FROM readings LIMIT 1"
@@ -328,9 +329,9 @@ func TestStmtAccessPostgres(t *testing.T) {
 			}
 		})
 	}
-	restricted := Caller{Subject: "s", Roles: []string{"restricted"}}
+	restricted := lakegate.Caller{Subject: "s", Roles: []string{"restricted"}}
 	_, _, err = runSQL(t.Context(), e, restricted, SQLRequest{Database: "pg", SQL: "SELECT 1"})
-	wantKind(t, err, KindForbidden)
+	wantKind(t, err, lakegate.KindForbidden)
 	if !strings.Contains(err.Error(), role) {
 		t.Errorf("got %v, want the role named", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/lakegate/lakegate"
 )
 
 // testSpill is a Spill writing NDJSON to memory (a fake destination), that
@@ -82,8 +84,8 @@ func TestAutoInline(t *testing.T) {
 	for db, e := range autoEngines(t) {
 		t.Run(db, func(t *testing.T) {
 			r := SQLRequest{Database: db, SQL: "SELECT id, status, note FROM readings WHERE id <= 3 ORDER BY id"}
-			_, want := collectSQL(t, e, Caller{}, r)
-			s, err := e.PrepareSQL(t.Context(), Caller{}, r)
+			_, want := collectSQL(t, e, lakegate.Caller{}, r)
+			s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,8 +145,8 @@ func TestAutoSpill(t *testing.T) {
 			}
 			t.Run(db+" "+tt.name, func(t *testing.T) {
 				r := SQLRequest{Database: db, SQL: sql, Limit: 1000}
-				_, want := collectSQL(t, e, Caller{}, r)
-				s, err := e.PrepareSQL(t.Context(), Caller{}, r)
+				_, want := collectSQL(t, e, lakegate.Caller{}, r)
+				s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, r)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -189,7 +191,7 @@ func TestAutoAlways(t *testing.T) {
 	for db, e := range autoEngines(t) {
 		t.Run(db, func(t *testing.T) {
 			r := SQLRequest{Database: db, SQL: "SELECT id FROM readings WHERE id <= 3 ORDER BY id"}
-			s, err := e.PrepareSQL(t.Context(), Caller{}, r)
+			s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +241,7 @@ func TestAutoAbort(t *testing.T) {
 				if sql == "" {
 					sql = failing[db]
 				}
-				s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: sql, Limit: 1000})
+				s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: sql, Limit: 1000})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -254,7 +256,7 @@ func TestAutoAbort(t *testing.T) {
 					t.Errorf("got %v, want the spill's error", err)
 				}
 				if tt.failAt == 0 {
-					wantKind(t, err, KindValidation)
+					wantKind(t, err, lakegate.KindValidation)
 					if sp.rows < 100 {
 						t.Errorf("got %d rows into the spill before the failure, want the failure mid-result", sp.rows)
 					}
@@ -265,7 +267,7 @@ func TestAutoAbort(t *testing.T) {
 			})
 		}
 		t.Run(db+" open fails", func(t *testing.T) {
-			s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT id FROM readings", Limit: 1000})
+			s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: "SELECT id FROM readings", Limit: 1000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -295,7 +297,7 @@ func TestAutoWrongEstimate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: tt.sql, Limit: NoLimit})
+			s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "pg", SQL: tt.sql, Limit: NoLimit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -327,7 +329,7 @@ func TestAutoWrongEstimate(t *testing.T) {
 		})
 	}
 	// The estimate is cached by statement text.
-	s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: tests[0].sql, Limit: NoLimit})
+	s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "pg", SQL: tests[0].sql, Limit: NoLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +342,7 @@ func TestAutoWrongEstimate(t *testing.T) {
 // SQLite has no estimate.
 func TestEstimate(t *testing.T) {
 	le, _ := sqliteEngine(t, nil)
-	s, err := le.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "lite", SQL: "SELECT * FROM readings"})
+	s, err := le.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "lite", SQL: "SELECT * FROM readings"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +365,7 @@ func TestEstimate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := pe.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT * FROM readings", Limit: tt.limit})
+			s, err := pe.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT * FROM readings", Limit: tt.limit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -373,7 +375,7 @@ func TestEstimate(t *testing.T) {
 			}
 		})
 	}
-	s, err = pe.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT nope FROM readings"})
+	s, err = pe.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT nope FROM readings"})
 	if err != nil {
 		t.Fatal(err)
 	}

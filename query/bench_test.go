@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/query/validate"
 )
@@ -34,12 +35,12 @@ func BenchmarkBuildAndValidate(b *testing.B) {
 		Filters: []Filter{{Column: "device_id", Op: "=", Value: 3.0}, {Column: "status", Op: "in", Value: []any{"ok", "warn"}}},
 		OrderBy: []Order{{Column: "ts", Desc: true}}, Limit: 50}
 	ctx := b.Context()
-	if _, err := e.PrepareQuery(ctx, Caller{}, r); err != nil {
+	if _, err := e.PrepareQuery(ctx, lakegate.Caller{}, r); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.PrepareQuery(ctx, Caller{}, r); err != nil {
+		if _, err := e.PrepareQuery(ctx, lakegate.Caller{}, r); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -113,7 +114,7 @@ func BenchmarkRunSQLite(b *testing.B) {
 // benchRun runs SELECT * FROM readings on db into each encoder, reporting
 // rows/s and MB/s.
 func benchRun(b *testing.B, e *Engine, db string) {
-	s, err := e.PrepareSQL(b.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT * FROM readings", Limit: NoLimit})
+	s, err := e.PrepareSQL(b.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: "SELECT * FROM readings", Limit: NoLimit})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestStreamRSS(t *testing.T) {
 		t.Skip("set LAKEGATE_BENCH_RSS=1 and " + benchEnv + " (make bench does)")
 	}
 	e := benchEngine(t)
-	s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "iot", SQL: "SELECT * FROM readings", Limit: NoLimit})
+	s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "iot", SQL: "SELECT * FROM readings", Limit: NoLimit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/lakegate/lakegate"
 )
 
 // TestBufferCut: a text, JSON or number cell longer than the cell bound
@@ -123,12 +125,12 @@ func TestBufferBounds(t *testing.T) {
 	})
 	t.Run("collect", func(t *testing.T) {
 		e, _ := sqliteEngine(t, nil)
-		s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "lite", SQL: "SELECT * FROM readings", Limit: 1000})
+		s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "lite", SQL: "SELECT * FROM readings", Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, rows, err := Collect(t.Context(), s, 1000)
-		qe := wantKind(t, err, KindValidation)
+		qe := wantKind(t, err, lakegate.KindValidation)
 		if !errors.Is(err, ErrBufferFull) || rows != nil || !strings.Contains(qe.Message, "1000 bytes") {
 			t.Errorf("got %v (%d rows), want the bound named and ErrBufferFull wrapped", err, len(rows))
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query/validate"
 )
 
@@ -70,13 +71,13 @@ func (e *Engine) requestStart(r Request) (offset int, hash string, err error) {
 	page.Limit, page.Offset, page.Cursor = 0, 0, ""
 	hash = requestHash("query", page)
 	if r.Offset < 0 || r.Offset > maxOffset {
-		return 0, "", &Error{Kind: KindValidation, Message: fmt.Sprintf("offset must be 0 to %d", maxOffset)}
+		return 0, "", &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("offset must be 0 to %d", maxOffset)}
 	}
 	if r.Cursor == "" {
 		return r.Offset, hash, nil
 	}
 	if r.Offset != 0 {
-		return 0, "", &Error{Kind: KindValidation, Message: "give cursor or offset, not both"}
+		return 0, "", &lakegate.Error{Kind: lakegate.KindValidation, Message: "give cursor or offset, not both"}
 	}
 	offset, err = e.pageStart(r.Cursor, hash)
 	return offset, hash, err
@@ -126,7 +127,7 @@ func buildSQL(d Dialect, t *tableInfo, r Request, lookup func(string) (*tableInf
 	s := &scope{d: d, tables: []*tableInfo{t}}
 	for _, j := range r.Joins {
 		if lookup == nil {
-			return "", nil, Errorf(KindValidation, "joins are not available here")
+			return "", nil, lakegate.Errorf(lakegate.KindValidation, "joins are not available here")
 		}
 		jt, err := lookup(j.Table)
 		if err != nil {
@@ -134,7 +135,7 @@ func buildSQL(d Dialect, t *tableInfo, r Request, lookup func(string) (*tableInf
 		}
 		for _, prev := range s.tables {
 			if prev == jt {
-				return "", nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("table %q is joined twice", jt.Name),
+				return "", nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("table %q is joined twice", jt.Name),
 					Hint: "each table may appear once; self-joins are not supported, use run_sql"}
 			}
 		}
@@ -225,7 +226,7 @@ func (s *scope) items(r Request) ([]item, error) {
 			hasAgg = true
 		} else {
 			if sel.Column == "" {
-				return nil, &Error{Kind: KindValidation, Message: "a column item has neither column nor agg", Hint: aggHint}
+				return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "a column item has neither column nor agg", Hint: aggHint}
 			}
 			ref, err := s.resolve(sel.Column)
 			if err != nil {
@@ -238,7 +239,7 @@ func (s *scope) items(r Request) ([]item, error) {
 		}
 		if it.alias != "" {
 			if seen[it.alias] {
-				return nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("output name %q is used twice", it.alias),
+				return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("output name %q is used twice", it.alias),
 					Hint: `give one of them another name with "as"`}
 			}
 			seen[it.alias] = true
@@ -248,7 +249,7 @@ func (s *scope) items(r Request) ([]item, error) {
 	if hasAgg {
 		for i, it := range items {
 			if it.agg == nil && !grouped[it.ref] {
-				return nil, &Error{Kind: KindValidation,
+				return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 					Message: fmt.Sprintf("column %q is selected but neither grouped nor aggregated", r.Columns[i].Column),
 					Hint:    "add it to group_by, or select an aggregate of it"}
 			}
@@ -265,7 +266,7 @@ func (w *sqlWriter) join(s *scope, i int, j Join) error {
 	case "left":
 		w.b.WriteString(" LEFT JOIN ")
 	default:
-		return &Error{Kind: KindValidation, Message: fmt.Sprintf("join %q: unknown type %q", j.Table, j.Type), Hint: `type is "inner" or "left"`}
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("join %q: unknown type %q", j.Table, j.Type), Hint: `type is "inner" or "left"`}
 	}
 	w.b.WriteString(s.from(i) + " ON ")
 	pairs, err := s.joinPairs(i, j)
@@ -341,11 +342,11 @@ func (s *scope) joinPairs(i int, j Join) ([][2]colRef, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return nil, &Error{Kind: KindValidation,
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("join %q: no foreign key links it to the tables before it", jt.Name),
 			Hint:    `give the columns: "on": [{"left": "column", "right": "column"}]`}
 	}
-	return nil, &Error{Kind: KindValidation,
+	return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 		Message: fmt.Sprintf("join %q: several foreign keys link it: %s", jt.Name, strings.Join(names, "; ")),
 		Hint:    `choose one with "on": [{"left": "column", "right": "column"}]`}
 }
@@ -389,7 +390,7 @@ func (w *sqlWriter) orderBy(s *scope, r Request, items []item) error {
 		case "last":
 			w.b.WriteString(" NULLS LAST")
 		default:
-			return &Error{Kind: KindValidation, Message: fmt.Sprintf("order by %q: nulls must be first or last", o.Column)}
+			return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("order by %q: nulls must be first or last", o.Column)}
 		}
 	}
 	for _, expr := range s.tieBreakers(r, items) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query/validate"
 )
 
@@ -119,7 +120,7 @@ func TestBuildSQLErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := buildSQL(Postgres, tbl, tt.r, nil)
-			qe := wantKind(t, err, KindValidation)
+			qe := wantKind(t, err, lakegate.KindValidation)
 			if !strings.Contains(qe.Message, tt.wantMsg) {
 				t.Errorf("got message %q, want it to contain %q", qe.Message, tt.wantMsg)
 			}
@@ -134,7 +135,7 @@ func TestBuildEngine(t *testing.T) {
 	e, _ := sqliteEngine(t, &Options{DefaultLimit: 7, MaxLimit: 50})
 	r := Request{Database: "lite", Table: `We"ird Table`, Columns: cols("select", `We"ird`),
 		Filters: []Filter{{Column: "Mixed", Op: "=", Value: "x"}}, OrderBy: []Order{{Column: "select", Desc: true}}}
-	s, err := e.PrepareQuery(t.Context(), Caller{}, r)
+	s, err := e.PrepareQuery(t.Context(), lakegate.Caller{}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestBuildEngine(t *testing.T) {
 	}
 	for _, tt := range limits {
 		t.Run("limit "+tt.name, func(t *testing.T) {
-			s, err := e.PrepareQuery(t.Context(), Caller{}, Request{Database: "lite", Table: "readings", Columns: cols("id"), Limit: tt.limit})
+			s, err := e.PrepareQuery(t.Context(), lakegate.Caller{}, Request{Database: "lite", Table: "readings", Columns: cols("id"), Limit: tt.limit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,16 +183,16 @@ func TestBuildEngine(t *testing.T) {
 	errs := []struct {
 		name string
 		r    Request
-		want Kind
+		want lakegate.Kind
 	}{
-		{"unknown db", Request{Database: "x", Table: "readings"}, KindNotFound},
-		{"unknown table", Request{Database: "lite", Table: "readingz"}, KindNotFound},
-		{"limit too big", Request{Database: "lite", Table: "readings", Limit: 51}, KindValidation},
-		{"negative limit", Request{Database: "lite", Table: "readings", Limit: -2}, KindValidation},
+		{"unknown db", Request{Database: "x", Table: "readings"}, lakegate.KindNotFound},
+		{"unknown table", Request{Database: "lite", Table: "readingz"}, lakegate.KindNotFound},
+		{"limit too big", Request{Database: "lite", Table: "readings", Limit: 51}, lakegate.KindValidation},
+		{"negative limit", Request{Database: "lite", Table: "readings", Limit: -2}, lakegate.KindValidation},
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := e.PrepareQuery(t.Context(), Caller{}, tt.r)
+			_, err := e.PrepareQuery(t.Context(), lakegate.Caller{}, tt.r)
 			wantKind(t, err, tt.want)
 		})
 	}
@@ -229,7 +230,7 @@ func TestQueryOps(t *testing.T) {
 	for _, en := range engines {
 		for _, tt := range tests {
 			t.Run(en.db+" "+tt.name, func(t *testing.T) {
-				res, rows := collectQuery(t, en.e, Caller{}, Request{Database: en.db, Table: "readings",
+				res, rows := collectQuery(t, en.e, lakegate.Caller{}, Request{Database: en.db, Table: "readings",
 					Columns: cols("id"), Filters: tt.filters, OrderBy: []Order{{Column: "id"}}, Limit: 100})
 				var got []any
 				for _, r := range rows {
@@ -271,7 +272,7 @@ func FuzzBuild(f *testing.F) {
 		cat := newCatalog(tables)
 		tbl, err := cat.table("db", table)
 		if err != nil {
-			if KindOf(err) != KindNotFound {
+			if lakegate.KindOf(err) != lakegate.KindNotFound {
 				t.Fatalf("got %v, want not_found", err)
 			}
 			return
@@ -283,7 +284,7 @@ func FuzzBuild(f *testing.F) {
 			got, args, err := buildSQL(d, tbl, req(value), nil)
 			tmpl, _, terr := buildSQL(d, tbl, req("v"), nil)
 			if err != nil {
-				if KindOf(err) != KindValidation {
+				if lakegate.KindOf(err) != lakegate.KindValidation {
 					t.Fatalf("got %v, want a validation error", err)
 				}
 				continue
@@ -316,7 +317,7 @@ func fuzzShape(t *testing.T, shape string) {
 	for _, d := range []Dialect{Postgres, SQLite} {
 		got, args, err := buildCat(d, r)
 		if err != nil {
-			if k := KindOf(err); k != KindValidation && k != KindNotFound {
+			if k := lakegate.KindOf(err); k != lakegate.KindValidation && k != lakegate.KindNotFound {
 				t.Fatalf("got %v, want validation_error or not_found", err)
 			}
 			continue

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lakegate/lakegate"
 )
 
 // joinCatalog is a catalog of readings, devices (readings.device_id ->
@@ -124,33 +126,33 @@ func TestBuildSQLFeatureErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		r    Request
-		kind Kind
+		kind lakegate.Kind
 		want string // in Message or Hint
 	}{
-		{"unknown join table", Request{Table: "readings", Joins: []Join{{Table: "devicez"}}}, KindNotFound, `did you mean "devices"?`},
-		{"no foreign key", Request{Table: "readings", Joins: []Join{{Table: "sites"}}}, KindValidation, "no foreign key links it"},
-		{"ambiguous foreign key", Request{Table: "devices", Joins: []Join{{Table: "links"}}}, KindValidation, "several foreign keys link it: devices(id) = links(a); devices(id) = links(b)"},
-		{"joined twice", Request{Table: "readings", Joins: []Join{{Table: "devices"}, {Table: "devices"}}}, KindValidation, "joined twice"},
-		{"bad join type", Request{Table: "readings", Joins: []Join{{Table: "devices", Type: "full"}}}, KindValidation, `unknown type "full"`},
-		{"bad on column", Request{Table: "readings", Joins: []Join{{Table: "devices", On: []JoinOn{{Left: "device_idd", Right: "id"}}}}}, KindValidation, `did you mean "device_id"?`},
-		{"on right not in joined table", Request{Table: "readings", Joins: []Join{{Table: "devices", On: []JoinOn{{Left: "device_id", Right: "status"}}}}}, KindValidation, `unknown column "status" in table "devices"`},
-		{"ambiguous column", Request{Table: "readings", Columns: cols("id"), Joins: []Join{{Table: "devices"}}}, KindValidation, `qualify it as "readings.id" or "devices.id"`},
-		{"unknown column across tables", Request{Table: "readings", Columns: cols("sitee"), Joins: []Join{{Table: "devices"}}}, KindValidation, `did you mean "devices.site"?`},
-		{"unknown qualified column", Request{Table: "readings", Columns: cols("devices.nme"), Joins: []Join{{Table: "devices"}}}, KindValidation, `did you mean "name"?`},
-		{"unknown aggregate", Request{Table: "readings", Columns: []Select{{Agg: "median", Column: "temp"}}}, KindValidation, `unknown aggregate "median"`},
-		{"sum of text", Request{Table: "readings", Columns: []Select{{Agg: "sum", Column: "status"}}}, KindValidation, "needs a numeric column"},
-		{"avg without column", Request{Table: "readings", Columns: []Select{{Agg: "avg"}}}, KindValidation, "needs a column"},
-		{"ungrouped column", Request{Table: "readings", Columns: []Select{{Column: "status"}, {Agg: "count"}}}, KindValidation, `"status" is selected but neither grouped nor aggregated`},
-		{"duplicate alias", Request{Table: "readings", Columns: []Select{{Agg: "count"}, {Agg: "count", Column: "id", As: "count"}}}, KindValidation, `"count" is used twice`},
-		{"empty item", Request{Table: "readings", Columns: []Select{{As: "x"}}}, KindValidation, "neither column nor agg"},
-		{"aggregate in where", Request{Table: "readings", Filters: []Filter{{Agg: "count", Op: ">", Value: 1.0}}}, KindValidation, "aggregates belong in having"},
-		{"having on plain column", Request{Table: "readings", GroupBy: []string{"status"}, Having: []Filter{{Column: "status", Op: "=", Value: "x"}}}, KindValidation, "give agg, or the alias"},
-		{"group and condition", Request{Table: "readings", Filters: []Filter{{Column: "id", Op: "=", Value: 1.0, Or: []Filter{deep}}}}, KindValidation, "either a condition or one and/or group"},
-		{"and and or", Request{Table: "readings", Filters: []Filter{{And: []Filter{deep}, Or: []Filter{deep}}}}, KindValidation, "either a condition"},
-		{"empty group", Request{Table: "readings", Filters: []Filter{{Or: []Filter{}}}}, KindValidation, "at least one condition"},
-		{"too deep", Request{Table: "readings", Filters: []Filter{deep}}, KindValidation, "nested more than 8 deep"},
-		{"bad nulls", Request{Table: "readings", OrderBy: []Order{{Column: "id", Nulls: "middle"}}}, KindValidation, "nulls must be first or last"},
-		{"bad having value", Request{Table: "readings", Having: []Filter{{Agg: "count", Op: ">", Value: "many"}}}, KindValidation, "expected an integer"},
+		{"unknown join table", Request{Table: "readings", Joins: []Join{{Table: "devicez"}}}, lakegate.KindNotFound, `did you mean "devices"?`},
+		{"no foreign key", Request{Table: "readings", Joins: []Join{{Table: "sites"}}}, lakegate.KindValidation, "no foreign key links it"},
+		{"ambiguous foreign key", Request{Table: "devices", Joins: []Join{{Table: "links"}}}, lakegate.KindValidation, "several foreign keys link it: devices(id) = links(a); devices(id) = links(b)"},
+		{"joined twice", Request{Table: "readings", Joins: []Join{{Table: "devices"}, {Table: "devices"}}}, lakegate.KindValidation, "joined twice"},
+		{"bad join type", Request{Table: "readings", Joins: []Join{{Table: "devices", Type: "full"}}}, lakegate.KindValidation, `unknown type "full"`},
+		{"bad on column", Request{Table: "readings", Joins: []Join{{Table: "devices", On: []JoinOn{{Left: "device_idd", Right: "id"}}}}}, lakegate.KindValidation, `did you mean "device_id"?`},
+		{"on right not in joined table", Request{Table: "readings", Joins: []Join{{Table: "devices", On: []JoinOn{{Left: "device_id", Right: "status"}}}}}, lakegate.KindValidation, `unknown column "status" in table "devices"`},
+		{"ambiguous column", Request{Table: "readings", Columns: cols("id"), Joins: []Join{{Table: "devices"}}}, lakegate.KindValidation, `qualify it as "readings.id" or "devices.id"`},
+		{"unknown column across tables", Request{Table: "readings", Columns: cols("sitee"), Joins: []Join{{Table: "devices"}}}, lakegate.KindValidation, `did you mean "devices.site"?`},
+		{"unknown qualified column", Request{Table: "readings", Columns: cols("devices.nme"), Joins: []Join{{Table: "devices"}}}, lakegate.KindValidation, `did you mean "name"?`},
+		{"unknown aggregate", Request{Table: "readings", Columns: []Select{{Agg: "median", Column: "temp"}}}, lakegate.KindValidation, `unknown aggregate "median"`},
+		{"sum of text", Request{Table: "readings", Columns: []Select{{Agg: "sum", Column: "status"}}}, lakegate.KindValidation, "needs a numeric column"},
+		{"avg without column", Request{Table: "readings", Columns: []Select{{Agg: "avg"}}}, lakegate.KindValidation, "needs a column"},
+		{"ungrouped column", Request{Table: "readings", Columns: []Select{{Column: "status"}, {Agg: "count"}}}, lakegate.KindValidation, `"status" is selected but neither grouped nor aggregated`},
+		{"duplicate alias", Request{Table: "readings", Columns: []Select{{Agg: "count"}, {Agg: "count", Column: "id", As: "count"}}}, lakegate.KindValidation, `"count" is used twice`},
+		{"empty item", Request{Table: "readings", Columns: []Select{{As: "x"}}}, lakegate.KindValidation, "neither column nor agg"},
+		{"aggregate in where", Request{Table: "readings", Filters: []Filter{{Agg: "count", Op: ">", Value: 1.0}}}, lakegate.KindValidation, "aggregates belong in having"},
+		{"having on plain column", Request{Table: "readings", GroupBy: []string{"status"}, Having: []Filter{{Column: "status", Op: "=", Value: "x"}}}, lakegate.KindValidation, "give agg, or the alias"},
+		{"group and condition", Request{Table: "readings", Filters: []Filter{{Column: "id", Op: "=", Value: 1.0, Or: []Filter{deep}}}}, lakegate.KindValidation, "either a condition or one and/or group"},
+		{"and and or", Request{Table: "readings", Filters: []Filter{{And: []Filter{deep}, Or: []Filter{deep}}}}, lakegate.KindValidation, "either a condition"},
+		{"empty group", Request{Table: "readings", Filters: []Filter{{Or: []Filter{}}}}, lakegate.KindValidation, "at least one condition"},
+		{"too deep", Request{Table: "readings", Filters: []Filter{deep}}, lakegate.KindValidation, "nested more than 8 deep"},
+		{"bad nulls", Request{Table: "readings", OrderBy: []Order{{Column: "id", Nulls: "middle"}}}, lakegate.KindValidation, "nulls must be first or last"},
+		{"bad having value", Request{Table: "readings", Having: []Filter{{Agg: "count", Op: ">", Value: "many"}}}, lakegate.KindValidation, "expected an integer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,7 +202,7 @@ func TestRequestJSON(t *testing.T) {
 func TestCursor(t *testing.T) {
 	e, _ := sqliteEngine(t, nil)
 	r := Request{Database: "lite", Table: "readings", Columns: cols("id"), OrderBy: []Order{{Column: "id"}}, Limit: 10}
-	res, _ := collectQuery(t, e, Caller{}, r)
+	res, _ := collectQuery(t, e, lakegate.Caller{}, r)
 	c := res.NextCursor
 	if c == "" || !res.Truncated {
 		t.Fatalf("got cursor %q (truncated %v), want one for a truncated page", c, res.Truncated)
@@ -210,17 +212,17 @@ func TestCursor(t *testing.T) {
 	if off, _, err := e.requestStart(r); err != nil || off != 10 {
 		t.Errorf("got %d %v, want offset 10", off, err)
 	}
-	last, _ := collectQuery(t, e, Caller{}, Request{Database: "lite", Table: "readings", Columns: cols("id"),
+	last, _ := collectQuery(t, e, lakegate.Caller{}, Request{Database: "lite", Table: "readings", Columns: cols("id"),
 		Filters: []Filter{{Column: "id", Op: "<=", Value: 10.0}}, Limit: 10})
 	if last.NextCursor != "" || last.Truncated {
 		t.Errorf("got cursor %q (truncated %v), want none for a complete page", last.NextCursor, last.Truncated)
 	}
 	other := Request{Database: "lite", Table: "readings", Columns: cols("id", "ts"), Cursor: c}
-	if _, _, err := e.requestStart(other); KindOf(err) != KindValidation {
+	if _, _, err := e.requestStart(other); lakegate.KindOf(err) != lakegate.KindValidation {
 		t.Errorf("cursor replayed on another request: got %v, want validation_error", err)
 	}
 	for _, bad := range []Request{{Cursor: "!!"}, {Cursor: "e30"}, {Cursor: c, Offset: 5}, {Offset: -1}} {
-		if _, _, err := e.requestStart(bad); KindOf(err) != KindValidation {
+		if _, _, err := e.requestStart(bad); lakegate.KindOf(err) != lakegate.KindValidation {
 			t.Errorf("%+v: got %v, want validation_error", bad, err)
 		}
 	}
@@ -246,8 +248,8 @@ func TestQueryFeatures(t *testing.T) {
 				Filters: []Filter{{Or: []Filter{{Column: "status", Op: "=", Value: "ok"}, {Column: "readings.id", Op: "<", Value: 100.0}}}},
 				GroupBy: []string{"devices.site"}, Having: []Filter{{Agg: "count", Op: ">", Value: 1.0}},
 				OrderBy: []Order{{Column: "n", Desc: true}, {Column: "site"}}}
-			got, gotRows := collectQuery(t, en.e, Caller{}, r)
-			_, wantRows := collectSQL(t, en.e, Caller{}, SQLRequest{Database: en.db, SQL: `SELECT d.site, count(*) AS n, max(r.temperature) AS hi
+			got, gotRows := collectQuery(t, en.e, lakegate.Caller{}, r)
+			_, wantRows := collectSQL(t, en.e, lakegate.Caller{}, SQLRequest{Database: en.db, SQL: `SELECT d.site, count(*) AS n, max(r.temperature) AS hi
 				FROM readings r JOIN devices d ON r.device_id = d.id WHERE r.status = 'ok' OR r.id < 100
 				GROUP BY d.site HAVING count(*) > 1 ORDER BY n DESC, d.site`})
 			if len(gotRows) == 0 || fmt.Sprint(gotRows) != fmt.Sprint(wantRows) {
@@ -259,7 +261,7 @@ func TestQueryFeatures(t *testing.T) {
 				OrderBy: []Order{{Column: "id"}}, Limit: 10}
 			var ids []any
 			for n := 0; ; n++ {
-				res, rows := collectQuery(t, en.e, Caller{}, page)
+				res, rows := collectQuery(t, en.e, lakegate.Caller{}, page)
 				for _, row := range rows {
 					ids = append(ids, row[0])
 				}

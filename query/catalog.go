@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lakegate/lakegate"
 )
 
 // colKind is how a column's values are converted on the way in (filters,
@@ -107,8 +109,8 @@ func (t *tableInfo) column(name string) (int, error) {
 	if i, ok := foldMatch(name, len(t.Columns), func(i int) string { return t.Columns[i].Name }); ok {
 		return i, nil
 	}
-	return -1, &Error{
-		Kind:    KindValidation,
+	return -1, &lakegate.Error{
+		Kind:    lakegate.KindValidation,
 		Message: fmt.Sprintf("unknown column %q in table %q", name, t.Name),
 		Hint:    namesHint("columns", name, t.columnNames()),
 	}
@@ -153,8 +155,8 @@ func (c *catalog) table(db, name string) (*tableInfo, error) {
 	for i, t := range c.tables {
 		names[i] = t.Name
 	}
-	return nil, &Error{
-		Kind:    KindNotFound,
+	return nil, &lakegate.Error{
+		Kind:    lakegate.KindNotFound,
 		Message: fmt.Sprintf("unknown table %q in database %q", name, db),
 		Hint:    namesHint("tables", name, names),
 	}

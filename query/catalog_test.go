@@ -4,11 +4,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lakegate/lakegate"
 )
 
 func TestTablesSQLite(t *testing.T) {
 	e, _ := sqliteEngine(t, nil)
-	tabs, err := e.Tables(t.Context(), Caller{}, "lite")
+	tabs, err := e.Tables(t.Context(), lakegate.Caller{}, "lite")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func TestTablesSQLite(t *testing.T) {
 
 func TestDescribeSQLite(t *testing.T) {
 	e, _ := sqliteEngine(t, nil)
-	got, err := e.Describe(t.Context(), Caller{}, "lite", "readings")
+	got, err := e.Describe(t.Context(), lakegate.Caller{}, "lite", "readings")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func TestDescribeSQLite(t *testing.T) {
 	}
 	// The result is a copy: changing it must not change the catalog.
 	got.Columns[0].Name = "changed"
-	again, _ := e.Describe(t.Context(), Caller{}, "lite", "readings")
+	again, _ := e.Describe(t.Context(), lakegate.Caller{}, "lite", "readings")
 	if again.Columns[0].Name != "id" {
 		t.Errorf("got %q after changing a returned table, want id", again.Columns[0].Name)
 	}
@@ -69,7 +71,7 @@ func TestDescribeSQLite(t *testing.T) {
 
 func TestCatalogPG(t *testing.T) {
 	e := pgEngine(t, nil)
-	tabs, err := e.Tables(t.Context(), Caller{}, "pg")
+	tabs, err := e.Tables(t.Context(), lakegate.Caller{}, "pg")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestCatalogPG(t *testing.T) {
 		})
 	}
 
-	d, err := e.Describe(t.Context(), Caller{}, "pg", "readings")
+	d, err := e.Describe(t.Context(), lakegate.Caller{}, "pg", "readings")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestCatalogPG(t *testing.T) {
 
 	// Other ways of naming the same tables.
 	for _, name := range []string{"public.readings", "READINGS", "other.things"} {
-		if _, err := e.Describe(t.Context(), Caller{}, "pg", name); err != nil {
+		if _, err := e.Describe(t.Context(), lakegate.Caller{}, "pg", name); err != nil {
 			t.Errorf("Describe(%q): got %v, want success", name, err)
 		}
 	}
@@ -144,14 +146,14 @@ func TestCatalogNotFound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := e.Describe(t.Context(), Caller{}, tt.db, tt.table)
-			qe := wantKind(t, err, KindNotFound)
+			_, err := e.Describe(t.Context(), lakegate.Caller{}, tt.db, tt.table)
+			qe := wantKind(t, err, lakegate.KindNotFound)
 			if !strings.Contains(qe.Hint, tt.wantHint) {
 				t.Errorf("got hint %q, want it to contain %q", qe.Hint, tt.wantHint)
 			}
 		})
 	}
-	if _, err := e.Tables(t.Context(), Caller{}, "nope"); KindOf(err) != KindNotFound {
+	if _, err := e.Tables(t.Context(), lakegate.Caller{}, "nope"); lakegate.KindOf(err) != lakegate.KindNotFound {
 		t.Errorf("Tables on unknown db: got %v, want not_found", err)
 	}
 }

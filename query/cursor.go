@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/lakegate/lakegate"
 )
 
 // A cursor continues a truncated result where it stopped. It is opaque to
@@ -61,7 +63,7 @@ func (e *Engine) pageStart(c, hash string) (int, error) {
 	if c == "" {
 		return 0, nil
 	}
-	bad := &Error{Kind: KindValidation, Message: "the cursor is not valid for this request",
+	bad := &lakegate.Error{Kind: lakegate.KindValidation, Message: "the cursor is not valid for this request",
 		Hint: "pass next_cursor unchanged with the same request (only the row cap may change), or start again without cursor"}
 	body, sig, ok := strings.Cut(c, ".")
 	if !ok || len(c) > 512 || !hmac.Equal([]byte(sig), []byte(e.signCursor(body))) {

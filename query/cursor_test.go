@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lakegate/lakegate"
 )
 
 // pages reads a result page by page through next_cursor, n rows at a
@@ -33,19 +35,19 @@ func pages(t *testing.T, n int, page func(cursor string) (*Result, [][]any)) [][
 func TestSQLCursorPages(t *testing.T) {
 	e, _ := sqliteEngine(t, nil)
 	const text = "SELECT id, status FROM readings WHERE id <= 23 ORDER BY id DESC"
-	_, whole := collectSQL(t, e, Caller{}, SQLRequest{Database: "lite", SQL: text, Limit: NoLimit})
+	_, whole := collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: "lite", SQL: text, Limit: NoLimit})
 	got := pages(t, 5, func(c string) (*Result, [][]any) {
-		return collectSQL(t, e, Caller{}, SQLRequest{Database: "lite", SQL: text, Limit: 5, Cursor: c})
+		return collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: "lite", SQL: text, Limit: 5, Cursor: c})
 	})
 	if len(whole) != 23 || !reflect.DeepEqual(got, whole) {
 		t.Fatalf("pages: got %v, want %v", got, whole)
 	}
 	// Without ORDER BY the hint says the pages may move.
-	res, _ := collectSQL(t, e, Caller{}, SQLRequest{Database: "lite", SQL: "SELECT id FROM readings", Limit: 2})
+	res, _ := collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: "lite", SQL: "SELECT id FROM readings", Limit: 2})
 	if !strings.Contains(res.Hint, "no ORDER BY") {
 		t.Errorf("hint without ORDER BY: got %q, want the stable-order advice", res.Hint)
 	}
-	res, _ = collectSQL(t, e, Caller{}, SQLRequest{Database: "lite", SQL: text, Limit: 2})
+	res, _ = collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: "lite", SQL: text, Limit: 2})
 	if strings.Contains(res.Hint, "no ORDER BY") {
 		t.Errorf("hint with ORDER BY: got %q, want no stable-order advice", res.Hint)
 	}
@@ -56,7 +58,7 @@ func TestSQLCursorPages(t *testing.T) {
 func TestSQLCursorRefused(t *testing.T) {
 	e, _ := sqliteEngine(t, nil)
 	r := SQLRequest{Database: "lite", SQL: "SELECT id FROM readings WHERE id > ? ORDER BY id", Params: []any{1}, Limit: 3}
-	res, _ := collectSQL(t, e, Caller{}, r)
+	res, _ := collectSQL(t, e, lakegate.Caller{}, r)
 	other, _ := sqliteEngine(t, nil)
 	body, sig, _ := strings.Cut(res.NextCursor, ".")
 	for name, tc := range map[string]struct {
@@ -69,13 +71,13 @@ func TestSQLCursorRefused(t *testing.T) {
 		"unsigned":     {e, SQLRequest{Database: "lite", SQL: r.SQL, Params: r.Params, Cursor: body}},
 		"other server": {other, SQLRequest{Database: "lite", SQL: r.SQL, Params: r.Params, Cursor: res.NextCursor}},
 	} {
-		if _, err := tc.e.PrepareSQL(t.Context(), Caller{}, tc.r); KindOf(err) != KindValidation {
+		if _, err := tc.e.PrepareSQL(t.Context(), lakegate.Caller{}, tc.r); lakegate.KindOf(err) != lakegate.KindValidation {
 			t.Errorf("%s: got %v, want validation_error", name, err)
 		}
 	}
 	// The same request with another row cap continues.
 	r.Cursor, r.Limit = res.NextCursor, 100
-	if _, rows := collectSQL(t, e, Caller{}, r); len(rows) == 0 || rows[0][0] != int64(5) {
+	if _, rows := collectSQL(t, e, lakegate.Caller{}, r); len(rows) == 0 || rows[0][0] != int64(5) {
 		t.Errorf("continued with a larger cap: got %v, want from id 5", rows)
 	}
 }
@@ -85,20 +87,20 @@ func TestSQLCursorRefused(t *testing.T) {
 func TestStructuredCursorPages(t *testing.T) {
 	e, _ := sqliteEngine(t, nil)
 	q := Request{Database: "lite", Table: "devices", Limit: NoLimit}
-	_, whole := collectQuery(t, e, Caller{}, q)
+	_, whole := collectQuery(t, e, lakegate.Caller{}, q)
 	got := pages(t, 7, func(c string) (*Result, [][]any) {
 		q.Limit, q.Cursor = 7, c
-		return collectQuery(t, e, Caller{}, q)
+		return collectQuery(t, e, lakegate.Caller{}, q)
 	})
 	if len(whole) < 8 || !reflect.DeepEqual(got, whole) {
 		t.Fatalf("query pages: got %d rows, want the %d of the whole", len(got), len(whole))
 	}
 	ts := TimeSeriesRequest{Database: "lite", Table: "readings", TimeColumn: "ts", Bucket: Bucket{Unit: "minute", Count: 1},
 		Start: "2025-01-01T00:00:00Z", End: "2025-01-02T00:00:00Z", Limit: NoLimit}
-	_, whole = collectTimeSeries(t, e, Caller{}, ts)
+	_, whole = collectTimeSeries(t, e, lakegate.Caller{}, ts)
 	got = pages(t, 4, func(c string) (*Result, [][]any) {
 		ts.Limit, ts.Cursor = 4, c
-		return collectTimeSeries(t, e, Caller{}, ts)
+		return collectTimeSeries(t, e, lakegate.Caller{}, ts)
 	})
 	if len(whole) < 5 || !reflect.DeepEqual(got, whole) {
 		t.Fatalf("time series pages: got %d rows, want the %d of the whole", len(got), len(whole))

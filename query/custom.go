@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query/validate"
 )
 
@@ -130,33 +131,33 @@ func (t *SQLTool) Request(d Dialect, args map[string]any) (SQLRequest, error) {
 		v, ok := args[p.Name]
 		if !ok || v == nil {
 			if p.Required {
-				return r, &Error{Kind: KindValidation, Message: fmt.Sprintf("argument %q is required", p.Name)}
+				return r, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("argument %q is required", p.Name)}
 			}
 			continue
 		}
 		c, err := toolValue(v, p.Type, d)
 		if err != nil {
-			return r, &Error{Kind: KindValidation, Message: fmt.Sprintf("argument %q: %v", p.Name, err)}
+			return r, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("argument %q: %v", p.Name, err)}
 		}
 		r.Params[i] = c
 	}
 	for name := range args {
 		if !known[name] {
-			return r, &Error{Kind: KindValidation, Message: fmt.Sprintf("unknown argument %q", name),
+			return r, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("unknown argument %q", name),
 				Hint: "accepted arguments: " + t.argNames()}
 		}
 	}
 	if v, ok := args[LimitArg]; ok && v != nil {
 		n, ok := toInt(v)
 		if !ok || n < 1 || n > 1<<31 {
-			return r, &Error{Kind: KindValidation, Message: "argument \"limit\": expected a positive integer"}
+			return r, &lakegate.Error{Kind: lakegate.KindValidation, Message: "argument \"limit\": expected a positive integer"}
 		}
 		r.Limit = int(n)
 	}
 	if v, ok := args[CursorArg]; ok && v != nil {
 		c, ok := v.(string)
 		if !ok {
-			return r, &Error{Kind: KindValidation, Message: "argument \"cursor\": expected the next_cursor string of a truncated result"}
+			return r, &lakegate.Error{Kind: lakegate.KindValidation, Message: "argument \"cursor\": expected the next_cursor string of a truncated result"}
 		}
 		r.Cursor = c
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakegate/lakegate"
 )
 
 func TestNewSQLToolErrors(t *testing.T) {
@@ -110,7 +112,7 @@ func TestSQLToolSchemaAndBind(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tool.Request(Postgres, tc.args)
-			qe := wantKind(t, err, KindValidation)
+			qe := wantKind(t, err, lakegate.KindValidation)
 			if !strings.Contains(qe.Message, tc.want) {
 				t.Errorf("got %q, want %q", qe.Message, tc.want)
 			}
@@ -142,7 +144,7 @@ func TestSQLToolRuns(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, rows := collectSQL(t, en.e, Caller{}, r)
+				res, rows := collectSQL(t, en.e, lakegate.Caller{}, r)
 				if len(rows) != res.RowCount {
 					t.Errorf("got %d rows, count %d", len(rows), res.RowCount)
 				}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/lakegate/lakegate"
 	"modernc.org/sqlite"
 )
 
@@ -142,7 +143,7 @@ func diagnose(ctx context.Context, err error) fault {
 	}
 	var (
 		sk  *sinkErr
-		qe  *Error
+		qe  *lakegate.Error
 		big *pgproto3.ExceededMaxBodyLenErr
 		pe  *pgconn.PgError
 		ce  *pgconn.ConnectError
@@ -253,7 +254,7 @@ type cause uint8
 const (
 	causeNone      cause = iota // no error
 	causeStatement              // the database's answer to this statement: the caller's to fix
-	causeKept                   // an *Error made earlier: its kind stands
+	causeKept                   // an *lakegate.Error made earlier: its kind stands
 	causeSink                   // the sink failed: its error goes back as it was
 	causeRowTooBig              // a row over max_row_bytes
 	causeParams                 // parameters that do not fit the statement

@@ -20,13 +20,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 )
 
 // verdict is what diagnose decides for one error: the kind the caller
 // sees, the retry class and the breaker's outcome.
 type verdict struct {
-	kind    Kind
+	kind    lakegate.Kind
 	retry   retryClass
 	outcome outcome
 }
@@ -42,16 +43,16 @@ func (v verdict) String() string {
 
 // The verdicts of the table at diagnose.
 var (
-	vStatement = verdict{KindValidation, retryNo, outcomeSuccess}
-	vForbidden = verdict{KindForbidden, retryNo, outcomeSuccess}
-	vInternal  = verdict{KindInternal, retryNo, outcomeSuccess}
-	vTimeout   = verdict{KindTimeout, retryNo, outcomeNeutral}
-	vCancelled = verdict{KindUnavailable, retryNo, outcomeNeutral}
-	vUnsent    = verdict{KindUnavailable, retryUnsent, outcomeFailure}
-	vLost      = verdict{KindUnavailable, retryLost, outcomeFailure}
-	vConflict  = verdict{KindUnavailable, retryConflict, outcomeSuccess}
-	vResources = verdict{KindUnavailable, retryNo, outcomeSuccess}
-	vGone      = verdict{KindUnavailable, retryNo, outcomeFailure}
+	vStatement = verdict{lakegate.KindValidation, retryNo, outcomeSuccess}
+	vForbidden = verdict{lakegate.KindForbidden, retryNo, outcomeSuccess}
+	vInternal  = verdict{lakegate.KindInternal, retryNo, outcomeSuccess}
+	vTimeout   = verdict{lakegate.KindTimeout, retryNo, outcomeNeutral}
+	vCancelled = verdict{lakegate.KindUnavailable, retryNo, outcomeNeutral}
+	vUnsent    = verdict{lakegate.KindUnavailable, retryUnsent, outcomeFailure}
+	vLost      = verdict{lakegate.KindUnavailable, retryLost, outcomeFailure}
+	vConflict  = verdict{lakegate.KindUnavailable, retryConflict, outcomeSuccess}
+	vResources = verdict{lakegate.KindUnavailable, retryNo, outcomeSuccess}
+	vGone      = verdict{lakegate.KindUnavailable, retryNo, outcomeFailure}
 )
 
 // verdictOf is what classify, transient and the breaker make of err under
@@ -59,11 +60,11 @@ var (
 func verdictOf(t *testing.T, ctx context.Context, err error) verdict {
 	t.Helper()
 	f := diagnose(ctx, err)
-	v := verdict{KindOf(classify(ctx, "db", err)), f.retry(), f.outcome()}
+	v := verdict{lakegate.KindOf(classify(ctx, "db", err)), f.retry(), f.outcome()}
 	if got, want := transient(ctx, err), v.retry != retryNo; got != want {
 		t.Errorf("transient: got %v, want %v (retry %s)", got, want, retryNames[v.retry])
 	}
-	if qe, ok := classify(ctx, "db", err).(*Error); ok && qe.Kind == KindUnavailable && v != vCancelled && f.cause != causeKept && qe.RetryAfter <= 0 {
+	if qe, ok := classify(ctx, "db", err).(*lakegate.Error); ok && qe.Kind == lakegate.KindUnavailable && v != vCancelled && f.cause != causeKept && qe.RetryAfter <= 0 {
 		t.Errorf("got unavailable without a retry_after: %v", qe)
 	}
 	return v
@@ -144,18 +145,18 @@ func diagnoseCases(t *testing.T) []diagnoseCase {
 		{name: "connect 53100 disk_full", err: atConnect{&pgconn.PgError{Code: "53100"}}, want: vGone},
 
 		// Every other error, in the order diagnose looks.
-		{name: "sink failure", err: &sinkErr{Errorf(KindValidation, "bound")}, want: vStatement},
-		{name: "sink failure over a lost connection", err: fmt.Errorf("row: %w", &sinkErr{&net.OpError{Op: "write", Err: syscall.EPIPE}}), want: verdict{KindInternal, retryNo, outcomeSuccess}},
-		{name: "an *Error made earlier", err: Errorf(KindForbidden, "x"), want: vForbidden},
-		{name: "an *Error over a lost connection", err: &Error{Kind: KindUnavailable, Message: "x", Err: io.EOF}, want: verdict{KindUnavailable, retryNo, outcomeSuccess}},
+		{name: "sink failure", err: &sinkErr{lakegate.Errorf(lakegate.KindValidation, "bound")}, want: vStatement},
+		{name: "sink failure over a lost connection", err: fmt.Errorf("row: %w", &sinkErr{&net.OpError{Op: "write", Err: syscall.EPIPE}}), want: verdict{lakegate.KindInternal, retryNo, outcomeSuccess}},
+		{name: "an *lakegate.Error made earlier", err: lakegate.Errorf(lakegate.KindForbidden, "x"), want: vForbidden},
+		{name: "an *lakegate.Error over a lost connection", err: &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "x", Err: io.EOF}, want: verdict{lakegate.KindUnavailable, retryNo, outcomeSuccess}},
 		{name: "row over the bound", err: fmt.Errorf("read: %w", &pgproto3.ExceededMaxBodyLenErr{MaxExpectedBodyLen: 1 << 20, ActualBodyLen: 2 << 20}), want: vStatement},
 		{name: "cancelled, connection lost", ctx: "cancelled", err: io.ErrUnexpectedEOF, want: vCancelled},
 		{name: "cancelled, 57014", ctx: "cancelled", err: pg("57014"), want: vCancelled},
 		{name: "cancelled, 40001", ctx: "cancelled", err: pg("40001"), want: vCancelled},
 		{name: "context.Canceled", err: fmt.Errorf("read: %w", context.Canceled), want: vCancelled},
 		{name: "expired, 57014", ctx: "expired", err: pg("57014"), want: vTimeout},
-		{name: "expired, 08006", ctx: "expired", err: pg("08006"), want: verdict{KindUnavailable, retryNo, outcomeNeutral}},
-		{name: "expired, 42601", ctx: "expired", err: pg("42601"), want: verdict{KindValidation, retryNo, outcomeNeutral}},
+		{name: "expired, 08006", ctx: "expired", err: pg("08006"), want: verdict{lakegate.KindUnavailable, retryNo, outcomeNeutral}},
+		{name: "expired, 42601", ctx: "expired", err: pg("42601"), want: verdict{lakegate.KindValidation, retryNo, outcomeNeutral}},
 		{name: "expired, connection lost", ctx: "expired", err: io.ErrUnexpectedEOF, want: vTimeout},
 		{name: "connect refused", err: refusedConnect(t), want: vUnsent},
 		{name: "context.DeadlineExceeded", err: fmt.Errorf("load: %w", context.DeadlineExceeded), want: vTimeout},
@@ -231,7 +232,7 @@ func TestDiagnoseRetryLoop(t *testing.T) {
 				n++
 				return false, tt.err
 			})
-			if got := KindOf(err); got != tt.want.kind {
+			if got := lakegate.KindOf(err); got != tt.want.kind {
 				t.Errorf("got kind %s (%v), want %s", got, err, tt.want.kind)
 			}
 			wantN := 1
@@ -253,7 +254,7 @@ func TestDiagnoseRetryLoop(t *testing.T) {
 			n++
 			return true, io.ErrUnexpectedEOF
 		})
-		wantKind(t, err, KindUnavailable)
+		wantKind(t, err, lakegate.KindUnavailable)
 		if n != 1 {
 			t.Errorf("got %d attempts, want 1", n)
 		}
@@ -269,8 +270,8 @@ func TestDiagnoseDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	kinds := map[string]Kind{"validation": KindValidation, "forbidden": KindForbidden, "timeout": KindTimeout,
-		"unavailable": KindUnavailable, "internal": KindInternal}
+	kinds := map[string]lakegate.Kind{"validation": lakegate.KindValidation, "forbidden": lakegate.KindForbidden, "timeout": lakegate.KindTimeout,
+		"unavailable": lakegate.KindUnavailable, "internal": lakegate.KindInternal}
 	retries, outcomes := map[string]retryClass{}, map[string]outcome{}
 	for r, n := range retryNames {
 		retries[n] = r
@@ -323,7 +324,7 @@ func TestDiagnoseDoc(t *testing.T) {
 					}
 				}
 				f := fault{cause: sqliteCause(n), err: errors.New("sqlite")}
-				got = verdict{KindOf(f.error("db")), f.retry(), f.outcome()}
+				got = verdict{lakegate.KindOf(f.error("db")), f.retry(), f.outcome()}
 			default:
 				t.Fatalf("a table %d in the comment: want two", tables)
 			}
@@ -450,7 +451,7 @@ func TestDiagnoseUnknownDatabase(t *testing.T) {
 	if got := verdictOf(t, t.Context(), err); got != vGone {
 		t.Errorf("got %v, want %v", got, vGone)
 	}
-	qe := classify(t.Context(), "pg", err).(*Error)
+	qe := classify(t.Context(), "pg", err).(*lakegate.Error)
 	if strings.Contains(qe.Message, "lakegate_no_such_database") {
 		t.Errorf("got %q, want the database's own name kept out", qe.Message)
 	}
@@ -480,7 +481,7 @@ func TestRetryLockTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(context.Background())
-	s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT count(*) FROM devices"})
+	s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT count(*) FROM devices"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +517,7 @@ func TestRetryLockTimeout(t *testing.T) {
 		defer func() { _ = tx.Rollback(context.Background()) }()
 		start := time.Now()
 		_, _, err := Collect(t.Context(), s, collectBytes)
-		qe := wantKind(t, err, KindUnavailable)
+		qe := wantKind(t, err, lakegate.KindUnavailable)
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || pe.Code != "55P03" {
 			t.Errorf("got %v, want 55P03 underneath", err)

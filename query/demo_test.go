@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -26,8 +27,8 @@ func TestCreateDemo(t *testing.T) {
 	}
 	defer func() { _ = e.Close(context.Background()) }()
 	q := "SELECT count(*), sum(id * temperature), count(power_w), count(note), min(ts), max(ts) FROM readings"
-	_, ra := collectSQL(t, e, Caller{}, SQLRequest{Database: "a", SQL: q})
-	_, rb := collectSQL(t, e, Caller{}, SQLRequest{Database: "b", SQL: q})
+	_, ra := collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: "a", SQL: q})
+	_, rb := collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: "b", SQL: q})
 	if !reflect.DeepEqual(ra, rb) {
 		t.Errorf("got %v and %v, want the same data", ra, rb)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
+
+	"github.com/lakegate/lakegate"
 )
 
 // Format is the encoding of a streamed result.
@@ -113,7 +115,7 @@ func NewEncoder(f Format, w io.Writer) (Encoder, error) {
 	case FormatCSV:
 		return &csvEncoder{encBase: b}, nil
 	}
-	return nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("unknown format %q", f), Hint: "use json, ndjson or csv"}
+	return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("unknown format %q", f), Hint: "use json, ndjson or csv"}
 }
 
 var (

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lakegate/lakegate"
 )
 
 func testCells() []Cell {
@@ -78,7 +80,7 @@ func TestEncoders(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewEncoder("xml", &bytes.Buffer{}); KindOf(err) != KindValidation {
+	if _, err := NewEncoder("xml", &bytes.Buffer{}); lakegate.KindOf(err) != lakegate.KindValidation {
 		t.Errorf("got %v, want a validation error for an unknown format", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -135,7 +136,7 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 		e.opts.ServerInfoFunctions = config.ServerInfoAdmin
 	case config.ServerInfoAdmin, config.ServerInfoAll, config.ServerInfoNone:
 	default:
-		return nil, Errorf(KindValidation, "server_info_functions %q: want %s, %s or %s", e.opts.ServerInfoFunctions,
+		return nil, lakegate.Errorf(lakegate.KindValidation, "server_info_functions %q: want %s, %s or %s", e.opts.ServerInfoFunctions,
 			config.ServerInfoAdmin, config.ServerInfoAll, config.ServerInfoNone)
 	}
 	e.log = e.opts.Logger
@@ -143,7 +144,7 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if len(dbs) == 0 {
-		return nil, Errorf(KindValidation, "no database configured")
+		return nil, lakegate.Errorf(lakegate.KindValidation, "no database configured")
 	}
 	for _, db := range dbs {
 		if err := e.openOne(ctx, db); err != nil {
@@ -167,10 +168,10 @@ func (e *Engine) abandon(ctx context.Context) {
 
 func (e *Engine) openOne(ctx context.Context, db config.Database) error {
 	if db.Name == "" {
-		return Errorf(KindValidation, "a database has no name")
+		return lakegate.Errorf(lakegate.KindValidation, "a database has no name")
 	}
 	if _, dup := e.sources[db.Name]; dup {
-		return Errorf(KindValidation, "database %q is configured twice", db.Name)
+		return lakegate.Errorf(lakegate.KindValidation, "database %q is configured twice", db.Name)
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(e.opts.StatementTimeout, connectTimeout))
 	defer cancel()
@@ -256,7 +257,7 @@ func (e *Engine) pingOne(ctx context.Context, n string) error {
 	if err == nil {
 		return nil
 	}
-	if c := classify(ctx, n, err); KindOf(c) == KindTimeout {
+	if c := classify(ctx, n, err); lakegate.KindOf(c) == lakegate.KindTimeout {
 		return c
 	}
 	return unavailable(n, err)
@@ -268,8 +269,8 @@ func (e *Engine) source(db string) (source, error) {
 	if s, ok := e.sources[db]; ok {
 		return s, nil
 	}
-	return nil, &Error{
-		Kind:    KindNotFound,
+	return nil, &lakegate.Error{
+		Kind:    lakegate.KindNotFound,
 		Message: fmt.Sprintf("unknown database %q", db),
 		Hint:    namesHint("databases", db, e.names),
 	}
@@ -277,7 +278,7 @@ func (e *Engine) source(db string) (source, error) {
 
 // Tables lists the tables and views of database db (without columns) that
 // c may read.
-func (e *Engine) Tables(ctx context.Context, c Caller, db string) ([]Table, error) {
+func (e *Engine) Tables(ctx context.Context, c lakegate.Caller, db string) ([]Table, error) {
 	g, err := e.grantFor(c, db)
 	if err != nil {
 		return nil, err
@@ -300,7 +301,7 @@ func (e *Engine) Tables(ctx context.Context, c Caller, db string) ([]Table, erro
 
 // Describe returns one table of database db with its columns, primary key,
 // foreign keys and row estimate. The result is the caller's to keep.
-func (e *Engine) Describe(ctx context.Context, c Caller, db, table string) (*Table, error) {
+func (e *Engine) Describe(ctx context.Context, c lakegate.Caller, db, table string) (*Table, error) {
 	g, err := e.grantFor(c, db)
 	if err != nil {
 		return nil, err
@@ -350,12 +351,12 @@ func (e *Engine) catalog(ctx context.Context, db string) (*catalog, source, erro
 }
 
 // internalErr wraps an unexpected error as internal without showing it.
-func internalErr(what string, err error) *Error {
-	var qe *Error
+func internalErr(what string, err error) *lakegate.Error {
+	var qe *lakegate.Error
 	if errors.As(err, &qe) {
 		return qe
 	}
-	return &Error{Kind: KindInternal, Message: what + " failed", Err: err}
+	return &lakegate.Error{Kind: lakegate.KindInternal, Message: what + " failed", Err: err}
 }
 
 // namesHint lists close matches of name among known, then the known names.

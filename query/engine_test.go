@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -28,16 +29,16 @@ func TestOpenErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		dbs     []config.Database
-		want    Kind
+		want    lakegate.Kind
 		wantMsg string
 	}{
-		{"none", nil, KindValidation, "no database"},
-		{"no name", []config.Database{{URL: "sqlite:" + demo}}, KindValidation, "no name"},
-		{"twice", []config.Database{{Name: "a", URL: "sqlite:" + demo}, {Name: "a", URL: "sqlite:" + demo}}, KindValidation, `"a" is configured twice`},
-		{"missing sqlite file", []config.Database{{Name: "a", URL: "sqlite:" + demo}, {Name: "m", URL: "sqlite:/nonexistent/x.db"}}, KindUnavailable, `database "m"`},
-		{"not a database", []config.Database{{Name: "bad", URL: "sqlite:" + notDB}}, KindUnavailable, `database "bad"`},
-		{"bad postgres url", []config.Database{{Name: "p", URL: "postgres://u:secretpw@host:notaport/db"}}, KindValidation, `database "p": invalid PostgreSQL URL`},
-		{"unreachable postgres", []config.Database{{Name: "p", URL: "postgres://u:secretpw@127.0.0.1:1/db?connect_timeout=2"}}, KindUnavailable, `database "p": cannot connect`},
+		{"none", nil, lakegate.KindValidation, "no database"},
+		{"no name", []config.Database{{URL: "sqlite:" + demo}}, lakegate.KindValidation, "no name"},
+		{"twice", []config.Database{{Name: "a", URL: "sqlite:" + demo}, {Name: "a", URL: "sqlite:" + demo}}, lakegate.KindValidation, `"a" is configured twice`},
+		{"missing sqlite file", []config.Database{{Name: "a", URL: "sqlite:" + demo}, {Name: "m", URL: "sqlite:/nonexistent/x.db"}}, lakegate.KindUnavailable, `database "m"`},
+		{"not a database", []config.Database{{Name: "bad", URL: "sqlite:" + notDB}}, lakegate.KindUnavailable, `database "bad"`},
+		{"bad postgres url", []config.Database{{Name: "p", URL: "postgres://u:secretpw@host:notaport/db"}}, lakegate.KindValidation, `database "p": invalid PostgreSQL URL`},
+		{"unreachable postgres", []config.Database{{Name: "p", URL: "postgres://u:secretpw@127.0.0.1:1/db?connect_timeout=2"}}, lakegate.KindUnavailable, `database "p": cannot connect`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +97,7 @@ func TestEngineLifecycle(t *testing.T) {
 	if err == nil {
 		t.Fatal("Ping after Close: got nil, want an error")
 	}
-	if k := KindOf(err); k != KindUnavailable {
+	if k := lakegate.KindOf(err); k != lakegate.KindUnavailable {
 		t.Errorf("Ping after Close: got %v, want unavailable", err)
 	}
 }
@@ -158,7 +159,7 @@ func TestOptionsDefaults(t *testing.T) {
 			t.Errorf("limit(%d): got %d %v, want %d ok=%v", tt.asked, got, err, tt.want, tt.ok)
 		}
 		if err != nil {
-			wantKind(t, err, KindValidation)
+			wantKind(t, err, lakegate.KindValidation)
 		}
 	}
 	d, _ := sqliteEngine(t, nil)
@@ -170,18 +171,18 @@ func TestOptionsDefaults(t *testing.T) {
 
 func TestCatalogCache(t *testing.T) {
 	e, path := sqliteEngine(t, nil)
-	if _, err := e.Tables(t.Context(), Caller{}, "lite"); err != nil {
+	if _, err := e.Tables(t.Context(), lakegate.Caller{}, "lite"); err != nil {
 		t.Fatal(err)
 	}
 	execSQLite(t, path, "CREATE TABLE later (x INTEGER)")
-	if _, err := e.Describe(t.Context(), Caller{}, "lite", "later"); KindOf(err) != KindNotFound {
+	if _, err := e.Describe(t.Context(), lakegate.Caller{}, "lite", "later"); lakegate.KindOf(err) != lakegate.KindNotFound {
 		t.Errorf("within the TTL: got %v, want not_found from the cached catalog", err)
 	}
 	cc := e.catalogs["lite"]
 	cc.mu.Lock()
 	cc.cur.loaded = time.Now().Add(-catalogTTL - time.Second)
 	cc.mu.Unlock()
-	if _, err := e.Describe(t.Context(), Caller{}, "lite", "later"); err != nil {
+	if _, err := e.Describe(t.Context(), lakegate.Caller{}, "lite", "later"); err != nil {
 		t.Errorf("after the TTL: got %v, want the new table", err)
 	}
 }
@@ -194,19 +195,19 @@ func TestClassify(t *testing.T) {
 		name string
 		ctx  context.Context
 		err  error
-		want Kind
+		want lakegate.Kind
 	}{
-		{"query error kept", live, Errorf(KindForbidden, "x"), KindForbidden},
-		{"canceled", canceled, errors.New("x"), KindUnavailable},
-		{"deadline", live, context.DeadlineExceeded, KindTimeout},
-		{"eof", live, errors.New("x"), KindInternal},
-		{"params", live, &queryErr{errors.New("expected 1 arguments, got 0")}, KindValidation},
-		{"row over the bound", live, fmt.Errorf("read: %w", &pgproto3.ExceededMaxBodyLenErr{MaxExpectedBodyLen: 1 << 20, ActualBodyLen: 2 << 20}), KindValidation},
-		{"sink error is the sink's", live, &sinkErr{errSink}, KindInternal},
+		{"query error kept", live, lakegate.Errorf(lakegate.KindForbidden, "x"), lakegate.KindForbidden},
+		{"canceled", canceled, errors.New("x"), lakegate.KindUnavailable},
+		{"deadline", live, context.DeadlineExceeded, lakegate.KindTimeout},
+		{"eof", live, errors.New("x"), lakegate.KindInternal},
+		{"params", live, &queryErr{errors.New("expected 1 arguments, got 0")}, lakegate.KindValidation},
+		{"row over the bound", live, fmt.Errorf("read: %w", &pgproto3.ExceededMaxBodyLenErr{MaxExpectedBodyLen: 1 << 20, ActualBodyLen: 2 << 20}), lakegate.KindValidation},
+		{"sink error is the sink's", live, &sinkErr{errSink}, lakegate.KindInternal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := KindOf(classify(tt.ctx, "db", tt.err)); got != tt.want {
+			if got := lakegate.KindOf(classify(tt.ctx, "db", tt.err)); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 			var se *sinkErr

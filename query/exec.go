@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/lakegate/lakegate"
 )
 
 // normParams makes JSON numbers plain int64 or float64 for the drivers.
@@ -24,7 +25,7 @@ func normParams(params []any) ([]any, error) {
 				out[i] = string(x)
 			}
 		case map[string]any:
-			return nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("parameter %d is an object", i+1),
+			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("parameter %d is an object", i+1),
 				Hint: "parameters are strings, numbers, booleans, null or arrays of them"}
 		default:
 			out[i] = p
@@ -54,22 +55,22 @@ func (f fault) error(db string) error {
 	case causeRowTooBig:
 		return rowTooBig(int64(f.detail.(*pgproto3.ExceededMaxBodyLenErr).MaxExpectedBodyLen), err)
 	case causeParams:
-		return &Error{Kind: KindValidation, Message: "the parameters do not fit the statement",
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "the parameters do not fit the statement",
 			Hint: "give one parameter per placeholder, each of the type the statement expects", Err: err}
 	case causeCancelled:
 		// Nobody waits for the answer, and the query was stopped in the
 		// database.
-		return &Error{Kind: KindUnavailable, Message: "the query was cancelled by the client", Err: err}
+		return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the query was cancelled by the client", Err: err}
 	case causeTimeout:
 		return timeoutErr(err)
 	case causeUnsent, causeLost, causeGone:
 		return unavailable(db, err)
 	case causeConflict:
-		return &Error{Kind: KindUnavailable,
+		return &lakegate.Error{Kind: lakegate.KindUnavailable,
 			Message: fmt.Sprintf("database %q stopped the query: it conflicted with other work (a lock, a concurrent change or replication)", db),
 			Hint:    "retry later", RetryAfter: time.Second, Err: err}
 	case causeResources:
-		return &Error{Kind: KindUnavailable,
+		return &lakegate.Error{Kind: lakegate.KindUnavailable,
 			Message: fmt.Sprintf("database %q ran out of resources (disk, memory or a configured limit) for the query", db),
 			Hint:    "retry later, or narrow the query (filters, fewer columns or rows, smaller sorts)", RetryAfter: time.Second, Err: err}
 	case causeInternal:
@@ -78,12 +79,12 @@ func (f fault) error(db string) error {
 	msg, hint := dbMessage(f.detail)
 	switch f.cause {
 	case causeForbidden:
-		return &Error{Kind: KindForbidden, Message: msg, Hint: hint, Err: err}
+		return &lakegate.Error{Kind: lakegate.KindForbidden, Message: msg, Hint: hint, Err: err}
 	case causeReadOnly:
-		return &Error{Kind: KindValidation, Message: msg,
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: msg,
 			Hint: "queries run read-only: only SELECT statements are allowed", Err: err}
 	}
-	return &Error{Kind: KindValidation, Message: msg, Hint: hint, Err: err}
+	return &lakegate.Error{Kind: lakegate.KindValidation, Message: msg, Hint: hint, Err: err}
 }
 
 // dbMessage is the database's own words in a PostgreSQL or SQLite error.
@@ -98,19 +99,19 @@ func dbMessage(err error) (msg, hint string) {
 }
 
 // rowTooBig refuses a row over the row bound (Options.MaxRowBytes).
-func rowTooBig(limit int64, err error) *Error {
-	return &Error{Kind: KindValidation,
+func rowTooBig(limit int64, err error) *lakegate.Error {
+	return &lakegate.Error{Kind: lakegate.KindValidation,
 		Message: fmt.Sprintf("a row of the result is larger than the %d-byte row limit (max_row_bytes)", limit),
 		Hint:    "read large values in parts, e.g. substring(col from 1 for 1000000) or substring(col from 1000001 for 1000000), or leave the column out",
 		Err:     err}
 }
 
-func timeoutErr(err error) *Error {
-	return &Error{Kind: KindTimeout, Message: "the query ran past the statement timeout",
+func timeoutErr(err error) *lakegate.Error {
+	return &lakegate.Error{Kind: lakegate.KindTimeout, Message: "the query ran past the statement timeout",
 		Hint: "narrow it (filters, fewer columns or rows) or ask for a longer timeout", Err: err}
 }
 
-func unavailable(db string, err error) *Error {
-	return &Error{Kind: KindUnavailable, Message: fmt.Sprintf("database %q is unavailable", db),
+func unavailable(db string, err error) *lakegate.Error {
+	return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: fmt.Sprintf("database %q is unavailable", db),
 		Hint: "retry later", RetryAfter: time.Second, Err: err}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakegate/lakegate"
 )
 
 func TestRunSQLLimits(t *testing.T) {
@@ -37,7 +39,7 @@ func TestRunSQLLimits(t *testing.T) {
 	for db, e := range engines {
 		for _, tt := range tests {
 			t.Run(db+" "+tt.name, func(t *testing.T) {
-				res, rows := collectSQL(t, e, Caller{}, SQLRequest{Database: db, SQL: tt.sql, Params: tt.params, Limit: tt.limit})
+				res, rows := collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: db, SQL: tt.sql, Params: tt.params, Limit: tt.limit})
 				if res.RowCount != tt.wantRows || len(rows) != tt.wantRows || res.Truncated != tt.wantTruncated {
 					t.Errorf("got %d rows (count %d) truncated %v, want %d %v", len(rows), res.RowCount, res.Truncated, tt.wantRows, tt.wantTruncated)
 				}
@@ -59,8 +61,8 @@ func TestRunSQLLimits(t *testing.T) {
 			{"very negative", -1 << 40, "must not be negative"},
 		} {
 			t.Run(db+" "+tt.name, func(t *testing.T) {
-				_, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT 1", Limit: tt.limit})
-				qe := wantKind(t, err, KindValidation)
+				_, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: "SELECT 1", Limit: tt.limit})
+				qe := wantKind(t, err, lakegate.KindValidation)
 				if !strings.Contains(qe.Message, tt.want) {
 					t.Errorf("got %q, want it to contain %q", qe.Message, tt.want)
 				}
@@ -71,7 +73,7 @@ func TestRunSQLLimits(t *testing.T) {
 
 func TestRunSQLParams(t *testing.T) {
 	le, _ := sqliteEngine(t, nil)
-	res, rows := collectSQL(t, le, Caller{}, SQLRequest{Database: "lite",
+	res, rows := collectSQL(t, le, lakegate.Caller{}, SQLRequest{Database: "lite",
 		SQL: "SELECT id, status FROM readings WHERE id = ? OR id = ? ORDER BY id", Params: []any{2.0, json.Number("4")}})
 	want := [][]any{{int64(2), "ok"}, {int64(4), "warn"}}
 	if !reflect.DeepEqual(rows, want) {
@@ -85,7 +87,7 @@ func TestRunSQLParams(t *testing.T) {
 	if pe == nil {
 		return
 	}
-	_, rows = collectSQL(t, pe, Caller{}, SQLRequest{Database: "pg",
+	_, rows = collectSQL(t, pe, lakegate.Caller{}, SQLRequest{Database: "pg",
 		SQL:    "SELECT id, status, $3::text AS echo FROM readings WHERE id = $1 OR id = $2 ORDER BY id",
 		Params: []any{2.0, json.Number("4"), "x'; DROP TABLE readings; --"}})
 	want = [][]any{{int64(2), "ok", "x'; DROP TABLE readings; --"}, {int64(4), "warn", "x'; DROP TABLE readings; --"}}
@@ -100,12 +102,12 @@ func TestRunSQLParams(t *testing.T) {
 		{"wrong type", []any{"abc"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := runSQL(t.Context(), pe, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT id FROM readings WHERE id = $1", Params: tt.params})
-			wantKind(t, err, KindValidation)
+			_, _, err := runSQL(t.Context(), pe, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT id FROM readings WHERE id = $1", Params: tt.params})
+			wantKind(t, err, lakegate.KindValidation)
 		})
 	}
-	_, err := pe.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT $1::jsonb", Params: []any{map[string]any{"a": 1.0}}})
-	wantKind(t, err, KindValidation)
+	_, err := pe.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT $1::jsonb", Params: []any{map[string]any{"a": 1.0}}})
+	wantKind(t, err, lakegate.KindValidation)
 }
 
 func TestRunSQLErrors(t *testing.T) {
@@ -117,19 +119,19 @@ func TestRunSQLErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		sql     string
-		want    Kind
+		want    lakegate.Kind
 		wantMsg string
 	}{
-		{"empty", " ; ", KindValidation, "empty"},
-		{"refused by the validator", "SELEC 1", KindValidation, "refused: a statement must start with SELECT"},
-		{"syntax", "SELECT 1 FROM", KindValidation, "syntax error"},
-		{"unknown column", "SELECT nope FROM readings", KindValidation, "nope"},
-		{"unknown table", "SELECT * FROM nope", KindValidation, "nope"},
+		{"empty", " ; ", lakegate.KindValidation, "empty"},
+		{"refused by the validator", "SELEC 1", lakegate.KindValidation, "refused: a statement must start with SELECT"},
+		{"syntax", "SELECT 1 FROM", lakegate.KindValidation, "syntax error"},
+		{"unknown column", "SELECT nope FROM readings", lakegate.KindValidation, "nope"},
+		{"unknown table", "SELECT * FROM nope", lakegate.KindValidation, "nope"},
 	}
 	for db, e := range engines {
 		for _, tt := range tests {
 			t.Run(db+" "+tt.name, func(t *testing.T) {
-				_, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: db, SQL: tt.sql})
+				_, _, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: db, SQL: tt.sql})
 				qe := wantKind(t, err, tt.want)
 				if !strings.Contains(qe.Message, tt.wantMsg) {
 					t.Errorf("got %q, want it to contain %q", qe.Message, tt.wantMsg)
@@ -140,8 +142,8 @@ func TestRunSQLErrors(t *testing.T) {
 			})
 		}
 	}
-	_, err := le.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "nope", SQL: "SELECT 1"})
-	wantKind(t, err, KindNotFound)
+	_, err := le.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "nope", SQL: "SELECT 1"})
+	wantKind(t, err, lakegate.KindNotFound)
 }
 
 // TestReadOnly: statements that write must fail and leave the data as it
@@ -167,7 +169,7 @@ func TestReadOnly(t *testing.T) {
 	}
 	for db, e := range engines {
 		count := func(t *testing.T) any {
-			_, rows, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: db, SQL: "SELECT count(*) AS n, min(name) AS m FROM devices"})
+			_, rows, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: db, SQL: "SELECT count(*) AS n, min(name) AS m FROM devices"})
 			if err != nil {
 				t.Fatalf("devices must still be there: %v", err)
 			}
@@ -176,14 +178,14 @@ func TestReadOnly(t *testing.T) {
 		before := count(t)
 		for _, s := range stmts {
 			t.Run(db+" "+s, func(t *testing.T) {
-				_, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: s})
-				wantKind(t, err, KindValidation)
+				_, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: s})
+				wantKind(t, err, lakegate.KindValidation)
 				for _, direct := range []string{wrapLimit(s, 11, 0), s} {
 					_, err := directStmt(t, e, db, direct, 10).Run(t.Context(), NewBuffer(collectBytes, 0, 0))
 					if err == nil {
 						t.Fatalf("direct %q: got success, want an error", direct)
 					}
-					if k := KindOf(err); k != KindValidation && k != KindForbidden {
+					if k := lakegate.KindOf(err); k != lakegate.KindValidation && k != lakegate.KindForbidden {
 						t.Errorf("direct %q: got %v, want validation_error or forbidden", direct, err)
 					}
 				}
@@ -201,7 +203,7 @@ func TestReadOnlyMessage(t *testing.T) {
 		t.Skip("PostgreSQL tests skipped: " + pgEnv + " not set")
 	}
 	_, err := directStmt(t, pe, "pg", "WITH x AS (DELETE FROM devices RETURNING id) SELECT * FROM x", 10).Run(t.Context(), NewBuffer(collectBytes, 0, 0))
-	qe := wantKind(t, err, KindValidation)
+	qe := wantKind(t, err, lakegate.KindValidation)
 	if !strings.Contains(qe.Message, "read-only transaction") {
 		t.Errorf("got %q, want PostgreSQL's read-only error", qe.Message)
 	}
@@ -224,13 +226,13 @@ func TestRunSQLTimeout(t *testing.T) {
 				e, _ = sqliteEngine(t, opts)
 			}
 			start := time.Now()
-			_, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
-			wantKind(t, err, KindTimeout)
+			_, _, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
+			wantKind(t, err, lakegate.KindTimeout)
 			if d := time.Since(start); d > 3*time.Second {
 				t.Errorf("got %v, want the query stopped near 200ms", d)
 			}
 			// The connection is usable afterwards.
-			if _, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: tt.db, SQL: "SELECT 1"}); err != nil {
+			if _, _, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: tt.db, SQL: "SELECT 1"}); err != nil {
 				t.Errorf("after timeout: got %v, want success", err)
 			}
 		})
@@ -255,11 +257,11 @@ func TestCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			time.AfterFunc(200*time.Millisecond, cancel)
 			start := time.Now()
-			_, _, err := runSQL(ctx, e, Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
+			_, _, err := runSQL(ctx, e, lakegate.Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
 			if err == nil {
 				t.Fatal("got success, want the query stopped")
 			}
-			qe := wantKind(t, err, KindUnavailable)
+			qe := wantKind(t, err, lakegate.KindUnavailable)
 			if !strings.Contains(qe.Message, "cancelled") {
 				t.Errorf("got %q, want cancelled", qe.Message)
 			}
@@ -300,7 +302,7 @@ func TestStmtTimeout(t *testing.T) {
 			} else {
 				e, _ = sqliteEngine(t, opts)
 			}
-			s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
+			s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: tt.db, SQL: tt.sql})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,7 +312,7 @@ func TestStmtTimeout(t *testing.T) {
 			s.Timeout = 200 * time.Millisecond
 			start := time.Now()
 			_, _, err = Collect(t.Context(), s, collectBytes)
-			wantKind(t, err, KindTimeout)
+			wantKind(t, err, lakegate.KindTimeout)
 			if d := time.Since(start); d > 3*time.Second {
 				t.Errorf("got %v, want the query stopped near 200ms", d)
 			}
@@ -339,12 +341,12 @@ func TestMaxRowBytes(t *testing.T) {
 				e, _ = sqliteEngine(t, opts)
 			}
 			for i := range 3 {
-				_, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: tt.db, SQL: tt.big})
-				qe := wantKind(t, err, KindValidation)
+				_, _, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: tt.db, SQL: tt.big})
+				qe := wantKind(t, err, lakegate.KindValidation)
 				if !strings.Contains(qe.Message, "max_row_bytes") || !strings.Contains(qe.Hint, "substring") {
 					t.Errorf("attempt %d: got %q (hint %q), want max_row_bytes named and substring suggested", i, qe.Message, qe.Hint)
 				}
-				_, rows, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: tt.db, SQL: tt.fits})
+				_, rows, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: tt.db, SQL: tt.fits})
 				if err != nil {
 					t.Fatalf("attempt %d: a row under the bound after one over it: got %v, want it", i, err)
 				}
@@ -356,7 +358,7 @@ func TestMaxRowBytes(t *testing.T) {
 			errs := make(chan error, 8)
 			for range cap(errs) {
 				go func() {
-					_, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: tt.db, SQL: "SELECT count(*) FROM readings"})
+					_, _, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: tt.db, SQL: "SELECT count(*) FROM readings"})
 					errs <- err
 				}()
 			}

@@ -38,17 +38,17 @@ type Plan struct {
 // with the statement timeout, rolled back (PostgreSQL), or the read-only
 // connection (SQLite: EXPLAIN QUERY PLAN). format is "text" (default) or
 // "json".
-func (e *Engine) Explain(ctx context.Context, c Caller, db, sqlText string, analyze bool, format string) (*Plan, error) {
+func (e *Engine) Explain(ctx context.Context, c lakegate.Caller, db, sqlText string, analyze bool, format string) (*Plan, error) {
 	start := time.Now()
 	format = strings.ToLower(strings.TrimSpace(format))
 	if format == "" {
 		format = "text"
 	}
 	if format != "text" && format != "json" {
-		return nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("unknown plan format %q", format), Hint: `format is "text" or "json"`}
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("unknown plan format %q", format), Hint: `format is "text" or "json"`}
 	}
 	if analyze && !c.HasRole(lakegate.RoleAdmin) {
-		return nil, &Error{Kind: KindForbidden, Message: "explain with analyze runs the statement and needs the admin role",
+		return nil, &lakegate.Error{Kind: lakegate.KindForbidden, Message: "explain with analyze runs the statement and needs the admin role",
 			Hint: "ask for the plan without analyze"}
 	}
 	g, err := e.grantFor(c, db)
@@ -61,7 +61,7 @@ func (e *Engine) Explain(ctx context.Context, c Caller, db, sqlText string, anal
 	}
 	text := trimSQL(sqlText)
 	if text == "" {
-		return nil, &Error{Kind: KindValidation, Message: "the SQL is empty", Hint: "give one SELECT statement"}
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "the SQL is empty", Hint: "give one SELECT statement"}
 	}
 	if err := g.check(src.dialect(), sqlText); err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func (e *Engine) Explain(ctx context.Context, c Caller, db, sqlText string, anal
 	s := e.newStmt(g, src, db, maxPlanLines)
 	if src.dialect() == SQLite {
 		if analyze {
-			return nil, &Error{Kind: KindValidation, Message: "analyze is available on PostgreSQL databases only",
+			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "analyze is available on PostgreSQL databases only",
 				Hint: "ask for the plan without analyze"}
 		}
 		s.text = "EXPLAIN QUERY PLAN " + text

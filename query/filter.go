@@ -3,6 +3,8 @@ package query
 import (
 	"fmt"
 	"strings"
+
+	"github.com/lakegate/lakegate"
 )
 
 // maxInValues bounds the list of an in or not_in filter.
@@ -33,7 +35,7 @@ func (w *sqlWriter) conds(kw string, fs []Filter, one func(Filter) error) error 
 // list for having (nil in WHERE).
 func (w *sqlWriter) cond(s *scope, f Filter, depth int, items []item) error {
 	if depth > maxFilterDepth {
-		return &Error{Kind: KindValidation, Message: fmt.Sprintf("filters are nested more than %d deep", maxFilterDepth)}
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("filters are nested more than %d deep", maxFilterDepth)}
 	}
 	if f.And != nil || f.Or != nil {
 		group, sep := f.And, " AND "
@@ -42,10 +44,10 @@ func (w *sqlWriter) cond(s *scope, f Filter, depth int, items []item) error {
 		}
 		switch {
 		case f.And != nil && f.Or != nil, f.Column != "", f.Op != "", f.Value != nil, f.Agg != "":
-			return &Error{Kind: KindValidation, Message: "a filter is either a condition or one and/or group",
+			return &lakegate.Error{Kind: lakegate.KindValidation, Message: "a filter is either a condition or one and/or group",
 				Hint: `{"column", "op", "value"}, {"and": [...]} or {"or": [...]}`}
 		case len(group) == 0:
-			return Errorf(KindValidation, "an and/or group needs at least one condition")
+			return lakegate.Errorf(lakegate.KindValidation, "an and/or group needs at least one condition")
 		}
 		w.b.WriteString("(")
 		for i, g := range group {
@@ -61,7 +63,7 @@ func (w *sqlWriter) cond(s *scope, f Filter, depth int, items []item) error {
 	}
 	if items == nil {
 		if f.Agg != "" {
-			return &Error{Kind: KindValidation, Message: fmt.Sprintf("filter on %q: aggregates belong in having", f.Column)}
+			return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("filter on %q: aggregates belong in having", f.Column)}
 		}
 		ref, err := s.resolve(f.Column)
 		if err != nil {
@@ -81,7 +83,7 @@ func (w *sqlWriter) cond(s *scope, f Filter, depth int, items []item) error {
 			return w.compare(it.expr, it.alias, it.agg.typ, f)
 		}
 	}
-	return &Error{Kind: KindValidation, Message: fmt.Sprintf("having on %q: give agg, or the alias of a selected aggregate", f.Column),
+	return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("having on %q: give agg, or the alias of a selected aggregate", f.Column),
 		Hint: `{"agg": "count", "op": ">", "value": 10} or {"agg": "avg", "column": "x", "op": "<", "value": 1.5}`}
 }
 
@@ -91,7 +93,7 @@ func (w *sqlWriter) compare(expr, name string, typ colType, f Filter) error {
 	col := name
 	op := strings.ToLower(strings.TrimSpace(f.Op))
 	bad := func(format string, args ...any) error {
-		return &Error{Kind: KindValidation,
+		return &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("filter on column %q: ", col) + fmt.Sprintf(format, args...), Hint: opsHint}
 	}
 	value := func(v any) (any, error) {
@@ -105,7 +107,7 @@ func (w *sqlWriter) compare(expr, name string, typ colType, f Filter) error {
 		}
 		c, err := convertIn(v, typ, w.d)
 		if err != nil {
-			return nil, &Error{Kind: KindValidation,
+			return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 				Message: fmt.Sprintf("filter on column %q: %v", col, err)}
 		}
 		return c, nil
@@ -182,7 +184,7 @@ func (w *sqlWriter) compare(expr, name string, typ colType, f Filter) error {
 			w.b.WriteString(" IS NOT NULL")
 		}
 	default:
-		return &Error{Kind: KindValidation,
+		return &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("filter on column %q: unknown op %q", col, f.Op), Hint: opsHint}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/lakegate/lakegate"
 )
 
 // Idempotency keys: an ingest may carry a key naming its batch. The key is
@@ -82,14 +83,14 @@ func ValidKey(key string) bool {
 // Replayed set. The same key with another body is a validation error
 // wrapping ErrKeyReused. Concurrent calls with one key are serialised by
 // the database: one inserts, the others replay its answer.
-func (e *Engine) InsertOnce(ctx context.Context, c Caller, db, table string, rows []map[string]any, idem Idempotency) (InsertResult, error) {
+func (e *Engine) InsertOnce(ctx context.Context, c lakegate.Caller, db, table string, rows []map[string]any, idem Idempotency) (InsertResult, error) {
 	if !ValidKey(idem.Key) {
-		return InsertResult{}, &Error{Kind: KindValidation,
+		return InsertResult{}, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("an idempotency key is 1 to %d characters: letters, digits and - _ . : ~ + / =", MaxKeyLen),
 			Hint:    "use a new UUID per batch, and the same one when retrying it"}
 	}
 	if len(idem.BodyHash) == 0 {
-		return InsertResult{}, Errorf(KindInternal, "an idempotent insert needs the body's hash")
+		return InsertResult{}, lakegate.Errorf(lakegate.KindInternal, "an idempotent insert needs the body's hash")
 	}
 	return e.insert(ctx, c, db, table, rows, &idem)
 }
@@ -103,14 +104,14 @@ type batchKey struct {
 	now, cutoff time.Time
 }
 
-func newBatchKey(c Caller, t *tableInfo, idem *Idempotency, ttl time.Duration) *batchKey {
+func newBatchKey(c lakegate.Caller, t *tableInfo, idem *Idempotency, ttl time.Duration) *batchKey {
 	now := time.Now().UTC()
 	return &batchKey{subject: c.Subject, table: t.Name, key: idem.Key, hash: idem.BodyHash,
 		now: now, cutoff: now.Add(-ttl)}
 }
 
-func keyReused() *Error {
-	return &Error{Kind: KindValidation,
+func keyReused() *lakegate.Error {
+	return &lakegate.Error{Kind: lakegate.KindValidation,
 		Message: "this idempotency key was already used for a batch with another body",
 		Hint:    "a retry must send the same body; new rows need a new key", Err: ErrKeyReused}
 }
@@ -202,7 +203,7 @@ func (s *pgSource) ensureKeyTable(ctx context.Context) error {
 func keyTableErr(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42501" {
-		return &Error{Kind: KindForbidden,
+		return &lakegate.Error{Kind: lakegate.KindForbidden,
 			Message: "cannot create " + pgKeyTable + " for idempotency keys: " + pe.Message,
 			Hint:    "grant CREATE on schema public to lakegate's database role, or create the table beforehand (see README)", Err: err}
 	}
@@ -242,7 +243,7 @@ func claimKeyPG(ctx context.Context, tx pgx.Tx, k *batchKey, n int64) (claimed b
 		}
 		return false, prev, nil
 	}
-	return false, 0, &Error{Kind: KindUnavailable, Message: "the idempotency key kept changing under this ingest",
+	return false, 0, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the idempotency key kept changing under this ingest",
 		Hint: "retry with the same key", RetryAfter: time.Second}
 }
 

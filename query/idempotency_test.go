@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -75,7 +76,7 @@ func sinkRows(ids ...int) []map[string]any {
 
 func sinkCount(t *testing.T, e *Engine, db string) int64 {
 	t.Helper()
-	_, rows := collectSQL(t, e, Caller{}, SQLRequest{Database: db, SQL: "SELECT count(*) FROM sink WHERE id >= 5000"})
+	_, rows := collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: db, SQL: "SELECT count(*) FROM sink WHERE id >= 5000"})
 	n, ok := rows[0][0].(int64)
 	if !ok {
 		t.Fatalf("got count %#v, want an int64", rows[0][0])
@@ -84,29 +85,29 @@ func sinkCount(t *testing.T, e *Engine, db string) int64 {
 }
 
 func TestInsertOnce(t *testing.T) {
-	alice, bob := Caller{Subject: "alice"}, Caller{Subject: "bob"}
+	alice, bob := lakegate.Caller{Subject: "alice"}, lakegate.Caller{Subject: "bob"}
 	for db, e := range keyEngines(t, nil) {
 		t.Run(db, func(t *testing.T) {
 			steps := []struct {
 				name         string
-				caller       Caller
+				caller       lakegate.Caller
 				rows         []map[string]any
 				idem         Idempotency
 				wantInserted int64
 				wantReplayed bool
-				wantErr      Kind
+				wantErr      lakegate.Kind
 				wantCount    int64
 			}{
 				{"first", alice, sinkRows(5000, 5001), idem("k1", "a"), 2, false, "", 2},
 				{"retry replays", alice, sinkRows(5000, 5001), idem("k1", "a"), 2, true, "", 2},
 				{"retry again replays", alice, sinkRows(5000, 5001), idem("k1", "a"), 2, true, "", 2},
-				{"same key other body", alice, sinkRows(5002), idem("k1", "b"), 0, false, KindValidation, 2},
+				{"same key other body", alice, sinkRows(5002), idem("k1", "b"), 0, false, lakegate.KindValidation, 2},
 				{"same key other subject", bob, sinkRows(5003), idem("k1", "c"), 1, false, "", 3},
 				{"new key", alice, sinkRows(5004, 5005, 5006), idem("k2", "d"), 3, false, "", 6},
 				// A batch that fails leaves no key behind: the key is free.
-				{"failed batch", alice, sinkRows(5007, 5007), idem("k3", "e"), 0, false, KindValidation, 6},
+				{"failed batch", alice, sinkRows(5007, 5007), idem("k3", "e"), 0, false, lakegate.KindValidation, 6},
 				{"key of the failed batch", alice, sinkRows(5007), idem("k3", "f"), 1, false, "", 7},
-				{"bad key", alice, sinkRows(5008), idem("no spaces", "g"), 0, false, KindValidation, 7},
+				{"bad key", alice, sinkRows(5008), idem("no spaces", "g"), 0, false, lakegate.KindValidation, 7},
 			}
 			for _, st := range steps {
 				res, err := e.InsertOnce(t.Context(), st.caller, db, "sink", st.rows, st.idem)
@@ -126,7 +127,7 @@ func TestInsertOnce(t *testing.T) {
 			if !errors.Is(err, ErrKeyReused) {
 				t.Errorf("reused key: got %v, want ErrKeyReused in the chain", err)
 			}
-			tables, err := e.Tables(t.Context(), Caller{}, db)
+			tables, err := e.Tables(t.Context(), lakegate.Caller{}, db)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +142,7 @@ func TestInsertOnce(t *testing.T) {
 
 func TestInsertOnceCatalogHidesKeyTable(t *testing.T) {
 	le, path := sqliteEngine(t, nil)
-	if _, err := le.InsertOnce(t.Context(), Caller{}, "lite", "sink", sinkRows(5000), idem("k", "a")); err != nil {
+	if _, err := le.InsertOnce(t.Context(), lakegate.Caller{}, "lite", "sink", sinkRows(5000), idem("k", "a")); err != nil {
 		t.Fatal(err)
 	}
 	// A fresh engine loads the catalog with the key table present.
@@ -150,7 +151,7 @@ func TestInsertOnceCatalogHidesKeyTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = fresh.Close(context.Background()) }()
-	tables, err := fresh.Tables(t.Context(), Caller{}, "lite")
+	tables, err := fresh.Tables(t.Context(), lakegate.Caller{}, "lite")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestInsertOnceCatalogHidesKeyTable(t *testing.T) {
 			t.Errorf("the catalog lists %s, want it hidden", KeyTable)
 		}
 	}
-	if _, err := fresh.Describe(t.Context(), Caller{}, "lite", KeyTable); KindOf(err) != KindNotFound {
+	if _, err := fresh.Describe(t.Context(), lakegate.Caller{}, "lite", KeyTable); lakegate.KindOf(err) != lakegate.KindNotFound {
 		t.Errorf("describe %s: got %v, want not_found", KeyTable, err)
 	}
 }
@@ -168,17 +169,17 @@ func TestInsertOnceExpiry(t *testing.T) {
 	const ttl = 50 * time.Millisecond
 	for db, e := range keyEngines(t, &Options{KeyTTL: ttl}) {
 		t.Run(db, func(t *testing.T) {
-			if _, err := e.InsertOnce(t.Context(), Caller{}, db, "sink", sinkRows(5000), idem("old", "a")); err != nil {
+			if _, err := e.InsertOnce(t.Context(), lakegate.Caller{}, db, "sink", sinkRows(5000), idem("old", "a")); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(2 * ttl)
 			// Expired: the key is free again, even for another body.
-			res, err := e.InsertOnce(t.Context(), Caller{}, db, "sink", sinkRows(5001), idem("old", "b"))
+			res, err := e.InsertOnce(t.Context(), lakegate.Caller{}, db, "sink", sinkRows(5001), idem("old", "b"))
 			if err != nil || res.Replayed || res.Inserted != 1 {
 				t.Fatalf("after expiry: got %+v %v, want 1 inserted, not replayed", res, err)
 			}
 			// and recorded anew.
-			res, err = e.InsertOnce(t.Context(), Caller{}, db, "sink", sinkRows(5001), idem("old", "b"))
+			res, err = e.InsertOnce(t.Context(), lakegate.Caller{}, db, "sink", sinkRows(5001), idem("old", "b"))
 			if err != nil || !res.Replayed {
 				t.Errorf("retry of the new batch: got %+v %v, want a replay", res, err)
 			}
@@ -205,7 +206,7 @@ func TestInsertOnceConcurrent(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					res, err := e.InsertOnce(t.Context(), Caller{Subject: "s"}, db, "sink", sinkRows(5000, 5001, 5002), idem("same", "body"))
+					res, err := e.InsertOnce(t.Context(), lakegate.Caller{Subject: "s"}, db, "sink", sinkRows(5000, 5001, 5002), idem("same", "body"))
 					mu.Lock()
 					defer mu.Unlock()
 					switch {
@@ -235,7 +236,7 @@ func TestInsertOnceConcurrent(t *testing.T) {
 func TestInsertOnceSweep(t *testing.T) {
 	e, path := sqliteEngine(t, &Options{KeyTTL: time.Millisecond})
 	for i := range 3 {
-		if _, err := e.InsertOnce(t.Context(), Caller{}, "lite", "sink", sinkRows(5000+i), idem(fmt.Sprint("k", i), "a")); err != nil {
+		if _, err := e.InsertOnce(t.Context(), lakegate.Caller{}, "lite", "sink", sinkRows(5000+i), idem(fmt.Sprint("k", i), "a")); err != nil {
 			t.Fatal(err)
 		}
 		// Let the next ingest find the sweep due.

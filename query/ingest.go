@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/lakegate/lakegate"
 )
 
 // Insert writes rows into table of database db in one transaction and
@@ -12,13 +14,13 @@ import (
 // an unknown column or a value that does not fit its column's type is a
 // validation error naming the row (0-based) and column, and nothing is
 // written. Columns a row leaves out get their defaults.
-func (e *Engine) Insert(ctx context.Context, c Caller, db, table string, rows []map[string]any) (int64, error) {
+func (e *Engine) Insert(ctx context.Context, c lakegate.Caller, db, table string, rows []map[string]any) (int64, error) {
 	res, err := e.insert(ctx, c, db, table, rows, nil)
 	return res.Inserted, err
 }
 
 // insert is Insert, idempotent when idem is not nil (see InsertOnce).
-func (e *Engine) insert(ctx context.Context, c Caller, db, table string, rows []map[string]any, idem *Idempotency) (InsertResult, error) {
+func (e *Engine) insert(ctx context.Context, c lakegate.Caller, db, table string, rows []map[string]any, idem *Idempotency) (InsertResult, error) {
 	// Writes run as the connecting user: the access rule's table list
 	// applies, its PostgreSQL role (for reads) does not.
 	g, err := e.grantFor(c, db)
@@ -34,7 +36,7 @@ func (e *Engine) insert(ctx context.Context, c Caller, db, table string, rows []
 		return InsertResult{}, err
 	}
 	if t.Kind != "table" {
-		return InsertResult{}, &Error{Kind: KindValidation, Message: fmt.Sprintf("%q is a %s, not a table", t.Name, t.Kind),
+		return InsertResult{}, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("%q is a %s, not a table", t.Name, t.Kind),
 			Hint: "insert into a table"}
 	}
 	if len(rows) == 0 {
@@ -89,12 +91,12 @@ func convertRows(t *tableInfo, rows []map[string]any, d Dialect) ([]insertGroup,
 		for _, k := range keys {
 			ci, err := t.column(k)
 			if err != nil {
-				return nil, &Error{Kind: KindValidation,
+				return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 					Message: fmt.Sprintf("row %d: unknown column %q in table %q", i, k, t.Name),
 					Hint:    namesHint("columns", k, t.columnNames())}
 			}
 			if _, dup := byCol[ci]; dup {
-				return nil, &Error{Kind: KindValidation,
+				return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 					Message: fmt.Sprintf("row %d: column %q is given twice", i, t.Columns[ci].Name)}
 			}
 			byCol[ci] = k
@@ -108,14 +110,14 @@ func convertRows(t *tableInfo, rows []map[string]any, d Dialect) ([]insertGroup,
 			}
 			v, err := convertIn(row[k], t.types[ci], d)
 			if err != nil {
-				return nil, &Error{Kind: KindValidation,
+				return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 					Message: fmt.Sprintf("row %d, column %q: %v", i, t.Columns[ci].Name, err)}
 			}
 			cols = append(cols, t.Columns[ci].Name)
 			vals = append(vals, v)
 		}
 		if len(cols) == 0 {
-			return nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("row %d has no columns", i),
+			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("row %d has no columns", i),
 				Hint: "known columns: " + strings.Join(t.columnNames(), ", ")}
 		}
 		key := strings.Join(cols, "\x00")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"go.uber.org/goleak"
 )
@@ -205,12 +206,12 @@ func execSQLite(t *testing.T, path, stmts string) {
 }
 
 // wantKind fails t unless err is a *Error of kind want.
-func wantKind(t *testing.T, err error, want Kind) *Error {
+func wantKind(t *testing.T, err error, want lakegate.Kind) *lakegate.Error {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("got no error, want %s", want)
 	}
-	qe, ok := err.(*Error)
+	qe, ok := err.(*lakegate.Error)
 	if !ok {
 		t.Fatalf("got %T %v, want *query.Error of kind %s", err, err, want)
 	}
@@ -238,7 +239,7 @@ func sqlOpenRW(path string) (*sql.DB, error) {
 const collectBytes = 64 << 20
 
 // runSQL prepares r for c and collects its rows.
-func runSQL(ctx context.Context, e *Engine, c Caller, r SQLRequest) (*Result, [][]any, error) {
+func runSQL(ctx context.Context, e *Engine, c lakegate.Caller, r SQLRequest) (*Result, [][]any, error) {
 	s, err := e.PrepareSQL(ctx, c, r)
 	if err != nil {
 		return nil, nil, err
@@ -247,7 +248,7 @@ func runSQL(ctx context.Context, e *Engine, c Caller, r SQLRequest) (*Result, []
 }
 
 // collectSQL is runSQL that fails t on an error.
-func collectSQL(t testing.TB, e *Engine, c Caller, r SQLRequest) (*Result, [][]any) {
+func collectSQL(t testing.TB, e *Engine, c lakegate.Caller, r SQLRequest) (*Result, [][]any) {
 	t.Helper()
 	res, rows, err := runSQL(t.Context(), e, c, r)
 	if err != nil {
@@ -257,7 +258,7 @@ func collectSQL(t testing.TB, e *Engine, c Caller, r SQLRequest) (*Result, [][]a
 }
 
 // runQuery prepares the structured request r for c and collects its rows.
-func runQuery(ctx context.Context, e *Engine, c Caller, r Request) (*Result, [][]any, error) {
+func runQuery(ctx context.Context, e *Engine, c lakegate.Caller, r Request) (*Result, [][]any, error) {
 	s, err := e.PrepareQuery(ctx, c, r)
 	if err != nil {
 		return nil, nil, err
@@ -266,7 +267,7 @@ func runQuery(ctx context.Context, e *Engine, c Caller, r Request) (*Result, [][
 }
 
 // collectQuery is runQuery that fails t on an error.
-func collectQuery(t testing.TB, e *Engine, c Caller, r Request) (*Result, [][]any) {
+func collectQuery(t testing.TB, e *Engine, c lakegate.Caller, r Request) (*Result, [][]any) {
 	t.Helper()
 	res, rows, err := runQuery(t.Context(), e, c, r)
 	if err != nil {
@@ -277,7 +278,7 @@ func collectQuery(t testing.TB, e *Engine, c Caller, r Request) (*Result, [][]an
 
 // collectTimeSeries prepares the time series r and collects its rows,
 // failing t on an error.
-func collectTimeSeries(t testing.TB, e *Engine, c Caller, r TimeSeriesRequest) (*Result, [][]any) {
+func collectTimeSeries(t testing.TB, e *Engine, c lakegate.Caller, r TimeSeriesRequest) (*Result, [][]any) {
 	t.Helper()
 	s, err := e.PrepareTimeSeries(t.Context(), c, r)
 	if err != nil {

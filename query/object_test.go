@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/lakegate/lakegate"
 )
 
 // TestObjectEncoder: the REST object form streams the same rows Collect
@@ -37,9 +39,9 @@ func TestObjectEncoder(t *testing.T) {
 				if tt.query != nil {
 					r := *tt.query
 					r.Database = db
-					s, err = e.PrepareQuery(t.Context(), Caller{}, r)
+					s, err = e.PrepareQuery(t.Context(), lakegate.Caller{}, r)
 				} else {
-					s, err = e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: tt.sql})
+					s, err = e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: tt.sql})
 				}
 				if err != nil {
 					t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/lakegate/lakegate"
 )
 
 // Transactions of the PostgreSQL source: taking a pool connection within
@@ -95,7 +96,7 @@ func (s *pgSource) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	defer cancel()
 	conn, err := s.pool.Acquire(wctx)
 	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
-		return nil, &Error{Kind: KindUnavailable,
+		return nil, &lakegate.Error{Kind: lakegate.KindUnavailable,
 			Message: fmt.Sprintf("database %q has no free connection within %s (all %d in use)", s.name, s.acquireWait, s.pool.Config().MaxConns),
 			Hint:    "retry shortly", RetryAfter: time.Second, Err: err}
 	}
@@ -131,7 +132,7 @@ func roleErr(role string, err error) error {
 	}
 	switch pe.Code {
 	case "42501", "22023", "42704": // insufficient_privilege, invalid_parameter_value, undefined_object
-		return &Error{Kind: KindForbidden, Message: fmt.Sprintf("queries cannot run as PostgreSQL role %q: %s", role, pe.Message),
+		return &lakegate.Error{Kind: lakegate.KindForbidden, Message: fmt.Sprintf("queries cannot run as PostgreSQL role %q: %s", role, pe.Message),
 			Hint: "the operator must create the role and grant it to the user lakegate connects as", Err: err}
 	}
 	return err

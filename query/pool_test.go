@@ -3,6 +3,8 @@ package query
 import (
 	"testing"
 	"time"
+
+	"github.com/lakegate/lakegate"
 )
 
 // holdSink keeps its statement's connection busy: it blocks in its first
@@ -32,7 +34,7 @@ func TestPoolWaitBounded(t *testing.T) {
 	const wait = 300 * time.Millisecond
 	e := pgEngine(t, &Options{PoolSize: 1, AcquireWait: wait})
 	hold := &holdSink{started: make(chan struct{}), release: make(chan struct{})}
-	held, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: "pg", SQL: "SELECT id FROM devices"})
+	held, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT id FROM devices"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +50,8 @@ func TestPoolWaitBounded(t *testing.T) {
 	}
 
 	start := time.Now()
-	_, _, err = runSQL(t.Context(), e, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
-	qe := wantKind(t, err, KindUnavailable)
+	_, _, err = runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
+	qe := wantKind(t, err, lakegate.KindUnavailable)
 	if qe.RetryAfter <= 0 {
 		t.Errorf("got retry_after %v, want one", qe.RetryAfter)
 	}
@@ -62,7 +64,7 @@ func TestPoolWaitBounded(t *testing.T) {
 		t.Fatalf("the holding query: %v", err)
 	}
 	for range 3 { // the connection came back to the pool, every time
-		if _, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"}); err != nil {
+		if _, _, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"}); err != nil {
 			t.Fatal(err)
 		}
 	}

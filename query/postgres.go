@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/lakegate/lakegate"
 )
 
 // pgSource is a PostgreSQL database behind a pgx pool.
@@ -36,7 +37,7 @@ var _ source = (*pgSource)(nil)
 func openPostgres(ctx context.Context, name, url string, o *Options) (*pgSource, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, &Error{Kind: KindValidation,
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("database %q: invalid PostgreSQL URL", name),
 			Hint:    "use postgres://user:password@host:port/dbname?sslmode=..."}
 	}
@@ -73,12 +74,12 @@ func openPostgres(ctx context.Context, name, url string, o *Options) (*pgSource,
 
 // connectErr reports a failed connection with pgx's reason (which names
 // host, user and database but not the password; removed anyway if present).
-func connectErr(name, password string, err error) *Error {
+func connectErr(name, password string, err error) *lakegate.Error {
 	reason := err.Error()
 	if password != "" {
 		reason = strings.ReplaceAll(reason, password, "xxxxx")
 	}
-	return &Error{Kind: KindUnavailable,
+	return &lakegate.Error{Kind: lakegate.KindUnavailable,
 		Message:    fmt.Sprintf("database %q: cannot connect: %s", name, reason),
 		RetryAfter: time.Second, Err: err}
 }

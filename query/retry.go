@@ -58,7 +58,7 @@ func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
 	for attempt := 1; ; attempt++ {
 		probe, wait, ok := br.allow()
 		if !ok {
-			return &Error{Kind: KindUnavailable,
+			return &lakegate.Error{Kind: lakegate.KindUnavailable,
 				Message: fmt.Sprintf("database %q is unavailable: too many failures in a row, not trying for now", db),
 				Hint:    "retry later", RetryAfter: wait}
 		}

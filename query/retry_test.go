@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -151,7 +152,7 @@ WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid
 			}
 		}
 	}()
-	_, rows, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: "pg", SQL: sql})
+	_, rows, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: sql})
 	close(stop)
 	<-watcherDone
 	if !terminated.Load() {
@@ -177,9 +178,9 @@ WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid
 				time.Sleep(5 * time.Millisecond)
 			}
 		}()
-		_, _, err := runSQL(t.Context(), e1, Caller{}, SQLRequest{Database: "pg", SQL: sql})
+		_, _, err := runSQL(t.Context(), e1, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: sql})
 		<-done
-		wantKind(t, err, KindUnavailable)
+		wantKind(t, err, lakegate.KindUnavailable)
 	})
 }
 
@@ -215,14 +216,14 @@ func TestBreakerOpensOnDeadDatabase(t *testing.T) {
 	e.sources["pg"].(*pgSource).pool.Reset() // drop the live connections: the server is gone
 
 	start := time.Now()
-	_, _, err = runSQL(t.Context(), e, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
-	wantKind(t, err, KindUnavailable)
+	_, _, err = runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
+	wantKind(t, err, lakegate.KindUnavailable)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("got %v for three attempts, want bounded backoff", d)
 	}
 	start = time.Now()
-	_, _, err = runSQL(t.Context(), e, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
-	qe := wantKind(t, err, KindUnavailable)
+	_, _, err = runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 1"})
+	qe := wantKind(t, err, lakegate.KindUnavailable)
 	if qe.RetryAfter <= 0 || qe.RetryAfter > time.Minute {
 		t.Errorf("got RetryAfter %v, want the time left open", qe.RetryAfter)
 	}

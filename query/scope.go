@@ -3,6 +3,8 @@ package query
 import (
 	"fmt"
 	"strings"
+
+	"github.com/lakegate/lakegate"
 )
 
 // scope is the tables one structured query reads: the base table first,
@@ -97,14 +99,14 @@ func (s *scope) resolveIn(ref string, idx []int) (colRef, error) {
 		if close := closeColumns(ref, s, idx); len(close) > 0 && !strings.HasPrefix(hint, "did you mean") {
 			hint = fmt.Sprintf("did you mean %s? ", quoteList(close)) + hint
 		}
-		return colRef{}, &Error{Kind: KindValidation,
+		return colRef{}, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("unknown column %q in tables %s", ref, strings.Join(tables, ", ")), Hint: hint}
 	}
 	var names []string
 	for _, r := range found {
 		names = append(names, fmt.Sprintf("%q", s.tables[r.t].Name+"."+s.col(r).Name))
 	}
-	return colRef{}, &Error{Kind: KindValidation,
+	return colRef{}, &lakegate.Error{Kind: lakegate.KindValidation,
 		Message: fmt.Sprintf("column %q is ambiguous: it is in several tables", ref),
 		Hint:    "qualify it as " + strings.Join(names, " or ")}
 }

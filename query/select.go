@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/lakegate/lakegate"
 )
 
 // Select is one item of a select list: a plain column (Column, "table.column"
@@ -101,7 +103,7 @@ func (s *scope) aggregate(agg, column string) (aggregate, error) {
 		}
 	}
 	bad := func(format string, args ...any) error {
-		return &Error{Kind: KindValidation, Message: fmt.Sprintf(format, args...), Hint: aggHint}
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf(format, args...), Hint: aggHint}
 	}
 	if column == "" && agg != "count" {
 		return aggregate{}, bad("aggregate %q needs a column", agg)

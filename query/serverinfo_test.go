@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -55,7 +56,7 @@ func checkServerInfoPolicy(t *testing.T, e *Engine, db, policy string, sqls []se
 		for _, r := range serverInfoRoles {
 			t.Run(fn+"/"+r.name, func(t *testing.T) {
 				allowed := policy == config.ServerInfoAll || r.admin && policy != config.ServerInfoNone
-				c := Caller{Subject: "s", Roles: r.roles}
+				c := lakegate.Caller{Subject: "s", Roles: r.roles}
 				_, rows, err := runSQL(t.Context(), e, c, SQLRequest{Database: db, SQL: sql})
 				if allowed && s.table && r.ruled {
 					if err == nil || strings.Contains(err.Error(), "server_info_functions") {
@@ -72,9 +73,9 @@ func checkServerInfoPolicy(t *testing.T, e *Engine, db, policy string, sqls []se
 					}
 					return
 				}
-				want := KindForbidden
+				want := lakegate.KindForbidden
 				if policy == config.ServerInfoNone {
-					want = KindValidation
+					want = lakegate.KindValidation
 				}
 				qe := wantKind(t, err, want)
 				wantPolicy := policy
@@ -136,10 +137,10 @@ func TestServerInfoPolicyPostgres(t *testing.T) {
 // with it the statement runs.
 func TestServerInfoFieldSelection(t *testing.T) {
 	const sql = "SELECT s.current_setting FROM unnest(ARRAY['server_version']) s"
-	reader := Caller{Subject: "s", Roles: []string{"reader"}}
+	reader := lakegate.Caller{Subject: "s", Roles: []string{"reader"}}
 	e := pgEngine(t, serverInfoOpts("pg", config.ServerInfoAdmin))
 	_, _, err := runSQL(t.Context(), e, reader, SQLRequest{Database: "pg", SQL: sql})
-	if qe := wantKind(t, err, KindForbidden); !strings.Contains(qe.Message, "current_setting") {
+	if qe := wantKind(t, err, lakegate.KindForbidden); !strings.Contains(qe.Message, "current_setting") {
 		t.Errorf("got %q, want current_setting named", qe.Message)
 	}
 	all := pgEngine(t, serverInfoOpts("pg", config.ServerInfoAll))
@@ -153,7 +154,7 @@ func TestServerInfoFieldSelection(t *testing.T) {
 // system catalogs behind them (pg_settings, pg_stat_activity...) nor the
 // denied functions, whatever the role.
 func TestServerInfoCatalogsStayClosed(t *testing.T) {
-	admin := Caller{Subject: "s", Roles: []string{"admin"}}
+	admin := lakegate.Caller{Subject: "s", Roles: []string{"admin"}}
 	e := pgEngine(t, serverInfoOpts("pg", config.ServerInfoAll))
 	for _, sql := range []string{
 		"SELECT setting FROM pg_settings WHERE name = 'data_directory'",
@@ -168,7 +169,7 @@ func TestServerInfoCatalogsStayClosed(t *testing.T) {
 	} {
 		t.Run(sql, func(t *testing.T) {
 			_, _, err := runSQL(t.Context(), e, admin, SQLRequest{Database: "pg", SQL: sql})
-			qe := wantKind(t, err, KindValidation)
+			qe := wantKind(t, err, lakegate.KindValidation)
 			if strings.Contains(qe.Message, "server_info_functions") {
 				t.Errorf("got %q, want a refusal that is not the policy's", qe.Message)
 			}
@@ -179,7 +180,7 @@ func TestServerInfoCatalogsStayClosed(t *testing.T) {
 func TestServerInfoPolicyUnknown(t *testing.T) {
 	_, err := Open(t.Context(), []config.Database{{Name: "lite", URL: "sqlite:" + t.TempDir() + "/x.db"}},
 		&Options{ServerInfoFunctions: "readers"})
-	if qe := wantKind(t, err, KindValidation); !strings.Contains(qe.Message, "server_info_functions") {
+	if qe := wantKind(t, err, lakegate.KindValidation); !strings.Contains(qe.Message, "server_info_functions") {
 		t.Errorf("got %q, want the setting named", qe.Message)
 	}
 }
@@ -197,9 +198,9 @@ func TestServerInfoCustomTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = runSQL(t.Context(), e, Caller{Subject: "s", Roles: []string{"reader"}}, r)
-	wantKind(t, err, KindForbidden)
-	_, rows := collectSQL(t, e, Caller{Subject: "s", Roles: []string{"admin"}}, r)
+	_, _, err = runSQL(t.Context(), e, lakegate.Caller{Subject: "s", Roles: []string{"reader"}}, r)
+	wantKind(t, err, lakegate.KindForbidden)
+	_, rows := collectSQL(t, e, lakegate.Caller{Subject: "s", Roles: []string{"admin"}}, r)
 	if len(rows) != 1 {
 		t.Errorf("got %v, want one row", rows)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/lakegate/lakegate"
 )
 
 // Sink receives the rows of one statement as they are decoded: Begin once
@@ -45,7 +47,7 @@ func Collect(ctx context.Context, s *Stmt, maxBytes int64) (*Result, [][]any, er
 	b := NewBuffer(maxBytes, 0, 0)
 	res, err := s.Run(ctx, b)
 	if errors.Is(err, ErrBufferFull) {
-		return nil, nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("the result is larger than %d bytes", maxBytes),
+		return nil, nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("the result is larger than %d bytes", maxBytes),
 			Hint: "ask for fewer rows or columns", Err: err}
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lakegate/lakegate"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -42,7 +43,7 @@ func sqliteDSN(path, params string) string {
 // permissions would allow writing) and pings it.
 func openSQLite(ctx context.Context, name, path string, maxRow int64) (*sqliteSource, error) {
 	if _, err := os.Stat(path); err != nil {
-		return nil, &Error{Kind: KindUnavailable,
+		return nil, &lakegate.Error{Kind: lakegate.KindUnavailable,
 			Message: fmt.Sprintf("database %q: cannot open SQLite file %q", name, path),
 			Hint:    "check the path of its sqlite: URL", Err: err}
 	}
@@ -54,7 +55,7 @@ func openSQLite(ctx context.Context, name, path string, maxRow int64) (*sqliteSo
 		}
 	}
 	if err != nil {
-		return nil, &Error{Kind: KindUnavailable,
+		return nil, &lakegate.Error{Kind: lakegate.KindUnavailable,
 			Message: fmt.Sprintf("database %q: cannot open SQLite file %q: %v", name, path, err), Err: err}
 	}
 	return &sqliteSource{name: name, path: path, ro: ro, maxRow: maxRow}, nil

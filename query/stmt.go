@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query/validate"
 )
 
@@ -76,7 +77,7 @@ func (s *Stmt) Args() []any { return s.args }
 // runs as written, wrapped in the row cap, in a read-only transaction
 // (PostgreSQL, extended protocol: one statement only) or on a read-only
 // connection (SQLite), under the statement timeout.
-func (e *Engine) PrepareSQL(ctx context.Context, c Caller, r SQLRequest) (*Stmt, error) {
+func (e *Engine) PrepareSQL(ctx context.Context, c lakegate.Caller, r SQLRequest) (*Stmt, error) {
 	g, err := e.grantFor(c, r.Database)
 	if err != nil {
 		return nil, err
@@ -91,7 +92,7 @@ func (e *Engine) PrepareSQL(ctx context.Context, c Caller, r SQLRequest) (*Stmt,
 	}
 	text := trimSQL(r.SQL)
 	if text == "" {
-		return nil, &Error{Kind: KindValidation, Message: "the SQL is empty", Hint: "give one SELECT statement"}
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "the SQL is empty", Hint: "give one SELECT statement"}
 	}
 	// A statement the MySQL-dialect parser cannot read (casts, ILIKE,
 	// CTEs...) passed the validator's lexical checks and runs as written:
@@ -120,7 +121,7 @@ func (e *Engine) PrepareSQL(ctx context.Context, c Caller, r SQLRequest) (*Stmt,
 // and columns are checked against the catalog, identifiers quoted, every
 // value a bind parameter, and the same request always gives the same
 // text. Stmt.SQL is the built SQL.
-func (e *Engine) PrepareQuery(ctx context.Context, c Caller, r Request) (*Stmt, error) {
+func (e *Engine) PrepareQuery(ctx context.Context, c lakegate.Caller, r Request) (*Stmt, error) {
 	g, err := e.grantFor(c, r.Database)
 	if err != nil {
 		return nil, err
@@ -230,12 +231,12 @@ func (e *Engine) limit(asked int) (int, error) {
 	case asked == NoLimit:
 		return e.opts.MaxLimit, nil
 	case asked < 0:
-		return 0, &Error{Kind: KindValidation, Message: "the row limit must not be negative",
+		return 0, &lakegate.Error{Kind: lakegate.KindValidation, Message: "the row limit must not be negative",
 			Hint: fmt.Sprintf("give 1 to %d, or leave it out for the default (%d)", e.opts.MaxLimit, e.opts.DefaultLimit)}
 	case asked == 0:
 		return e.opts.DefaultLimit, nil
 	case asked > e.opts.MaxLimit:
-		return 0, &Error{Kind: KindValidation, Message: fmt.Sprintf("a row limit of %d is over the maximum of %d rows", asked, e.opts.MaxLimit),
+		return 0, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("a row limit of %d is over the maximum of %d rows", asked, e.opts.MaxLimit),
 			Hint: fmt.Sprintf("give at most %d", e.opts.MaxLimit)}
 	}
 	return asked, nil
@@ -257,10 +258,10 @@ func wrapLimit(sqlText string, n, offset int) string {
 }
 
 // refusal turns a validator refusal into a validation error.
-func refusal(err error) *Error {
+func refusal(err error) *lakegate.Error {
 	var ve *validate.Error
 	if !errors.As(err, &ve) {
-		return &Error{Kind: KindValidation, Message: "the SQL was refused: " + err.Error(), Err: err}
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "the SQL was refused: " + err.Error(), Err: err}
 	}
 	msg := "the SQL was refused: " + ve.Reason
 	if ve.Line > 0 {
@@ -268,5 +269,5 @@ func refusal(err error) *Error {
 	} else if ve.Pos >= 0 {
 		msg += fmt.Sprintf(" (at byte %d)", ve.Pos)
 	}
-	return &Error{Kind: KindValidation, Message: msg, Hint: ve.Hint, Err: err}
+	return &lakegate.Error{Kind: lakegate.KindValidation, Message: msg, Hint: ve.Hint, Err: err}
 }

@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/lakegate/lakegate"
 )
 
 // streamRows runs sql into an NDJSON encoder and decodes every row.
 func streamRows(t *testing.T, e *Engine, db, sql string, limit int) ([]any, *Result, Encoder) {
 	t.Helper()
-	s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: sql, Limit: limit})
+	s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: sql, Limit: limit})
 	if err != nil {
 		t.Fatalf("PrepareSQL: %v", err)
 	}
@@ -51,7 +52,7 @@ func streamRows(t *testing.T, e *Engine, db, sql string, limit int) ([]any, *Res
 // collectRows collects sql and returns the rows as JSON reads them.
 func collectRows(t *testing.T, e *Engine, db, sql string) ([]any, *Result) {
 	t.Helper()
-	res, rows := collectSQL(t, e, Caller{}, SQLRequest{Database: db, SQL: sql, Limit: 1000})
+	res, rows := collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: db, SQL: sql, Limit: 1000})
 	return jsonRoundTrip(t, rows), res
 }
 
@@ -139,7 +140,7 @@ func TestStreamFormatsAndLimits(t *testing.T) {
 	for db, e := range engines {
 		for _, tt := range tests {
 			t.Run(db+" "+tt.name, func(t *testing.T) {
-				s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: sql, Limit: tt.limit})
+				s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: sql, Limit: tt.limit})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -165,15 +166,15 @@ func TestStreamFormatsAndLimits(t *testing.T) {
 			})
 		}
 		t.Run(db+" over the maximum", func(t *testing.T) {
-			_, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT 1", Limit: 501})
-			wantKind(t, err, KindValidation)
+			_, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: "SELECT 1", Limit: 501})
+			wantKind(t, err, lakegate.KindValidation)
 		})
 		t.Run(db+" refused", func(t *testing.T) {
-			_, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT 1; DROP TABLE devices"})
-			wantKind(t, err, KindValidation)
+			_, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: "SELECT 1; DROP TABLE devices"})
+			wantKind(t, err, lakegate.KindValidation)
 		})
 		t.Run(db+" run twice", func(t *testing.T) {
-			s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT id FROM readings ORDER BY id", Limit: 3})
+			s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: "SELECT id FROM readings ORDER BY id", Limit: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +186,7 @@ func TestStreamFormatsAndLimits(t *testing.T) {
 			}
 		})
 		t.Run(db+" writer fails", func(t *testing.T) {
-			s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT * FROM readings", Limit: NoLimit})
+			s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: "SELECT * FROM readings", Limit: NoLimit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,12 +195,12 @@ func TestStreamFormatsAndLimits(t *testing.T) {
 			if !errors.Is(err, errGone) {
 				t.Errorf("got %v, want the writer's error", err)
 			}
-			if _, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: db, SQL: "SELECT 1"}); err != nil {
+			if _, _, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: db, SQL: "SELECT 1"}); err != nil {
 				t.Errorf("after a failed writer: got %v, want the engine usable", err)
 			}
 		})
 		t.Run(db+" sink fails", func(t *testing.T) {
-			s, err := e.PrepareSQL(t.Context(), Caller{}, SQLRequest{Database: db, SQL: "SELECT id FROM readings", Limit: 100})
+			s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: db, SQL: "SELECT id FROM readings", Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +216,7 @@ func TestStreamFormatsAndLimits(t *testing.T) {
 		t.Run(db+" a failed statement never touches the sink", func(t *testing.T) {
 			sink := &countSink{}
 			_, err := directStmt(t, e, db, "SELECT nope FROM readings", 10).Run(t.Context(), sink)
-			wantKind(t, err, KindValidation)
+			wantKind(t, err, lakegate.KindValidation)
 			if sink.begins+sink.rows+sink.ends != 0 {
 				t.Errorf("got %d Begin, %d Row, %d End, want none", sink.begins, sink.rows, sink.ends)
 			}
@@ -236,7 +237,7 @@ func TestCancelStopsPostgres(t *testing.T) {
 	const marker = "lakegate_cancel_probe"
 	// A backend's first statement loads its catalog caches (tens of ms
 	// on a busy machine); warm it so the test measures the cancel.
-	if _, _, err := runSQL(t.Context(), e, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT count(*) FROM generate_series(1, 10)"}); err != nil {
+	if _, _, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT count(*) FROM generate_series(1, 10)"}); err != nil {
 		t.Fatal(err)
 	}
 	// Shared 2-core machines stall now and then: every run must stop
@@ -250,7 +251,7 @@ func TestCancelStopsPostgres(t *testing.T) {
 			sql := "SELECT count(*) AS " + marker + " FROM generate_series(1, 2000000000)"
 			done := make(chan error, 1)
 			go func() {
-				s, err := e.PrepareSQL(ctx, Caller{}, SQLRequest{Database: "pg", SQL: sql})
+				s, err := e.PrepareSQL(ctx, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: sql})
 				if err == nil {
 					if mode == collect {
 						_, _, err = Collect(ctx, s, collectBytes)
@@ -309,7 +310,7 @@ func TestCancelStopsPostgres(t *testing.T) {
 				best[mode] = stopped
 			}
 			err := <-done
-			qe := wantKind(t, err, KindUnavailable)
+			qe := wantKind(t, err, lakegate.KindUnavailable)
 			if !strings.Contains(qe.Message, "cancelled") {
 				t.Errorf("got %q, want cancelled", qe.Message)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query/validate"
 )
 
@@ -123,7 +124,7 @@ func lastPart(s string) string {
 // caller may read, or the database's own hint. Any other error is
 // returned as it is.
 func (s *Stmt) suggest(ctx context.Context, err error) error {
-	var qe *Error
+	var qe *lakegate.Error
 	if !errors.As(err, &qe) || qe.Err == nil || s.g == nil {
 		return err
 	}

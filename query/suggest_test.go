@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/query/validate"
 )
@@ -78,18 +79,18 @@ var suggestCases = []suggestCase{
 }
 
 // checkSuggest runs each case as c and checks its error.
-func checkSuggest(t *testing.T, e *Engine, c Caller, db string, cases []suggestCase) {
+func checkSuggest(t *testing.T, e *Engine, c lakegate.Caller, db string, cases []suggestCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := runSQL(t.Context(), e, c, SQLRequest{Database: db, SQL: tc.sql})
-			qe := wantKind(t, err, KindValidation)
+			qe := wantKind(t, err, lakegate.KindValidation)
 			checkHint(t, qe, tc.want, tc.not)
 		})
 	}
 }
 
-func checkHint(t *testing.T, qe *Error, want, not []string) {
+func checkHint(t *testing.T, qe *lakegate.Error, want, not []string) {
 	t.Helper()
 	for _, w := range want {
 		if !strings.Contains(qe.Hint, w) {
@@ -103,7 +104,7 @@ func checkHint(t *testing.T, qe *Error, want, not []string) {
 	}
 }
 
-var reader = Caller{Subject: "r", Roles: []string{"reader"}}
+var reader = lakegate.Caller{Subject: "r", Roles: []string{"reader"}}
 
 func TestSuggestSQLite(t *testing.T) {
 	e, path := sqliteEngine(t, nil)
@@ -113,7 +114,7 @@ func TestSuggestSQLite(t *testing.T) {
 	))
 	t.Run("the message is the database's", func(t *testing.T) {
 		_, _, err := runSQL(t.Context(), e, reader, SQLRequest{Database: "lite", SQL: "SELECT * FROM reading"})
-		if qe := wantKind(t, err, KindValidation); !strings.Contains(qe.Message, "no such table: reading") {
+		if qe := wantKind(t, err, lakegate.KindValidation); !strings.Contains(qe.Message, "no such table: reading") {
 			t.Errorf("got %q, want SQLite's message", qe.Message)
 		}
 	})
@@ -156,7 +157,7 @@ func TestSuggestPostgres(t *testing.T) {
 	))
 	t.Run("the message is the database's", func(t *testing.T) {
 		_, _, err := runSQL(t.Context(), e, reader, SQLRequest{Database: "pg", SQL: "SELECT * FROM reading"})
-		if qe := wantKind(t, err, KindValidation); qe.Message != `relation "reading" does not exist` {
+		if qe := wantKind(t, err, lakegate.KindValidation); qe.Message != `relation "reading" does not exist` {
 			t.Errorf("got %q, want PostgreSQL's message", qe.Message)
 		}
 	})
@@ -195,7 +196,7 @@ func TestSuggestFunctionListsAllowed(t *testing.T) {
 
 // restricted may read readings and a table that does not exist (a typo in
 // the allow-list, or a table dropped since), never devices.
-var restricted = Caller{Subject: "a", Roles: []string{"analyst"}}
+var restricted = lakegate.Caller{Subject: "a", Roles: []string{"analyst"}}
 
 func restrictedAccess(db string) map[string]config.RoleAccess {
 	return map[string]config.RoleAccess{"analyst": {Tables: map[string][]string{db: {"readings", "devicez"}}}}
@@ -221,11 +222,11 @@ func TestSuggestRestrictedSQLite(t *testing.T) {
 	checkSuggest(t, e, restricted, "lite", noLeak)
 	t.Run("refused table close to an allowed one", func(t *testing.T) {
 		_, _, err := runSQL(t.Context(), e, restricted, SQLRequest{Database: "lite", SQL: "SELECT * FROM readngs"})
-		checkHint(t, wantKind(t, err, KindForbidden), []string{`did you mean "readings"?`}, nil)
+		checkHint(t, wantKind(t, err, lakegate.KindForbidden), []string{`did you mean "readings"?`}, nil)
 	})
 	t.Run("refused table close to a hidden one", func(t *testing.T) {
 		_, _, err := runSQL(t.Context(), e, restricted, SQLRequest{Database: "lite", SQL: "SELECT * FROM device"})
-		checkHint(t, wantKind(t, err, KindForbidden), []string{`did you mean "devicez"?`}, []string{`"devices"`})
+		checkHint(t, wantKind(t, err, lakegate.KindForbidden), []string{`did you mean "devicez"?`}, []string{`"devices"`})
 	})
 	// A statement the validator cannot parse is refused to a caller with a
 	// table list; should one reach the database, the columns guessed from
@@ -241,7 +242,7 @@ func TestSuggestRestrictedSQLite(t *testing.T) {
 		s := directStmt(t, e, "lite", "WITH x AS (SELECT * FROM devices) SELECT sitee FROM x", 10)
 		s.g = tc.g
 		_, _, err := Collect(t.Context(), s, collectBytes)
-		qe := wantKind(t, err, KindValidation)
+		qe := wantKind(t, err, lakegate.KindValidation)
 		if tc.want == "" {
 			checkHint(t, qe, nil, []string{"site"})
 		} else {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query/validate"
 )
 
@@ -58,7 +59,7 @@ type Bucket struct {
 // UTC timestamp, the group columns, then the aggregates; ordered by bucket
 // then group. Empty buckets are not returned. It runs like any statement
 // (read-only, timeout, row cap).
-func (e *Engine) PrepareTimeSeries(ctx context.Context, c Caller, r TimeSeriesRequest) (*Stmt, error) {
+func (e *Engine) PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r TimeSeriesRequest) (*Stmt, error) {
 	g, err := e.grantFor(c, r.Database)
 	if err != nil {
 		return nil, err
@@ -106,7 +107,7 @@ func (e *Engine) PrepareTimeSeries(ctx context.Context, c Caller, r TimeSeriesRe
 // tsRange checks a time series range and bucket, returning the bounds.
 func tsRange(r TimeSeriesRequest) (from, to time.Time, err error) {
 	bad := func(format string, args ...any) error {
-		return &Error{Kind: KindValidation, Message: fmt.Sprintf(format, args...),
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf(format, args...),
 			Hint: `start and end are RFC 3339 timestamps like "2025-01-01T00:00:00Z"; bucket is {"unit": "second|minute|hour|day|week|month", "count": n}`}
 	}
 	if from, err = parseTime(r.Start); err != nil {
@@ -148,7 +149,7 @@ func buildTimeSeries(d Dialect, t *tableInfo, r TimeSeriesRequest) (string, []an
 	}
 	s := &scope{d: d, tables: []*tableInfo{t}}
 	if r.TimeColumn == "" {
-		return "", nil, Errorf(KindValidation, "time_column is required")
+		return "", nil, lakegate.Errorf(lakegate.KindValidation, "time_column is required")
 	}
 	ts, err := s.resolve(r.TimeColumn)
 	if err != nil {
@@ -159,7 +160,7 @@ func buildTimeSeries(d Dialect, t *tableInfo, r TimeSeriesRequest) (string, []an
 	case kind == kindTimestamptz, kind == kindTimestamp, kind == kindDate:
 	case d == SQLite && (kind == kindText || kind == kindAny):
 	default:
-		return "", nil, &Error{Kind: KindValidation,
+		return "", nil, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("time_column %q is %s, not a timestamp or date", r.TimeColumn, s.typ(ts).name)}
 	}
 	w := &sqlWriter{d: d}
@@ -177,7 +178,7 @@ func buildTimeSeries(d Dialect, t *tableInfo, r TimeSeriesRequest) (string, []an
 			return "", nil, err
 		}
 		if seen[s.col(ref).Name] {
-			return "", nil, Errorf(KindValidation, "group_by column %q is given twice or named bucket", g)
+			return "", nil, lakegate.Errorf(lakegate.KindValidation, "group_by column %q is given twice or named bucket", g)
 		}
 		seen[s.col(ref).Name] = true
 		w.b.WriteString(", " + s.expr(ref))
@@ -188,7 +189,7 @@ func buildTimeSeries(d Dialect, t *tableInfo, r TimeSeriesRequest) (string, []an
 	}
 	for _, sel := range aggs {
 		if sel.Agg == "" {
-			return "", nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("aggregate %q has no agg", sel.Column), Hint: aggHint}
+			return "", nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("aggregate %q has no agg", sel.Column), Hint: aggHint}
 		}
 		a, err := s.aggregate(sel.Agg, sel.Column)
 		if err != nil {
@@ -198,7 +199,7 @@ func buildTimeSeries(d Dialect, t *tableInfo, r TimeSeriesRequest) (string, []an
 			a.alias = sel.As
 		}
 		if seen[a.alias] {
-			return "", nil, &Error{Kind: KindValidation, Message: fmt.Sprintf("output name %q is used twice", a.alias),
+			return "", nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("output name %q is used twice", a.alias),
 				Hint: `give one of them another name with "as"`}
 		}
 		seen[a.alias] = true

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakegate/lakegate"
 )
 
 func TestBuildTimeSeries(t *testing.T) {
@@ -86,7 +88,7 @@ func TestBuildTimeSeriesErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := buildTimeSeries(Postgres, tbl, tt.r)
-			qe := wantKind(t, err, KindValidation)
+			qe := wantKind(t, err, lakegate.KindValidation)
 			if !strings.Contains(qe.Message+" "+qe.Hint, tt.want) {
 				t.Errorf("got %q / %q, want %q", qe.Message, qe.Hint, tt.want)
 			}
@@ -117,7 +119,7 @@ func TestTimeSeriesSQLite(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.bucket), func(t *testing.T) {
-			res, rows := collectTimeSeries(t, e, Caller{}, TimeSeriesRequest{Database: "lite", Table: "readings", TimeColumn: "ts",
+			res, rows := collectTimeSeries(t, e, lakegate.Caller{}, TimeSeriesRequest{Database: "lite", Table: "readings", TimeColumn: "ts",
 				Bucket: tt.bucket, Start: tt.start, End: tt.end, Aggregates: []Select{{Agg: "count", As: "n"}, {Agg: "min", Column: "id"}}, Limit: 10000})
 			start, _ := time.Parse(time.RFC3339, tt.start)
 			end, _ := time.Parse(time.RFC3339, tt.end)
@@ -178,8 +180,8 @@ func TestTimeSeriesPostgres(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.r.Database, tt.r.Table, tt.r.TimeColumn, tt.r.Limit = "pg", "readings", "ts", 10000
-			res, got := collectTimeSeries(t, e, Caller{}, tt.r)
-			_, want := collectSQL(t, e, Caller{}, SQLRequest{Database: "pg", SQL: tt.want, Limit: 10000})
+			res, got := collectTimeSeries(t, e, lakegate.Caller{}, tt.r)
+			_, want := collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: tt.want, Limit: 10000})
 			if len(got) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("got %d rows %v\nwant %d rows %v\n(sql %s)", len(got), head(got), len(want), head(want), res.SQL)
 			}
@@ -247,7 +249,7 @@ func TestTimeSeriesBucketText(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s %s.%s %v", tt.db, tt.table, tt.column, tt.bucket), func(t *testing.T) {
-				res, rows := collectTimeSeries(t, en.e, Caller{}, TimeSeriesRequest{Database: en.db, Table: tt.table, TimeColumn: tt.column,
+				res, rows := collectTimeSeries(t, en.e, lakegate.Caller{}, TimeSeriesRequest{Database: en.db, Table: tt.table, TimeColumn: tt.column,
 					Bucket: tt.bucket, Start: tt.start, End: tt.end, Limit: 10000})
 				var got []string
 				for _, row := range rows {

@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/lakegate/lakegate"
-
 	"github.com/lakegate/lakegate/config"
 )
 
@@ -18,9 +16,6 @@ const (
 	Postgres Dialect = "postgres"
 	SQLite   Dialect = "sqlite"
 )
-
-// Caller is lakegate.Caller: who asks, as the edge authenticated it.
-type Caller = lakegate.Caller
 
 // Database describes one configured source.
 type Database struct {

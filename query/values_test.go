@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/lakegate/lakegate"
 )
 
 // TestTypesPG checks every PostgreSQL type of the fixture, as the JSON a
 // client receives and as Go values.
 func TestTypesPG(t *testing.T) {
 	e := pgEngine(t, nil)
-	res, rows := collectQuery(t, e, Caller{}, Request{Database: "pg", Table: "types", OrderBy: []Order{{Column: "id"}}})
+	res, rows := collectQuery(t, e, lakegate.Caller{}, Request{Database: "pg", Table: "types", OrderBy: []Order{{Column: "id"}}})
 	wantTypes := []string{"int4", "int2", "int4", "int8", "numeric", "numeric", "float8", "float4", "text", "bool",
 		"date", "timestamptz", "timestamp", "bytea", "uuid", "json", "jsonb", "int4[]", "text[]", "interval"}
 	for i, c := range res.Columns {
@@ -55,7 +56,7 @@ func TestTypesPG(t *testing.T) {
 	if got := rows[0][5]; got != json.Number("12.50") {
 		t.Errorf("numeric(10,2): got %#v, want json.Number 12.50", got)
 	}
-	enum, enumRows := collectSQL(t, e, Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 'ok'::mood AS m, 1::oid AS o"})
+	enum, enumRows := collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT 'ok'::mood AS m, 1::oid AS o"})
 	if got := enum.Columns; !reflect.DeepEqual(got, []ResultColumn{{Name: "m", Type: "mood"}, {Name: "o", Type: "oid", JSON: JSONNumber}}) || !reflect.DeepEqual(enumRows, [][]any{{"ok", int64(1)}}) {
 		t.Errorf("enum: got %v %v, want type mood and value ok", got, enumRows)
 	}
@@ -80,7 +81,7 @@ func TestTypesPG(t *testing.T) {
 
 func TestTypesSQLite(t *testing.T) {
 	e, _ := sqliteEngine(t, nil)
-	res, rows := collectQuery(t, e, Caller{}, Request{Database: "lite", Table: "kinds", OrderBy: []Order{{Column: "id"}}})
+	res, rows := collectQuery(t, e, lakegate.Caller{}, Request{Database: "lite", Table: "kinds", OrderBy: []Order{{Column: "id"}}})
 	want := [][]any{
 		{int64(1), 12.5, 1.5, "héllo", true, "2024-02-29", "2024-01-02T03:04:05.123456Z", "AP8Q", json.RawMessage(`{"a": [1, 2]}`), int64(7)},
 		{int64(2), "9007199254740993", -0.5, "", false, "1999-12-31", "1999-12-31T23:59:59Z", nil, "not json", "x"},
@@ -95,7 +96,7 @@ func TestTypesSQLite(t *testing.T) {
 			t.Errorf("column %s: got %s, want %s", c.Name, c.Type, wantTypes[i])
 		}
 	}
-	r2, _ := collectSQL(t, e, Caller{}, SQLRequest{Database: "lite", SQL: "SELECT 1.5 AS r, x'01' AS b, NULL AS n, 'a' AS t"})
+	r2, _ := collectSQL(t, e, lakegate.Caller{}, SQLRequest{Database: "lite", SQL: "SELECT 1.5 AS r, x'01' AS b, NULL AS n, 'a' AS t"})
 	gotTypes := []string{r2.Columns[0].Type, r2.Columns[1].Type, r2.Columns[2].Type, r2.Columns[3].Type}
 	if !reflect.DeepEqual(gotTypes, []string{"real", "blob", "text", "text"}) {
 		t.Errorf("got expression types %v, want [real blob text text]", gotTypes)
