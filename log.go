@@ -10,4 +10,8 @@ const (
 	LogError     = "error"
 	LogReason    = "reason"
 	LogDuration  = "duration_ms"
+	// LogTraceID and LogSpanID are the OpenTelemetry trace and span of the
+	// line, when one is recording (package telemetry adds them).
+	LogTraceID = "trace_id"
+	LogSpanID  = "span_id"
 )

@@ -31,6 +31,7 @@ import (
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 	"github.com/lakegate/lakegate/server"
+	"github.com/lakegate/lakegate/telemetry"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -144,10 +145,11 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
+	// Lines logged with a request's context carry its trace and span ids.
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts)))
 }
 
 // serveOptions are serve's flags beyond the configuration.
@@ -164,6 +166,12 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 // serveWith is serve with the command's flags.
 func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
+	// Before anything that makes spans is built; closed after it all.
+	tracing, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(tracing, log)
 	demo := len(cfg.Databases) == 0
 	if err := useDemo(ctx, &cfg, log); err != nil {
 		return err
