@@ -148,11 +148,12 @@ func (e *Engine) newStmt(g *grant, src source, db string, limit int) *Stmt {
 // touches the sink. Errors are classified, an unknown table, column or
 // function with close candidates the caller may see (suggest); a sink's
 // own error comes back as it was returned.
-func (s *Stmt) Run(ctx context.Context, sink Sink) (*Result, error) {
+func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 	start := time.Now()
-	t := &trackSink{Sink: sink}
-	var res *Result
-	err := s.e.retry(ctx, s, func(ctx context.Context) (bool, error) {
+	ctx, span := s.startSpan(ctx, "SELECT")
+	t := &trackSink{Sink: sink, weigh: span.IsRecording()}
+	defer func() { endSpan(span, res, t.bytes, err) }()
+	err = s.e.retry(ctx, s, func(ctx context.Context) (bool, error) {
 		var err error
 		res, err = s.src.run(ctx, s, t)
 		return t.started, err
@@ -178,6 +179,8 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (*Result, error) {
 type trackSink struct {
 	Sink
 	started bool
+	weigh   bool  // add up the rows' bytes (for the statement's span)
+	bytes   int64 // of the decoded cells, when weigh is set
 }
 
 func (t *trackSink) Begin(cols []ResultColumn) error {
@@ -185,7 +188,12 @@ func (t *trackSink) Begin(cols []ResultColumn) error {
 	return wrapSink(t.Sink.Begin(cols))
 }
 
-func (t *trackSink) Row(cells []Cell) error { return wrapSink(t.Sink.Row(cells)) }
+func (t *trackSink) Row(cells []Cell) error {
+	if t.weigh {
+		t.bytes += cellBytes(cells)
+	}
+	return wrapSink(t.Sink.Row(cells))
+}
 
 func (t *trackSink) End(*Result) error { return nil }
 
@@ -215,8 +223,11 @@ func (s *Stmt) Estimate(ctx context.Context) (bytes float64, ok bool) {
 	if !ok {
 		ctx, cancel := context.WithTimeout(ctx, min(s.timeout(), 5*time.Second))
 		defer cancel()
+		ctx, span := s.startSpan(ctx, "EXPLAIN")
 		var err error
-		if rows, width, err = s.src.estimate(ctx, s); err != nil {
+		rows, width, err = s.src.estimate(ctx, s)
+		endSpan(span, nil, 0, err)
+		if err != nil {
 			return 0, false
 		}
 		e.plans.put(s.Database, s.text, rows, width)
