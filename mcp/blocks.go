@@ -115,7 +115,7 @@ func (p *Plugin) readBlock(ctx context.Context, req *mcpsdk.ReadResourceRequest)
 		return nil, mcpsdk.ResourceNotFoundError(uri)
 	}
 	caller, _ := lakegate.CallerFrom(ctx)
-	data, m, err := p.blockData(caller, id, n)
+	data, m, err := p.blockData(ctx, caller, id, n)
 	if err != nil {
 		return nil, resourceErr("read", uri, err)
 	}
@@ -125,12 +125,14 @@ func (p *Plugin) readBlock(ctx context.Context, req *mcpsdk.ReadResourceRequest)
 }
 
 // blockData reads block n of a transfer c may read, checking its SHA-256.
-func (p *Plugin) blockData(c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error) {
-	m, err := p.transfer(c, id)
+func (p *Plugin) blockData(ctx context.Context, c lakegate.Caller, id string, n int) (data []byte, m *blocktransport.Manifest, err error) {
+	span := startBlockRead(ctx, id, n)
+	defer func() { endBlockRead(span, int64(len(data)), err) }()
+	m, err = p.transfer(c, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	data, _, err := p.opts.Blocks.ReadBlock(id, n)
+	data, _, err = p.opts.Blocks.ReadBlock(id, n)
 	if err != nil {
 		return nil, nil, blockErr(err)
 	}
@@ -144,8 +146,8 @@ type blockIn struct {
 	Block      int    `json:"block"`
 }
 
-func getResultBlock(_ context.Context, p *Plugin, c call, in blockIn) (*blockText, error) {
-	data, m, err := p.blockData(c.Caller, in.TransferID, in.Block)
+func getResultBlock(ctx context.Context, p *Plugin, c call, in blockIn) (*blockText, error) {
+	data, m, err := p.blockData(ctx, c.Caller, in.TransferID, in.Block)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +207,8 @@ func (p *Plugin) serveBlock(c *gin.Context) {
 		if !p.metered(c) {
 			return
 		}
-		if err := p.opts.Blocks.ServeAll(c.Writer, c.Request, id); err != nil {
+		err := serveRead(c, id, -1, func() error { return p.opts.Blocks.ServeAll(c.Writer, c.Request, id) })
+		if err != nil {
 			fail(c, blockErr(err))
 		}
 		return
@@ -216,7 +219,8 @@ func (p *Plugin) serveBlock(c *gin.Context) {
 			Hint: "use 0 to blocks-1, or all"})
 		return
 	}
-	if err := p.opts.Blocks.ServeBlock(c.Writer, c.Request, id, n); err != nil {
+	err = serveRead(c, id, n, func() error { return p.opts.Blocks.ServeBlock(c.Writer, c.Request, id, n) })
+	if err != nil {
 		fail(c, blockErr(err))
 	}
 }

@@ -117,7 +117,7 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 			log.Log(ctx, level, "tool call failed", "kind", string(lakegate.KindOf(err)), "error", err.Error())
 			return errorResult(err), nil
 		}
-		log.Info("tool call")
+		log.InfoContext(ctx, "tool call")
 		return res, nil
 	}
 }

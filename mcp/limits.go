@@ -107,15 +107,19 @@ func tagJSONRPCID(c *gin.Context) (aliased bool, err error) {
 }
 
 // tagMessage gives a POSTed SSE message the same request extra the SDK
-// gives Streamable HTTP messages: the host's request id and the JSON-RPC id.
-func tagMessage(msg jsonrpc.Message, requestID string) {
+// gives Streamable HTTP messages: the host's request id, the W3C trace
+// context of the POST (the parent of the message's span) and the JSON-RPC
+// id. post is the POST's header.
+func tagMessage(msg jsonrpc.Message, post http.Header) {
 	r, ok := msg.(*jsonrpc.Request)
 	if !ok || !r.ID.IsValid() {
 		return
 	}
 	h := http.Header{}
-	if requestID != "" {
-		h.Set(headerRequestID, requestID)
+	for _, k := range [...]string{headerRequestID, "Traceparent", "Tracestate"} {
+		if v := post.Get(k); v != "" {
+			h.Set(k, v)
+		}
 	}
 	h.Set(headerJSONRPCID, idLogText(r.ID))
 	r.Extra = &mcpsdk.RequestExtra{Header: h}

@@ -235,6 +235,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		p.server.AddReceivingMiddleware(p.trace("in"))
 		p.server.AddSendingMiddleware(p.trace("out"))
 	}
+	p.addSpans() // last: outermost, its span holds the others' work
 	p.addPrompts()
 	p.addResources()
 	p.addBlockResources()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
@@ -94,7 +95,7 @@ func (p *Plugin) answer(ctx context.Context, c call, st *query.Stmt, f query.For
 		Progress:         prog,
 		Open: func() (query.Spill, error) {
 			var err error
-			sp, err = p.openSpill(c.Subject, f)
+			sp, err = p.openSpill(ctx, c.Subject, f)
 			return sp, err
 		},
 	})
@@ -206,12 +207,13 @@ type blockSpill struct {
 	query.Encoder
 	w        *blocktransport.Writer
 	manifest *blocktransport.Manifest
+	span     trace.Span // the transfer's block write span, until ended
 }
 
 var _ query.Spill = (*blockSpill)(nil)
 
-// openSpill starts a transfer for owner in format f.
-func (p *Plugin) openSpill(owner string, f query.Format) (*blockSpill, error) {
+// openSpill starts a transfer for owner in format f, and its span in ctx.
+func (p *Plugin) openSpill(ctx context.Context, owner string, f query.Format) (*blockSpill, error) {
 	if p.opts.Blocks == nil {
 		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("the result is over %d bytes and this server has no block store", p.opts.BlockThreshold),
@@ -226,11 +228,21 @@ func (p *Plugin) openSpill(owner string, f query.Format) (*blockSpill, error) {
 		w.Abort()
 		return nil, err
 	}
-	return &blockSpill{Encoder: enc, w: w}, nil
+	return &blockSpill{Encoder: enc, w: w, span: startBlockWrite(ctx, string(f))}, nil
+}
+
+// endSpan ends the transfer's span once: committed as m, failed with err,
+// or aborted (neither).
+func (s *blockSpill) endSpan(m *blocktransport.Manifest, err error) {
+	if s.span != nil {
+		endBlockWrite(s.span, m, err)
+		s.span = nil
+	}
 }
 
 // End flushes the rows and commits the transfer.
-func (s *blockSpill) End(res *query.Result) error {
+func (s *blockSpill) End(res *query.Result) (err error) {
+	defer func() { s.endSpan(s.manifest, err) }()
 	if err := s.Encoder.End(res); err != nil {
 		return err
 	}
@@ -247,7 +259,10 @@ func (s *blockSpill) End(res *query.Result) error {
 }
 
 // Abort removes the partial transfer.
-func (s *blockSpill) Abort() { s.w.Abort() }
+func (s *blockSpill) Abort() {
+	s.endSpan(nil, nil)
+	s.w.Abort()
+}
 
 // blockWriter maps the store's errors into the taxonomy.
 type blockWriter struct{ w *blocktransport.Writer }

@@ -198,7 +198,7 @@ func (p *Plugin) serveMessage(c *gin.Context) {
 		return
 	}
 	for _, msg := range msgs {
-		tagMessage(msg, c.Request.Header.Get(headerRequestID))
+		tagMessage(msg, c.Request.Header)
 		if err := sess.deliver(c.Request.Context(), msg); err != nil {
 			if errors.Is(err, context.Canceled) {
 				return

@@ -64,7 +64,7 @@ func (s *Server) accessLog(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	s.log.Info("http request",
+	s.log.InfoContext(c.Request.Context(), "http request",
 		keyRequestID, RequestID(c.Request.Context()),
 		"method", c.Request.Method,
 		"route", route,

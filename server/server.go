@@ -158,7 +158,9 @@ func (s *Server) Handler() http.Handler { return s.router }
 func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(requestID, s.accessLog, s.metrics.observeHTTP, s.renderErrors, s.recoverPanic, limitBody(s.cfg.MaxBodyBytes))
+	// traceHTTP first: its span holds the whole request, and the access
+	// log line its trace id.
+	r.Use(traceHTTP(), requestID, s.accessLog, s.metrics.observeHTTP, s.renderErrors, s.recoverPanic, limitBody(s.cfg.MaxBodyBytes))
 	if s.tls != nil {
 		r.Use(s.altSvc)
 	}
