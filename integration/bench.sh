@@ -4,7 +4,8 @@
 # \copy on the same data in the same run, the peak RSS of a process
 # streaming every row, the server's peak RSS around result-heavy tool calls,
 # and its CPU instructions per tool call under callgrind (when valgrind is
-# installed; LAKEGATE_BENCH_BIN=PATH adds another build to compare). Needs LAKEGATE_TEST_DATABASE_URL (an admin URL; make
+# installed; LAKEGATE_BENCH_BIN=PATH adds another build to compare), with
+# OpenTelemetry tracing unset, sampled off and on. Needs LAKEGATE_TEST_DATABASE_URL (an admin URL; make
 # bench runs this under with-postgres.sh) and psql. The bench database
 # (lakegate_bench) is loaded once and kept; BENCH_ROWS changes its size.
 set -euo pipefail
@@ -137,6 +138,14 @@ if command -v valgrind >/dev/null 2>&1; then
     LAKEGATE_BENCH_BIN="$bin" LAKEGATE_BENCH_CPU=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" \
       "$GO" test -run '^TestCallInstructions$' -count=1 -v -timeout 20m ./integration/ | grep -E 'instructions|FAIL|^ok' || true
   done
+else
+  echo "valgrind is not installed (apt-get install valgrind): skipped"
+fi
+
+echo "== tracing: instructions per run_sql point call, OpenTelemetry unset vs sampler always_off vs always_on (callgrind)"
+if command -v valgrind >/dev/null 2>&1; then
+  LAKEGATE_BENCH_TRACE=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" \
+    "$GO" test -run '^TestTraceInstructions$' -count=1 -v -timeout 10m ./integration/ | grep -E 'tracing|FAIL|^ok' || true
 else
   echo "valgrind is not installed (apt-get install valgrind): skipped"
 fi
