@@ -148,7 +148,7 @@ func runDirect(t *testing.T, dbu, sqlText string) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	rows, err := tx.Query(ctx, "SELECT set_config('statement_timeout', '1000ms', true)")
+	rows, err := tx.Query(ctx, "SELECT set_config('statement_timeout', '200ms', true)")
 	if err != nil {
 		t.Fatal(err)
 	}
