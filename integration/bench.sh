@@ -5,7 +5,8 @@
 # streaming every row, the server's peak RSS around result-heavy tool calls,
 # and its CPU instructions per tool call under callgrind (when valgrind is
 # installed; LAKEGATE_BENCH_BIN=PATH adds another build to compare), with
-# OpenTelemetry tracing unset, sampled off and on. Needs LAKEGATE_TEST_DATABASE_URL (an admin URL; make
+# OpenTelemetry tracing unset, sampled off and on (and unset in the
+# LAKEGATE_BENCH_BIN build). Needs LAKEGATE_TEST_DATABASE_URL (an admin URL; make
 # bench runs this under with-postgres.sh) and psql. The bench database
 # (lakegate_bench) is loaded once and kept; BENCH_ROWS changes its size.
 set -euo pipefail
@@ -144,7 +145,7 @@ fi
 
 echo "== tracing: instructions per run_sql point call, OpenTelemetry unset vs sampler always_off vs always_on (callgrind)"
 if command -v valgrind >/dev/null 2>&1; then
-  LAKEGATE_BENCH_TRACE=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" \
+  LAKEGATE_BENCH_BIN="${LAKEGATE_BENCH_BIN:-}" LAKEGATE_BENCH_TRACE=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" \
     "$GO" test -run '^TestTraceInstructions$' -count=1 -v -timeout 10m ./integration/ | grep -E 'tracing|FAIL|^ok' || true
 else
   echo "valgrind is not installed (apt-get install valgrind): skipped"

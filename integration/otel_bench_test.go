@@ -17,7 +17,10 @@ import (
 // with an OTLP endpoint and OTEL_TRACES_SAMPLER=always_off (the pipeline
 // built, every span dropped), and with always_on (every span exported to
 // a receiver on loopback, a batch every 100 ms), and the ratios to the
-// unset run are printed. A benchmark, run by make bench (about 20 s):
+// unset run are printed. LAKEGATE_BENCH_BIN=PATH adds a first run of that
+// build (e.g. one from before tracing existed), unset too, and the ratio
+// of this build's unset run to it. A benchmark, run by make bench (about
+// 20 s; 6 s more with LAKEGATE_BENCH_BIN):
 //
 //	LAKEGATE_BENCH_TRACE=1 LAKEGATE_BENCH_DATABASE_URL=... go test -run '^TestTraceInstructions$' -count=1 -v ./integration/
 func TestTraceInstructions(t *testing.T) {
@@ -33,16 +36,25 @@ func TestTraceInstructions(t *testing.T) {
 		name string
 		env  []string
 	}{
+		{"other", nil}, // LAKEGATE_BENCH_BIN's build, when set
 		{"unset", nil},
 		{"always_off", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rec.srv.URL, "OTEL_TRACES_SAMPLER=always_off"}},
 		{"always_on", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rec.srv.URL, "OTEL_TRACES_SAMPLER=always_on", "OTEL_BSP_SCHEDULE_DELAY=100"}},
 	}
 	per := map[string]float64{}
+	other := os.Getenv("LAKEGATE_BENCH_BIN")
 	for _, r := range runs {
+		b := bin
+		if r.name == "other" {
+			if other == "" {
+				continue
+			}
+			b = other
+		}
 		dir := t.TempDir()
 		out := filepath.Join(dir, "callgrind.out")
 		wrapper := filepath.Join(dir, "lakegate-under-callgrind")
-		script := fmt.Sprintf("#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file=%s %s \"$@\"\n", out, bin)
+		script := fmt.Sprintf("#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file=%s %s \"$@\"\n", out, b)
 		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -76,4 +88,7 @@ func TestTraceInstructions(t *testing.T) {
 	}
 	t.Logf("tracing ratios to unset: always_off %.3f, always_on %.3f",
 		per["always_off"]/per["unset"], per["always_on"]/per["unset"])
+	if other != "" {
+		t.Logf("tracing unset, this build / %s: %.3f", other, per["unset"]/per["other"])
+	}
 }

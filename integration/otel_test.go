@@ -25,8 +25,9 @@ import (
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver on loopback: it decodes what
-// the official exporter sends (protobuf ExportTraceServiceRequest on POST
-// /v1/traces) and keeps the spans and the raw bodies.
+// an exporter sends (protobuf ExportTraceServiceRequest on POST
+// /v1/traces) with the official generated types, and keeps the spans and
+// the raw bodies.
 type otlpReceiver struct {
 	srv      *httptest.Server
 	requests atomic.Int64

@@ -1,14 +1,16 @@
 // Package telemetry is lakegate's OpenTelemetry tracing: Setup builds the
 // process's trace pipeline from the standard OTEL_* environment variables
-// (an OTLP exporter, HTTP or gRPC, behind a batch span processor) and installs it as
-// OpenTelemetry's global tracer provider, which the other packages' spans
-// go to; with no OTLP endpoint configured it installs nothing, and Start
-// costs a branch. It also holds the helpers every layer uses the same way:
-// span start and failure, the carrier of MCP's _meta, and the slog handler
-// that adds trace and span ids to log lines.
+// (the SDK's batch span processor and an OTLP/HTTP exporter of our own,
+// otlp.go) and installs it as OpenTelemetry's global tracer provider,
+// which the other packages' spans go to; with no OTLP endpoint configured
+// it installs nothing, and Start costs a branch. It also holds the helpers
+// every layer uses the same way: span start and failure, the carrier of
+// MCP's _meta, and the slog handler that adds trace and span ids to log
+// lines.
 //
-// It imports the kernel (package lakegate) and OpenTelemetry only: never
-// server, mcp, query, blocktransport or config.
+// It imports the kernel (package lakegate), OpenTelemetry's API and SDK and
+// protobuf's wire encoding only: never server, mcp, query, blocktransport
+// or config.
 package telemetry
 
 import (
@@ -22,8 +24,6 @@ import (
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -62,11 +62,11 @@ type Tracing struct {
 // OpenTelemetry's global stays the no-op, and Tracing.Enabled is false.
 //
 // The exporter speaks OTLP over HTTP with protobuf, the specification's
-// default protocol, or gRPC when OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL is
-// grpc; http/json is refused with a clear error.
-// The SDK and the exporter read the other variables themselves from the
-// process's environment: OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION,
-// _CERTIFICATE, OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*, OTEL_SERVICE_NAME,
+// default protocol (grpc and http/json are refused with a clear error),
+// and reads OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, _TIMEOUT, _COMPRESSION,
+// _CERTIFICATE, _CLIENT_CERTIFICATE and _CLIENT_KEY through getenv. The
+// SDK reads the others from the process's environment:
+// OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*, OTEL_SERVICE_NAME,
 // OTEL_RESOURCE_ATTRIBUTES and the span limits.
 //
 // Setup never returns a nil *Tracing: when it fails, or tracing is off,
@@ -85,12 +85,7 @@ func Setup(ctx context.Context, getenv func(string) string, opts *Options) (*Tra
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var exp sdktrace.SpanExporter
-	if protocol == "grpc" {
-		exp, err = otlptracegrpc.New(ctx)
-	} else {
-		exp, err = otlptracehttp.New(ctx)
-	}
+	exp, err := newExporter(getenv)
 	if err != nil {
 		return t, fmt.Errorf("opentelemetry: OTLP exporter: %w", err)
 	}
@@ -136,8 +131,8 @@ func endpoint(getenv func(string) string) string {
 	return u.String()
 }
 
-// wanted returns the OTLP protocol to export traces with, http/protobuf
-// or grpc, when the environment asks for traces to be exported; else "".
+// wanted returns the OTLP protocol to export traces with, http/protobuf,
+// when the environment asks for traces to be exported; else "".
 // It refuses the settings lakegate cannot honour.
 func wanted(getenv func(string) string) (string, error) {
 	env := func(k string) string { return strings.TrimSpace(getenv(k)) }
@@ -158,13 +153,11 @@ func wanted(getenv func(string) string) (string, error) {
 	if protocol == "" {
 		protocol = env("OTEL_EXPORTER_OTLP_PROTOCOL")
 	}
-	switch protocol {
-	case "", "http/protobuf":
-		return "http/protobuf", nil
-	case "grpc":
-		return "grpc", nil
+	if protocol != "" && protocol != "http/protobuf" {
+		return "", fmt.Errorf("opentelemetry: OTLP protocol %q is not supported: lakegate exports OTLP over HTTP "+
+			"(set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf or leave it unset; collectors take it on port 4318)", protocol)
 	}
-	return "", fmt.Errorf("opentelemetry: OTLP protocol %q is not supported: use http/protobuf (the default) or grpc", protocol)
+	return "http/protobuf", nil
 }
 
 // Enabled reports whether this Tracing exports spans.

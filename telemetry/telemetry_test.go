@@ -7,10 +7,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +21,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"go.uber.org/goleak"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lakegate/lakegate"
@@ -60,7 +57,7 @@ func TestTraceEnv(t *testing.T) {
 		{"exporter otlp", envOf(ep, "http://x:4318", "OTEL_TRACES_EXPORTER", "otlp"), hp, ""},
 		{"exporter console", envOf(ep, "http://x:4318", "OTEL_TRACES_EXPORTER", "console"), "", "OTEL_TRACES_EXPORTER=console"},
 		{"http/protobuf", envOf(ep, "http://x:4318", "OTEL_EXPORTER_OTLP_PROTOCOL", hp), hp, ""},
-		{"grpc", envOf(ep, "http://x:4317", "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), "grpc", ""},
+		{"grpc", envOf(ep, "http://x:4317", "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), "", `"grpc" is not supported`},
 		{"traces protocol wins", envOf(ep, "http://x:4318", "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc",
 			"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", hp), hp, ""},
 		{"http/json", envOf(ep, "http://x:4318", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json"), "", `"http/json" is not supported`},
@@ -108,75 +105,38 @@ func TestTraceSetupOff(t *testing.T) {
 	}
 }
 
-// traceService is an OTLP/gRPC trace receiver.
-type traceService struct {
-	collectortrace.UnimplementedTraceServiceServer
-	got func(*collectortrace.ExportTraceServiceRequest)
-}
-
-func (s traceService) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	s.got(req)
-	return &collectortrace.ExportTraceServiceResponse{}, nil
-}
-
-// TestTraceSetupExports runs the pipeline Setup builds against a loopback OTLP
-// receiver, over HTTP and over gRPC: the span arrives, with the default
-// service name, and Close flushes it.
+// TestTraceSetupExports runs the pipeline Setup builds against a loopback
+// OTLP receiver: the span arrives, with the default service name, and
+// Close flushes it.
 func TestTraceSetupExports(t *testing.T) {
-	for _, protocol := range []string{"http/protobuf", "grpc"} {
-		t.Run(protocol, func(t *testing.T) { testSetupExports(t, protocol) })
-	}
-}
-
-func testSetupExports(t *testing.T, protocol string) {
 	var mu sync.Mutex
 	var got []*collectortrace.ExportTraceServiceRequest
-	keep := func(req *collectortrace.ExportTraceServiceRequest) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req := &collectortrace.ExportTraceServiceRequest{}
+		if r.URL.Path != "/v1/traces" || proto.Unmarshal(body, req) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
 		mu.Lock()
 		got = append(got, req)
 		mu.Unlock()
-	}
-	var endpoint string
-	if protocol == "grpc" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		gs := grpc.NewServer()
-		collectortrace.RegisterTraceServiceServer(gs, traceService{got: keep})
-		go func() { _ = gs.Serve(ln) }()
-		defer gs.Stop()
-		endpoint = "http://" + ln.Addr().String()
-	} else {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			req := &collectortrace.ExportTraceServiceRequest{}
-			if r.URL.Path != "/v1/traces" || proto.Unmarshal(body, req) != nil {
-				http.Error(w, "bad request", http.StatusBadRequest)
-				return
-			}
-			keep(req)
-			w.Header().Set("Content-Type", "application/x-protobuf")
-			b, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
-			_, _ = w.Write(b)
-		}))
-		defer srv.Close()
-		endpoint = srv.URL
-	}
-	// The exporters read the process's environment themselves.
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	endpoint := srv.URL
+	// The SDK reads the resource's variables from the process's environment.
 	t.Setenv("OTEL_SERVICE_NAME", "")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
 	var logs bytes.Buffer
-	tr, err := Setup(t.Context(), os.Getenv, &Options{Version: "v9", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	tr, err := Setup(t.Context(), envOf("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint), &Options{Version: "v9", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !tr.Enabled() || !Enabled() {
 		t.Fatal("tracing off with an endpoint set")
 	}
-	if want := "protocol=" + protocol + " endpoint=" + endpoint; !strings.Contains(logs.String(), want) {
+	if want := "protocol=http/protobuf endpoint=" + endpoint; !strings.Contains(logs.String(), want) {
 		t.Errorf("got log %q, want it to say %q", logs.String(), want)
 	}
 	_, span := Start(t.Context(), "work", trace.SpanKindInternal)
