@@ -79,6 +79,9 @@ type Engine struct {
 	// breakers holds each database's circuit breaker; fixed after Open.
 	breakers map[string]*breaker
 	plans    planCache
+	// now, when set, is the clock of idempotency keys (tests move it);
+	// nil: time.Now.
+	now func() time.Time
 
 	closeOnce sync.Once
 	released  chan struct{} // closed once Close has released every source

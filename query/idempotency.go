@@ -104,10 +104,18 @@ type batchKey struct {
 	now, cutoff time.Time
 }
 
-func newBatchKey(c lakegate.Caller, t *tableInfo, idem *Idempotency, ttl time.Duration) *batchKey {
-	now := time.Now().UTC()
+func newBatchKey(c lakegate.Caller, t *tableInfo, idem *Idempotency, ttl time.Duration, now time.Time) *batchKey {
+	now = now.UTC()
 	return &batchKey{subject: c.Subject, table: t.Name, key: idem.Key, hash: idem.BodyHash,
 		now: now, cutoff: now.Add(-ttl)}
+}
+
+// keyClock is the time a keyed ingest is recorded at.
+func (e *Engine) keyClock() time.Time {
+	if e.now != nil {
+		return e.now()
+	}
+	return time.Now()
 }
 
 func keyReused() *lakegate.Error {

