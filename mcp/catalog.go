@@ -38,9 +38,12 @@ func newCatalog() *catalog {
 	return &catalog{uris: map[string]bool{}, first: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
-// close stops a running check and waits for it.
+// close stops a running check and waits for it. Cancelling under mu
+// orders it after any check startCheck began, so none starts after Wait.
 func (c *catalog) close() {
+	c.mu.Lock()
 	c.cancel()
+	c.mu.Unlock()
 	c.wg.Wait()
 }
 
