@@ -3,14 +3,11 @@ package integration
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -31,6 +28,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/testcert"
 )
 
 // writePublicPEM writes the public half of key as a PEM PUBLIC KEY file
@@ -551,58 +549,6 @@ func TestSetLocalRole(t *testing.T) {
 	})
 }
 
-// testCA is a certificate authority for client certificates.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	file string
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "lakegate test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, file: file}
-}
-
-// client issues a client certificate for cn.
-func (ca *testCA) client(t *testing.T, cn string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
 // tlsDo sends one request through client.
 func tlsDo(t *testing.T, client *http.Client, method, url, tok, session, body string) (int, string, http.Header) {
 	t.Helper()
@@ -634,15 +580,15 @@ func tlsDo(t *testing.T, client *http.Client, method, url, tok, session, body st
 // identifies the caller by its common name, with tls_client_cert_roles; a
 // bearer token, when sent, wins.
 func TestMTLSSubject(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testcert.New(t, "lakegate test CA")
 	e := start(t, envOptions{tls: true, config: func(c *config.Config) {
-		c.TLSClientCAFile = ca.file
+		c.TLSClientCAFile = ca.File
 		c.TLSClientCertAuth = true
 		c.TLSClientCertRoles = []string{"reader", "devices-only"}
 		c.Access = map[string]config.RoleAccess{"devices-only": {Tables: map[string][]string{"iot": {"devices"}}}}
 	}})
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: e.clientTLS.RootCAs,
-		Certificates: []tls.Certificate{ca.client(t, "device-7")}}}
+		Certificates: []tls.Certificate{ca.Client(t, "device-7")}}}
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	t.Cleanup(tr.CloseIdleConnections)
 

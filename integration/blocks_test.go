@@ -3,21 +3,14 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/md5"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -32,6 +25,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/internal/testcert"
 	"github.com/lakegate/lakegate/mcp"
 )
 
@@ -594,44 +588,11 @@ func TestBlocksOverHTTP3(t *testing.T) {
 	}
 }
 
-// selfSigned writes a self-signed certificate for 127.0.0.1 and returns
-// its files and a client config trusting it.
-func selfSigned(t *testing.T) (certFile, keyFile string, client *tls.Config) {
+// serverCert makes a server certificate for 127.0.0.1 and returns its
+// files and a client config trusting it.
+func serverCert(t *testing.T) (certFile, keyFile string, client *tls.Config) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "lakegate-test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(cert)
-	return certFile, keyFile, &tls.Config{RootCAs: roots}
+	ca := testcert.New(t, "lakegate-test")
+	certFile, keyFile = ca.Issue(t, "server", true)
+	return certFile, keyFile, &tls.Config{RootCAs: ca.Pool()}
 }

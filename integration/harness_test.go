@@ -153,7 +153,7 @@ func start(t *testing.T, o envOptions) *env {
 	}
 	var clientTLS *tls.Config
 	if o.tls {
-		cfg.TLSCertFile, cfg.TLSKeyFile, clientTLS = selfSigned(t)
+		cfg.TLSCertFile, cfg.TLSKeyFile, clientTLS = serverCert(t)
 	}
 	if o.config != nil {
 		o.config(&cfg)

@@ -3,14 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,79 +11,9 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/testcert"
 	"github.com/lakegate/lakegate/server"
 )
-
-// testCA signs the server's and the clients' certificates of a test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	dir  string
-	file string // the CA certificate, PEM
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &testCA{cert: cert, key: key, dir: t.TempDir()}
-	ca.file = ca.write(t, name+"-ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	return ca
-}
-
-func (ca *testCA) write(t *testing.T, name string, data []byte) string {
-	t.Helper()
-	path := filepath.Join(ca.dir, name)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// issue signs a certificate for cn (a server's for 127.0.0.1, else a
-// client's) and returns its certificate and key files.
-func (ca *testCA) issue(t *testing.T, cn string, serverCert bool) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if serverCert {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile = ca.write(t, cn+".crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	keyFile = ca.write(t, cn+".key", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	return certFile, keyFile
-}
 
 var httpsURL = regexp.MustCompile(`"msg":"lakegate listening","url":"(https://[^"]+)"`)
 
@@ -100,14 +22,14 @@ var httpsURL = regexp.MustCompile(`"msg":"lakegate listening","url":"(https://[^
 // without a certificate, or with one the server does not trust, fail
 // with the next step named.
 func TestMutualTLS(t *testing.T) {
-	ca, stranger := newTestCA(t, "lakegate-test"), newTestCA(t, "stranger")
-	serverCert, serverKey := ca.issue(t, "server", true)
-	clientCert, clientKey := ca.issue(t, "ops", false)
-	strangerCert, strangerKey := stranger.issue(t, "mallory", false)
+	ca, stranger := testcert.New(t, "lakegate-test"), testcert.New(t, "stranger")
+	serverCert, serverKey := ca.Issue(t, "server", true)
+	clientCert, clientKey := ca.Issue(t, "ops", false)
+	strangerCert, strangerKey := stranger.Issue(t, "mallory", false)
 	// One file with the certificate and its key: --key may be left out.
 	certPEM, _ := os.ReadFile(clientCert)
 	keyPEM, _ := os.ReadFile(clientKey)
-	combined := ca.write(t, "ops.pem", append(certPEM, keyPEM...))
+	combined := ca.Write(t, "ops.pem", append(certPEM, keyPEM...))
 
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
@@ -117,7 +39,7 @@ func TestMutualTLS(t *testing.T) {
 	cfg.MCPEnabled = true
 	cfg.MCPBlockThreshold = 4096
 	cfg.MCPBlockSize = 2048
-	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile = serverCert, serverKey, ca.file
+	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile = serverCert, serverKey, ca.File
 	// A certificate alone may stand for its CN ("ops", an admin).
 	cfg.TLSClientCertAuth, cfg.TLSClientCertRoles = true, []string{server.RoleAdmin}
 	var stdout, stderr syncBuffer
@@ -140,7 +62,7 @@ func TestMutualTLS(t *testing.T) {
 	}
 	env := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed(t, "agent", server.RoleReader)}
 	adminEnv := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed(t, "ops", server.RoleAdmin)}
-	withCert := []string{"--ca-file", ca.file, "--cert", clientCert, "--key", clientKey}
+	withCert := []string{"--ca-file", ca.File, "--cert", clientCert, "--key", clientKey}
 	dir := t.TempDir()
 
 	first := filepath.Join(dir, "first.ndjson")
@@ -173,14 +95,14 @@ func TestMutualTLS(t *testing.T) {
 	}{
 		{"admin with a certificate", adminEnv, append([]string{"admin", "mcp", "status"}, withCert...), "enabled since", nil},
 		{"admin with the certificate alone", map[string]string{"LAKEGATE_SERVER": base},
-			[]string{"admin", "mcp", "status", "--ca-file", ca.file, "--cert", combined}, "enabled since", nil},
+			[]string{"admin", "mcp", "status", "--ca-file", ca.File, "--cert", combined}, "enabled since", nil},
 		{"fetch with the certificate alone", map[string]string{"LAKEGATE_SERVER": base},
-			[]string{"fetch", id, "--ca-file", ca.file, "--cert", combined, "-o", filepath.Join(dir, "third.ndjson")}, "", nil},
-		{"admin without a certificate", adminEnv, []string{"admin", "mcp", "status", "--ca-file", ca.file}, "", []string{"--cert and --key"}},
-		{"fetch without a certificate", env, []string{"fetch", id, "--ca-file", ca.file, "-o", filepath.Join(dir, "no.ndjson")}, "", []string{"--cert and --key"}},
-		{"admin with an untrusted certificate", adminEnv, []string{"admin", "mcp", "status", "--ca-file", ca.file, "--cert", strangerCert, "--key", strangerKey}, "", []string{"refused the certificate"}},
-		{"fetch with an untrusted certificate", env, []string{"fetch", id, "--ca-file", ca.file, "--cert", strangerCert, "--key", strangerKey, "-o", filepath.Join(dir, "no.ndjson")}, "", []string{"refused the certificate"}},
-		{"a key that is not the certificate's", env, []string{"fetch", id, "--ca-file", ca.file, "--cert", clientCert, "--key", strangerKey}, "", []string{"--cert/--key"}},
+			[]string{"fetch", id, "--ca-file", ca.File, "--cert", combined, "-o", filepath.Join(dir, "third.ndjson")}, "", nil},
+		{"admin without a certificate", adminEnv, []string{"admin", "mcp", "status", "--ca-file", ca.File}, "", []string{"--cert and --key"}},
+		{"fetch without a certificate", env, []string{"fetch", id, "--ca-file", ca.File, "-o", filepath.Join(dir, "no.ndjson")}, "", []string{"--cert and --key"}},
+		{"admin with an untrusted certificate", adminEnv, []string{"admin", "mcp", "status", "--ca-file", ca.File, "--cert", strangerCert, "--key", strangerKey}, "", []string{"refused the certificate"}},
+		{"fetch with an untrusted certificate", env, []string{"fetch", id, "--ca-file", ca.File, "--cert", strangerCert, "--key", strangerKey, "-o", filepath.Join(dir, "no.ndjson")}, "", []string{"refused the certificate"}},
+		{"a key that is not the certificate's", env, []string{"fetch", id, "--ca-file", ca.File, "--cert", clientCert, "--key", strangerKey}, "", []string{"--cert/--key"}},
 		{"--key alone", adminEnv, []string{"admin", "mcp", "status", "--key", clientKey}, "", []string{"--key needs --cert"}},
 		{"a missing certificate file", adminEnv, []string{"admin", "mcp", "status", "--cert", filepath.Join(dir, "nope.pem")}, "", []string{"--cert"}},
 	}
