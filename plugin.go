@@ -90,3 +90,34 @@ type BlockStatus struct {
 	StoredNow      int   `json:"stored_now"`
 	StoredBytesNow int64 `json:"stored_bytes_now"`
 }
+
+// SessionInfo describes one open MCP session (SSE or Streamable HTTP) for
+// operators.
+type SessionInfo struct {
+	ID        string `json:"id"`
+	Subject   string `json:"subject"`
+	Transport string `json:"transport"` // "sse" or "streamable"
+	// Protocol is the revision the client asked for at initialize, and
+	// Client its name and version; both empty before initialize.
+	Protocol string    `json:"protocol,omitempty"`
+	Client   string    `json:"client,omitempty"`
+	Opened   time.Time `json:"opened"`
+	// LastActive is when its last tool call ended (or its last request,
+	// for Streamable HTTP), or when it opened.
+	LastActive time.Time `json:"last_active"`
+	// Calls counts its tool calls, Bytes the bytes of their results.
+	Calls int64 `json:"calls"`
+	Bytes int64 `json:"bytes"`
+}
+
+// TransferInfo describes one committed block transfer.
+type TransferInfo struct {
+	ID      string    `json:"id"`
+	Owner   string    `json:"owner"`
+	Format  string    `json:"format"`
+	Rows    int64     `json:"rows"`
+	Bytes   int64     `json:"bytes"`
+	Blocks  int       `json:"blocks"`
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires"`
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -112,6 +113,8 @@ type Stats struct {
 	// cancellation); Expired those deleted at their TTL.
 	Aborted int64 `json:"aborted"`
 	Expired int64 `json:"expired"`
+	// Deleted counts transfers deleted before their TTL (Delete).
+	Deleted int64 `json:"deleted"`
 }
 
 // Store keeps transfers as block files under a spool directory, with a
@@ -366,6 +369,44 @@ func (s *Store) Lookup(id string) (*Manifest, string, error) {
 	}
 	m := t.manifest
 	return &m, t.owner, nil
+}
+
+// List describes the committed, unexpired transfers of owner ("": of
+// every owner), oldest first.
+func (s *Store) List(owner string) []lakegate.TransferInfo {
+	now := s.opts.Now()
+	s.mu.Lock()
+	out := make([]lakegate.TransferInfo, 0, len(s.transfers))
+	for _, t := range s.transfers {
+		if (owner == "" || t.owner == owner) && now.Before(t.manifest.Expires) {
+			m := &t.manifest
+			out = append(out, lakegate.TransferInfo{ID: m.ID, Owner: t.owner, Format: m.Format, Rows: m.Rows, Bytes: m.Bytes,
+				Blocks: len(m.Blocks), Created: m.Created, Expires: m.Expires})
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b lakegate.TransferInfo) int { return a.Created.Compare(b.Created) })
+	return out
+}
+
+// Delete deletes the committed transfer id before its TTL. Readers that
+// have a block open finish reading it.
+func (s *Store) Delete(id string) error {
+	s.mu.Lock()
+	t, ok := s.transfers[id]
+	if ok {
+		delete(s.transfers, id)
+		s.releaseLocked(t.owner, t.manifest.Bytes)
+		s.stats.Deleted++
+	}
+	s.mu.Unlock()
+	if !ok {
+		return ErrNotFound
+	}
+	if err := os.RemoveAll(t.dir); err != nil {
+		return fmt.Errorf("blocktransport: delete transfer: %w", err)
+	}
+	return nil
 }
 
 // OpenBlock opens block n of transfer id for reading. The file stays

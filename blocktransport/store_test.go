@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -283,5 +284,50 @@ func TestClientFetch(t *testing.T) {
 	var se *StatusError
 	if _, err := c.Fetch(context.Background(), "nope", &bytes.Buffer{}); !errors.As(err, &se) || se.Code != 404 || !strings.Contains(err.Error(), "no such transfer") {
 		t.Errorf("unknown transfer: got %v, want a 404 with the server's message", err)
+	}
+}
+
+func TestListAndDelete(t *testing.T) {
+	s := open(t, Options{BlockSize: 256, MaxBytes: 1 << 20})
+	a1, _ := write(t, s, "alice", records(50))
+	b1, _ := write(t, s, "bob", records(5))
+	a2, _ := write(t, s, "alice", records(3))
+
+	ids := func(l []lakegate.TransferInfo) []string {
+		var out []string
+		for _, ti := range l {
+			out = append(out, ti.ID)
+		}
+		return out
+	}
+	if got := ids(s.List("alice")); !slices.Equal(got, []string{a1.ID, a2.ID}) {
+		t.Errorf("alice's: got %v, want %v", got, []string{a1.ID, a2.ID})
+	}
+	if got := ids(s.List("")); !slices.Equal(got, []string{a1.ID, b1.ID, a2.ID}) {
+		t.Errorf("everyone's: got %v, want oldest first %v", got, []string{a1.ID, b1.ID, a2.ID})
+	}
+	if got := s.List("alice")[0]; got.Owner != "alice" || got.Rows != 50 || got.Bytes != a1.Bytes ||
+		got.Blocks != len(a1.Blocks) || got.Blocks < 2 || got.Format != "ndjson" || !got.Expires.Equal(a1.Expires) {
+		t.Errorf("got %+v, want the manifest's figures %+v", got, a1)
+	}
+
+	before := s.Stats().Bytes
+	if err := s.Delete(a1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Stats(); got.Bytes != before-a1.Bytes || got.Deleted != 1 {
+		t.Errorf("after delete: %d bytes, %d deleted; want %d, 1", got.Bytes, got.Deleted, before-a1.Bytes)
+	}
+	if _, _, err := s.Lookup(a1.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("lookup after delete: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.opts.Dir, a1.ID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("deleted transfer still on disk: %v", err)
+	}
+	if err := s.Delete(a1.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second delete: got %v, want ErrNotFound", err)
+	}
+	if got := ids(s.List("alice")); !slices.Equal(got, []string{a2.ID}) {
+		t.Errorf("after delete: got %v", got)
 	}
 }

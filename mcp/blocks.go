@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -245,4 +246,36 @@ func (p *Plugin) mountBlocks(g gin.IRouter) {
 	g.GET("/blocks/:id", p.serveManifest)
 	g.GET("/blocks/:id/:n", p.serveBlock)
 	g.HEAD("/blocks/:id/:n", p.serveBlock)
+}
+
+// Transfers lists the committed block transfers c may read: its own, or
+// every one for an admin.
+func (p *Plugin) Transfers(c lakegate.Caller) []lakegate.TransferInfo {
+	if p.opts.Blocks == nil {
+		return []lakegate.TransferInfo{}
+	}
+	owner := c.Subject
+	if c.HasRole(lakegate.RoleAdmin) {
+		owner = ""
+	}
+	return p.opts.Blocks.List(owner)
+}
+
+// DeleteTransfer deletes transfer id for its owner or an admin; others
+// are told it does not exist.
+func (p *Plugin) DeleteTransfer(c lakegate.Caller, id string) error {
+	if _, err := p.transfer(c, id); err != nil {
+		return err
+	}
+	return blockErr(p.opts.Blocks.Delete(id))
+}
+
+// ServeTransfer writes transfer id whole, its blocks in order, as the
+// /mcp/blocks/{id}/all route does, for its owner or an admin. An error
+// before the first byte is the caller's to render.
+func (p *Plugin) ServeTransfer(w http.ResponseWriter, r *http.Request, c lakegate.Caller, id string) error {
+	if _, err := p.transfer(c, id); err != nil {
+		return err
+	}
+	return blockErr(p.opts.Blocks.ServeAll(w, r, id))
 }

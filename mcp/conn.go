@@ -38,6 +38,7 @@ type conn struct {
 	closed    chan struct{}
 	// onClose, if set, runs once when the session closes.
 	onClose func()
+	act     activity // guarded by the registry's lock
 	mu      sync.Mutex
 	cause   error
 }

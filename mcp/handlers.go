@@ -107,7 +107,7 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 		}
 		p.count(t.Name, err != nil)
 		d := time.Since(start)
-		p.observeCall(t.Name, d, rows, res, err)
+		p.observeCall(req, t.Name, d, rows, res, err)
 		log := p.log.With(callLog(req, []any{lakegate.LogTool, t.Name, lakegate.LogSubject, caller.Subject, lakegate.LogDuration, d.Milliseconds()})...)
 		if err != nil {
 			level := slog.LevelInfo

@@ -153,25 +153,27 @@ func extraIDs(ex *mcpsdk.RequestExtra, attrs []any) []any {
 	return attrs
 }
 
-// observeCall reports a finished tool call to the Observer, if any.
-func (p *Plugin) observeCall(tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) {
-	if p.opts.Observer == nil {
-		return
-	}
+// observeCall counts a finished tool call on its session and reports it
+// to the Observer, if any.
+func (p *Plugin) observeCall(req *mcpsdk.CallToolRequest, tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) {
 	tc := ToolCall{Tool: tool, Outcome: "ok", Duration: d}
 	if err != nil {
 		tc.Outcome = string(NewErrorBody(err).Kind)
-		p.opts.Observer.ToolCall(tc)
-		return
-	}
-	tc.Rows = rows
-	for _, c := range res.Content {
-		if t, ok := c.(*mcpsdk.TextContent); ok {
-			tc.Bytes += int64(len(t.Text))
+	} else {
+		tc.Rows = rows
+		for _, c := range res.Content {
+			if t, ok := c.(*mcpsdk.TextContent); ok {
+				tc.Bytes += int64(len(t.Text))
+			}
+		}
+		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+			tc.Bytes += int64(len(raw))
 		}
 	}
-	if raw, ok := res.StructuredContent.(json.RawMessage); ok {
-		tc.Bytes += int64(len(raw))
+	if req.Session != nil && req.Session.ID() != "" {
+		p.sessions.called(req.Session.ID(), tc.Bytes)
 	}
-	p.opts.Observer.ToolCall(tc)
+	if p.opts.Observer != nil {
+		p.opts.Observer.ToolCall(tc)
+	}
 }

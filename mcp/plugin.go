@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/internal/origin"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -198,8 +200,8 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	o.PageSize = orDefault(o.PageSize, DefaultPageSize)
 	o.CatalogInterval = orDefault(o.CatalogInterval, DefaultCatalogInterval)
 	o.SessionTimeout = orDefault(o.SessionTimeout, DefaultSessionTimeout)
-	if err := checkOrigins(o.AllowedOrigins); err != nil {
-		return nil, err
+	if err := origin.Validate(o.AllowedOrigins); err != nil {
+		return nil, fmt.Errorf("mcp %w", err)
 	}
 	p.log = o.Logger
 	if p.log == nil {

@@ -59,6 +59,7 @@ type streamSession struct {
 	subject  string
 	busy     int       // its HTTP requests in progress
 	lastUsed time.Time // when its last request ended, or it opened
+	act      activity
 }
 
 // reserveStreamable admits a POST that will open a Streamable HTTP session
@@ -87,7 +88,8 @@ func (r *registry) reserveStreamable(subject string) (settle func(id string), er
 				delete(r.pending, subject)
 			}
 			if id != "" {
-				r.streams[id] = &streamSession{subject: subject, lastUsed: time.Now()}
+				now := time.Now()
+				r.streams[id] = &streamSession{subject: subject, lastUsed: now, act: activity{opened: now}}
 			}
 		})
 	}, nil
@@ -258,6 +260,7 @@ func (r *registry) addSSE(c *conn) error {
 		delete(r.sse, c.id)
 		r.mu.Unlock()
 	}
+	c.act = activity{opened: time.Now()}
 	r.sse[c.id] = c
 	r.wg.Add(1)
 	r.mu.Unlock()

@@ -36,12 +36,14 @@ type commandArgs struct {
 
 func commands() []command {
 	return []command{
-		{"run mcp server", []string{"run", "mcp", "server"}, RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
+		{"run mcp server", []string{"run", "mcp", "server"}, RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
 			s.plugin.Enable()
+			s.adminAction(c, "enable mcp")
 			return s.plugin.Status(), nil
 		}},
-		{"exit mcp server", []string{"exit", "mcp", "server"}, RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
+		{"exit mcp server", []string{"exit", "mcp", "server"}, RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
 			s.plugin.Disable()
+			s.adminAction(c, "disable mcp")
 			return s.plugin.Status(), nil
 		}},
 		{"get mcp status", []string{"get", "mcp", "status"}, RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {

@@ -16,7 +16,7 @@ import (
 
 // durationBuckets (seconds) reach from a point query to a long event
 // stream.
-var durationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+var durationBuckets = [...]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
 
 // Metrics is lakegate's Prometheus registry (its own, never the global
 // one) and the measurements taken on the request path. Build it with
@@ -37,6 +37,8 @@ type Metrics struct {
 	workerTimeouts *prometheus.CounterVec
 	connsOpen      prometheus.Gauge
 	connsCapped    *prometheus.CounterVec
+	// history is the last hour of tool calls, for the console.
+	history history
 }
 
 var _ lakegate.Observer = (*Metrics)(nil)
@@ -51,18 +53,18 @@ func NewMetrics() *Metrics {
 		}, []string{"route", "method", "status"}),
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "lakegate_http_request_duration_seconds", Help: "Time to answer an HTTP request (event streams: their lifetime), by route pattern and method.",
-			Buckets: durationBuckets,
+			Buckets: durationBuckets[:],
 		}, []string{"route", "method"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lakegate_mcp_tool_calls_total", Help: "MCP tool calls, by tool and outcome (ok or the error kind).",
 		}, []string{"tool", "outcome"}),
 		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "lakegate_mcp_tool_call_duration_seconds", Help: "Time of an MCP tool call, waiting for a worker included, by tool and outcome.",
-			Buckets: durationBuckets,
+			Buckets: durationBuckets[:],
 		}, []string{"tool", "outcome"}),
 		queryDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "lakegate_query_duration_seconds", Help: "Time database work held a worker, by origin (rest, ingest, mcp).",
-			Buckets: durationBuckets,
+			Buckets: durationBuckets[:],
 		}, []string{"origin"}),
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lakegate_rows_returned_total", Help: "Result rows returned, by origin (rest, mcp).",
@@ -109,6 +111,7 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) ToolCall(tc lakegate.ToolCall) {
 	m.toolCalls.WithLabelValues(tc.Tool, tc.Outcome).Inc()
 	m.toolDuration.WithLabelValues(tc.Tool, tc.Outcome).Observe(tc.Duration.Seconds())
+	m.history.record(tc.Tool, tc.Outcome != "ok", tc.Duration)
 	if tc.Outcome == "ok" {
 		m.returned(workMCP, tc.Rows, tc.Bytes)
 	}

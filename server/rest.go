@@ -304,11 +304,13 @@ func rowText(i int, raw []byte) error {
 
 func (s *Server) mcpEnable(c *gin.Context) {
 	s.plugin.Enable()
+	s.adminAction(c, "enable mcp")
 	c.JSON(http.StatusOK, s.plugin.Status())
 }
 
 func (s *Server) mcpDisable(c *gin.Context) {
 	s.plugin.Disable()
+	s.adminAction(c, "disable mcp")
 	c.JSON(http.StatusOK, s.plugin.Status())
 }
 

@@ -60,6 +60,7 @@ type Server struct {
 	metrics   *Metrics
 	limits    *Limits
 	readiness readiness
+	tickets   tickets     // the console's downloads
 	draining  atomic.Bool // set when Serve begins its shutdown
 
 	closeOnce sync.Once
@@ -78,6 +79,16 @@ type Plugin interface {
 	Disable()
 	Enabled() bool
 	Status() lakegate.PluginStatus
+	// Sessions lists the open SSE and Streamable HTTP sessions;
+	// CloseSession closes one and reports whether it was open.
+	Sessions() []lakegate.SessionInfo
+	CloseSession(id string) bool
+	// Transfers lists the block transfers c may read (its own; an admin's:
+	// all). DeleteTransfer deletes one and ServeTransfer writes one whole,
+	// for its owner or an admin (otherwise a not_found error).
+	Transfers(c lakegate.Caller) []lakegate.TransferInfo
+	DeleteTransfer(c lakegate.Caller, id string) error
+	ServeTransfer(w http.ResponseWriter, r *http.Request, c lakegate.Caller, id string) error
 	// Shutdown stops the plugin's sessions and requests within ctx, as
 	// part of Serve's drain: its calls must answer while the connections
 	// carrying their answers are still open. It may be called more than
@@ -182,9 +193,9 @@ func (s *Server) routes() *gin.Engine {
 	s.mountObservability(r)
 
 	authed := r.Group("", s.authenticate)
-	// The plugin meters its own routes (Mount's meter); the host's are
-	// metered here.
-	metered := authed.Group("", s.rateLimit)
+	// The plugin meters and origin-checks its own routes (Mount's meter);
+	// the host's are checked and metered here.
+	metered := authed.Group("", s.checkOrigin, s.rateLimit)
 	metered.GET("/", s.runCommand)
 	metered.POST("/", s.runCommand)
 	rest := metered.Group("/rest", requireRole(RoleReader))
@@ -199,6 +210,8 @@ func (s *Server) routes() *gin.Engine {
 	admin.POST("/mcp/enable", s.mcpEnable)
 	admin.POST("/mcp/disable", s.mcpDisable)
 	admin.GET("/mcp/status", s.mcpStatus)
+
+	s.mountConsole(r, metered.Group("/console/api"))
 
 	s.plugin.Mount(authed.Group("", requireRole(RoleReader)), s.rateLimit)
 	return r

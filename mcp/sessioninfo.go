@@ -1,0 +1,102 @@
+package mcp
+
+import (
+	"slices"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
+)
+
+// activity is what one session has done, for operators (Sessions). It is
+// guarded by the registry's lock.
+type activity struct {
+	opened   time.Time
+	lastCall time.Time // zero before the first tool call
+	calls    int64
+	bytes    int64 // of the tool results
+}
+
+// called counts a finished tool call of session id and the bytes of its
+// result.
+func (r *registry) called(id string, bytes int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var a *activity
+	if c := r.sse[id]; c != nil {
+		a = &c.act
+	} else if s := r.streams[id]; s != nil {
+		a = &s.act
+	} else {
+		return
+	}
+	a.calls++
+	a.bytes += bytes
+	a.lastCall = time.Now()
+}
+
+// list describes the open SSE and Streamable HTTP sessions, oldest first.
+func (r *registry) list() []lakegate.SessionInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pruneLocked()
+	init := make(map[string]*mcpsdk.InitializeParams, len(r.sse)+len(r.streams))
+	for ss := range r.sdk.Sessions() {
+		init[ss.ID()] = ss.InitializeParams()
+	}
+	out := make([]lakegate.SessionInfo, 0, len(r.sse)+len(r.streams))
+	for id, c := range r.sse {
+		out = append(out, sessionInfo(id, c.caller.Subject, "sse", &c.act, c.act.lastCall, init[id]))
+	}
+	for id, s := range r.streams {
+		out = append(out, sessionInfo(id, s.subject, "streamable", &s.act, s.lastUsed, init[id]))
+	}
+	slices.SortFunc(out, func(a, b lakegate.SessionInfo) int { return a.Opened.Compare(b.Opened) })
+	return out
+}
+
+func sessionInfo(id, subject, transport string, a *activity, last time.Time, init *mcpsdk.InitializeParams) lakegate.SessionInfo {
+	si := lakegate.SessionInfo{ID: id, Subject: subject, Transport: transport, Opened: a.opened,
+		LastActive: a.opened, Calls: a.calls, Bytes: a.bytes}
+	if last.After(si.LastActive) {
+		si.LastActive = last
+	}
+	if init != nil {
+		si.Protocol = init.ProtocolVersion
+		if ci := init.ClientInfo; ci != nil {
+			si.Client = ci.Name
+			if ci.Version != "" {
+				si.Client += " " + ci.Version
+			}
+		}
+	}
+	return si
+}
+
+// close ends the session id, SSE or Streamable HTTP, and reports whether
+// it was open. An SSE stream ends; a Streamable HTTP client's next request
+// gets 404, upon which MCP clients open a new session.
+func (r *registry) close(id string) bool {
+	r.mu.Lock()
+	c := r.sse[id]
+	_, stream := r.streams[id]
+	if stream {
+		delete(r.streams, id)
+	}
+	r.mu.Unlock()
+	switch {
+	case c != nil:
+		c.Close() // unregisters itself
+	case stream:
+		r.closeStream(id)
+	}
+	return c != nil || stream
+}
+
+// Sessions lists the open SSE and Streamable HTTP sessions, oldest first.
+func (p *Plugin) Sessions() []lakegate.SessionInfo { return p.sessions.list() }
+
+// CloseSession closes session id (an operator's action, which the host
+// logs) and reports whether it was open.
+func (p *Plugin) CloseSession(id string) bool { return p.sessions.close(id) }

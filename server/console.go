@@ -1,0 +1,301 @@
+package server
+
+import (
+	"mime"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/console"
+	"github.com/lakegate/lakegate/internal/origin"
+	"github.com/lakegate/lakegate/query"
+)
+
+// The operator console: its page and assets at /console (open, like
+// /health: they hold no data), its JSON routes under /console/api (a
+// bearer token, like every other route) and its downloads at
+// /console/download/{ticket} (tickets.go). The pages also call the REST
+// routes (/rest/...) and the admin switch (/admin/mcp/...).
+
+// consoleCSP lets the page run only its own script and style, talk only to
+// this server, and be framed by no one.
+const consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// mountConsole adds the console's page, assets and downloads to r, and
+// its JSON routes to api (authenticated, origin-checked and metered).
+func (s *Server) mountConsole(r *gin.Engine, api *gin.RouterGroup) {
+	files := http.StripPrefix("/console/assets/", http.FileServerFS(console.Assets()))
+	r.GET("/console", consoleHeaders, func(c *gin.Context) {
+		http.ServeFileFS(c.Writer, c.Request, console.Assets(), "index.html")
+	})
+	r.GET("/console/assets/*file", consoleHeaders, gin.WrapH(files))
+	r.GET("/console/download/:ticket", s.checkOrigin, s.redeemTicket, s.rateLimit, s.download)
+
+	api.GET("/me", s.consoleMe)
+	api.GET("/overview", s.consoleOverview)
+	api.GET("/sessions", requireRole(RoleAdmin), s.consoleSessions)
+	api.DELETE("/sessions/:id", requireRole(RoleAdmin), s.consoleCloseSession)
+	api.GET("/transfers", requireRole(RoleReader), s.consoleTransfers)
+	api.DELETE("/transfers/:id", requireRole(RoleReader), s.consoleDeleteTransfer)
+	api.POST("/downloads", requireRole(RoleReader), s.consoleDownload)
+}
+
+func consoleHeaders(c *gin.Context) {
+	h := c.Writer.Header()
+	h.Set("Content-Security-Policy", consoleCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-cache")
+}
+
+// checkOrigin refuses browser requests from other sites on the host's
+// authenticated routes (origin.Policy): pages of this server (the
+// console) and the origins of mcp_allowed_origins may call them; clients
+// that send no Origin are not browsers and pass.
+func (s *Server) checkOrigin(c *gin.Context) {
+	p := origin.Policy{Allowed: s.cfg.MCPAllowedOrigins, SameOrigin: true, Routes: "this server's routes", Setting: "mcp_allowed_origins"}
+	if err := p.Check(c.Request); err != nil {
+		dropBody(c)
+		fail(c, err)
+	}
+}
+
+// adminAction logs what an operator did, with who did it, as the command
+// interface and the admin routes do.
+func (s *Server) adminAction(c *gin.Context, action string, attrs ...any) {
+	attrs = append([]any{"action", action, subjectKey, caller(c).Subject, keyRequestID, RequestID(c.Request.Context()),
+		"route", c.FullPath()}, attrs...)
+	s.log.InfoContext(c.Request.Context(), "admin action", attrs...)
+}
+
+func (s *Server) consoleMe(c *gin.Context) {
+	cl := caller(c)
+	roles := cl.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	c.JSON(http.StatusOK, gin.H{"subject": cl.Subject, "roles": roles, "admin": cl.HasRole(RoleAdmin),
+		"version": s.opts.Version, "mcp_enabled": s.plugin.Enabled()})
+}
+
+// overview is the console's overview page.
+type overview struct {
+	Now       time.Time             `json:"now"`
+	MCP       mcpState              `json:"mcp"`
+	Sessions  sessionCounts         `json:"sessions"`
+	Workers   lakegate.WorkerStatus `json:"workers"`
+	Databases []databaseState       `json:"databases"`
+	Blocks    *lakegate.BlockStatus `json:"blocks"`
+	History   HistoryView           `json:"history"`
+}
+
+type mcpState struct {
+	Enabled bool       `json:"enabled"`
+	Since   *time.Time `json:"since,omitempty"`
+}
+
+type sessionCounts struct {
+	SSE        int               `json:"sse"`
+	Streamable int               `json:"streamable"`
+	Stdio      int               `json:"stdio"`
+	BySubject  []subjectSessions `json:"by_subject"`
+}
+
+type subjectSessions struct {
+	Subject    string `json:"subject"`
+	SSE        int    `json:"sse"`
+	Streamable int    `json:"streamable"`
+}
+
+type databaseState struct {
+	Name    string        `json:"name"`
+	Dialect query.Dialect `json:"dialect"`
+	Circuit string        `json:"circuit"`
+	Pool    *poolState    `json:"pool,omitempty"` // PostgreSQL only
+}
+
+type poolState struct {
+	Acquired int32 `json:"acquired"`
+	Idle     int32 `json:"idle"`
+	Total    int32 `json:"total"`
+	Max      int32 `json:"max"`
+}
+
+// consoleOverview reports the server's state and the last hour of tool
+// calls. Sessions by subject and databases are an admin's to see whole;
+// others see their own sessions and the databases they may read.
+func (s *Server) consoleOverview(c *gin.Context) {
+	cl := caller(c)
+	admin := cl.HasRole(RoleAdmin)
+	st := s.plugin.Status()
+	ov := overview{Now: time.Now().UTC(), MCP: mcpState{Enabled: st.Enabled, Since: st.Since},
+		Sessions: sessionCounts{SSE: st.Sessions["sse"], Streamable: st.Sessions["streamable"], Stdio: st.Sessions["stdio"],
+			BySubject: []subjectSessions{}},
+		Workers: st.Workers, Blocks: st.Blocks, History: s.metrics.history.view()}
+	by := map[string]*subjectSessions{}
+	for _, si := range s.plugin.Sessions() {
+		if !admin && si.Subject != cl.Subject {
+			continue
+		}
+		n := by[si.Subject]
+		if n == nil {
+			ov.Sessions.BySubject = append(ov.Sessions.BySubject, subjectSessions{Subject: si.Subject})
+			n = &ov.Sessions.BySubject[len(ov.Sessions.BySubject)-1]
+			by[si.Subject] = n
+		}
+		if si.Transport == "sse" {
+			n.SSE++
+		} else {
+			n.Streamable++
+		}
+	}
+	pools := map[string]*poolState{}
+	for _, p := range s.engine.PoolStats() {
+		pools[p.Database] = &poolState{Acquired: p.Acquired, Idle: p.Idle, Total: p.Total, Max: p.Max}
+	}
+	circuits := s.engine.BreakerStates()
+	dbs := s.engine.Databases()
+	if !admin {
+		dbs = s.engine.DatabasesFor(cl)
+	}
+	ov.Databases = make([]databaseState, 0, len(dbs))
+	for _, db := range dbs {
+		ov.Databases = append(ov.Databases, databaseState{Name: db.Name, Dialect: db.Dialect, Circuit: string(circuits[db.Name]), Pool: pools[db.Name]})
+	}
+	c.JSON(http.StatusOK, ov)
+}
+
+func (s *Server) consoleSessions(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"sessions": s.plugin.Sessions()})
+}
+
+func (s *Server) consoleCloseSession(c *gin.Context) {
+	id := c.Param("id")
+	if !s.plugin.CloseSession(id) {
+		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such session", Hint: "it may have ended already; see GET /console/api/sessions"})
+		return
+	}
+	s.adminAction(c, "close mcp session", lakegate.LogSessionID, id)
+	c.JSON(http.StatusOK, gin.H{"closed": id})
+}
+
+func (s *Server) consoleTransfers(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"transfers": s.plugin.Transfers(caller(c))})
+}
+
+func (s *Server) consoleDeleteTransfer(c *gin.Context) {
+	id := c.Param("id")
+	if err := s.plugin.DeleteTransfer(caller(c), id); err != nil {
+		fail(c, err)
+		return
+	}
+	s.adminAction(c, "delete block transfer", "transfer", id)
+	c.JSON(http.StatusOK, gin.H{"deleted": id})
+}
+
+// downloadRequest is the body of POST /console/api/downloads: one of a
+// SQL result (as CSV, every row) or a block transfer.
+type downloadRequest struct {
+	SQL      *query.SQLRequest `json:"sql,omitempty"`
+	Transfer string            `json:"transfer,omitempty"`
+}
+
+// consoleDownload checks a download and issues its ticket: the SQL is
+// checked as POST /rest/sql checks it, the transfer must be the caller's
+// (or the caller an admin).
+func (s *Server) consoleDownload(c *gin.Context) {
+	var req downloadRequest
+	if err := decodeJSON(c.Request.Body, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	cl := caller(c)
+	t := &ticket{caller: cl}
+	switch {
+	case req.SQL != nil && req.Transfer == "":
+		r := *req.SQL
+		if r.Cursor != "" || r.Limit != 0 {
+			fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "a download has every row: limit and cursor do not apply",
+				Hint: `send {"sql": {"database": "...", "sql": "SELECT ...", "params": [...]}}`})
+			return
+		}
+		r.Limit = query.NoLimit
+		if _, err := s.engine.PrepareSQL(c.Request.Context(), cl, r); err != nil {
+			fail(c, err)
+			return
+		}
+		t.sql = &r
+	case req.Transfer != "" && req.SQL == nil:
+		mine := s.plugin.Transfers(cl)
+		i := slices.IndexFunc(mine, func(ti lakegate.TransferInfo) bool { return ti.ID == req.Transfer })
+		if i < 0 {
+			fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such transfer",
+				Hint: "transfers expire after a while and can be read only by the subject that made them"})
+			return
+		}
+		t.transfer, t.format = req.Transfer, mine[i].Format
+	default:
+		fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "give either sql or transfer",
+			Hint: `send {"sql": {"database": "...", "sql": "SELECT ..."}} or {"transfer": "ID"}`})
+		return
+	}
+	name, err := s.tickets.issue(t, time.Now())
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"url": "/console/download/" + name, "expires": t.expires.UTC()})
+}
+
+// redeemTicket makes the ticket's caller the request's, or refuses.
+func (s *Server) redeemTicket(c *gin.Context) {
+	t, ok := s.tickets.redeem(c.Param("ticket"), time.Now())
+	if !ok {
+		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such download: it was used already, or it expired",
+			Hint: "start the download again from the console"})
+		return
+	}
+	c.Request = c.Request.WithContext(lakegate.WithCaller(c.Request.Context(), t.caller))
+	c.Set(subjectKey, t.caller.Subject)
+	c.Set(ticketKey, t)
+}
+
+const ticketKey = "lakegate.ticket"
+
+// download streams a ticket's file: a transfer as the block route
+// /mcp/blocks/{id}/all does, a SQL result as POST /rest/sql with format
+// csv does, in a worker slot.
+func (s *Server) download(c *gin.Context) {
+	t := c.MustGet(ticketKey).(*ticket)
+	if t.transfer != "" {
+		c.Header("Content-Disposition", attachment("transfer-"+t.transfer+"."+t.format))
+		if err := s.plugin.ServeTransfer(c.Writer, c.Request, t.caller, t.transfer); err != nil {
+			fail(c, err)
+		}
+		return
+	}
+	release, err := s.limits.admit(c.Request.Context(), t.caller.Subject, workREST)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	defer release()
+	st, err := s.engine.PrepareSQL(c.Request.Context(), t.caller, *t.sql)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.Header("Content-Disposition", attachment(t.sql.Database+"-"+time.Now().UTC().Format("20060102-150405")+".csv"))
+	s.streamResult(c, st, query.FormatCSV)
+	s.metrics.returned(workREST, int64(c.GetInt(rowsKey)), int64(max(c.Writer.Size(), 0)))
+}
+
+// attachment is a Content-Disposition that saves the body as file name.
+func attachment(name string) string {
+	return mime.FormatMediaType("attachment", map[string]string{"filename": name})
+}
