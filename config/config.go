@@ -189,9 +189,11 @@ type Config struct {
 	// is closed.
 	MCPWriteTimeout Duration `json:"mcp_write_timeout" help:"how long an SSE client may stall its stream before it is dropped"`
 	// MCPAllowedOrigins lists the browser origins (scheme://host[:port], or
-	// "*") allowed on the MCP routes; requests with another Origin header
-	// get 403. Requests without one (non-browser clients) are allowed.
-	MCPAllowedOrigins []string `json:"mcp_allowed_origins" help:"browser origins (comma-separated; * for any) allowed on the MCP routes"`
+	// "*") allowed on the MCP routes and the other authenticated routes
+	// (where the server's own pages, the console, are allowed too);
+	// requests with another Origin header get 403. Requests without one
+	// (non-browser clients) are allowed.
+	MCPAllowedOrigins []string `json:"mcp_allowed_origins" help:"browser origins (comma-separated; * for any) allowed on the MCP and API routes besides the console's own"`
 	// MCPMaxSessions and MCPMaxSessionsPerSubject bound the open MCP
 	// sessions, SSE and Streamable HTTP together.
 	MCPMaxSessions           int `json:"mcp_max_sessions" help:"open MCP sessions in all (the least recently used idle one makes room)"`
