@@ -1,0 +1,205 @@
+// The overview: MCP on or off (and the switch, for admins), open sessions,
+// the last hour of tool calls as charts, workers, database pools and the
+// block store. GET /console/api/overview every 5 s while the tab is shown.
+
+import { api } from "../api.js";
+import { lineChart } from "../charts.js";
+import { bytes, confirmable, dateTime, el, errorText, latest, num, poll, relative, setCells, syncRows, timeOfDay } from "../ui.js";
+
+const $ = (id) => document.getElementById(id);
+const busiest = 5; // tools drawn beside "all"
+
+const requests = latest();
+let ctx = null;
+let stopPolling = null;
+let failed = false; // the last refresh failed, and said so in the notice
+let enabled = null; // MCP's state as last shown
+let last = null; // the last overview, drawn again when the window resizes
+let resizing = 0; // the timer of that redraw
+
+const toggle = confirmable($("mcp-toggle"), {
+  label: "Turn MCP off",
+  confirm: "Confirm: turn MCP off",
+  action: switchMCP,
+});
+
+export function start(c) {
+  ctx = c;
+  $("mcp-toggle").hidden = !c.me.admin;
+  stopPolling = poll(load, 5000);
+  window.addEventListener("resize", redraw);
+}
+
+export function stop() {
+  stopPolling?.();
+  stopPolling = null;
+  requests.stop();
+  window.removeEventListener("resize", redraw);
+  clearTimeout(resizing);
+}
+
+export function reset() {
+  enabled = null;
+  last = null;
+  failed = false;
+  $("mcp-state").textContent = "–";
+  $("mcp-state").className = "badge";
+  $("mcp-since").textContent = "";
+  $("mcp-toggle").hidden = true;
+  for (const id of ["sessions-sse", "sessions-streamable", "sessions-stdio"]) $(id).textContent = "–";
+  for (const id of ["workers", "blocks", "chart-calls", "chart-latency", "chart-errors", "overview-updated"]) $(id).replaceChildren();
+  $("sessions-by-subject").tBodies[0].replaceChildren();
+  $("databases").tBodies[0].replaceChildren();
+}
+
+async function load() {
+  const current = requests.begin();
+  try {
+    const ov = await api("GET", "/console/api/overview");
+    if (!current()) return;
+    last = ov;
+    render(ov);
+    if (failed) ctx.notice("");
+    failed = false;
+  } catch (err) {
+    if (!current()) return;
+    failed = true;
+    ctx.notice(`Overview not refreshed: ${errorText(err)}`, true);
+  }
+}
+
+async function switchMCP() {
+  requests.begin(); // a refresh in flight would show the state before the switch
+  try {
+    const st = await api("POST", enabled ? "/admin/mcp/disable" : "/admin/mcp/enable");
+    renderMCP(st.enabled, st.since);
+    ctx.notice(`MCP is ${st.enabled ? "on" : "off"}.`); // for screen readers
+  } catch (err) {
+    ctx.notice(`MCP not switched: ${errorText(err)}`, true);
+  }
+}
+
+function render(ov) {
+  renderMCP(ov.mcp?.enabled, ov.mcp?.since);
+  renderSessions(ov.sessions ?? {});
+  renderWorkers(ov.workers ?? {});
+  renderBlocks(ov.blocks);
+  renderDatabases(ov.databases ?? []);
+  renderCharts(ov.history);
+  $("overview-updated").textContent = `Updated ${timeOfDay(ov.now ?? Date.now())}`;
+}
+
+function redraw() {
+  clearTimeout(resizing);
+  resizing = setTimeout(() => last && renderCharts(last.history), 150);
+}
+
+function renderMCP(on, since) {
+  enabled = Boolean(on);
+  const state = $("mcp-state");
+  state.textContent = enabled ? "on" : "off";
+  state.className = `badge ${enabled ? "ok" : "bad"}`;
+  $("mcp-since").textContent = since ? `since ${dateTime(since)} (${relative(since)})` : "";
+  const verb = enabled ? "off" : "on";
+  toggle.setLabels(`Turn MCP ${verb}`, `Confirm: turn MCP ${verb}`);
+}
+
+function renderSessions(s) {
+  $("sessions-sse").textContent = num(s.sse ?? 0);
+  $("sessions-streamable").textContent = num(s.streamable ?? 0);
+  $("sessions-stdio").textContent = num(s.stdio ?? 0);
+  syncRows($("sessions-by-subject").tBodies[0], s.by_subject ?? [], {
+    key: (r) => r.subject,
+    make: () => el("tr", {}, el("td"), el("td", { className: "num" }), el("td", { className: "num" })),
+    fill: (tr, r) => setCells(tr, [r.subject, num(r.sse), num(r.streamable)]),
+    empty: "No open sessions",
+    columns: 3,
+  });
+}
+
+/** usage is a labelled meter: "MCP calls 2 / 8". */
+function usage(label, value, max, extra = "") {
+  const meter = el("meter", { min: 0, max: Math.max(max, 1), value, low: max * 0.5, high: max * 0.85, optimum: 0, "aria-label": label });
+  return el("div", { className: "usage" },
+    el("span", { className: "usage-label" }, label),
+    meter,
+    el("span", { className: "usage-value" }, `${num(value)} / ${num(max)}${extra}`));
+}
+
+function renderWorkers(w) {
+  const rows = [usage("MCP tool calls", w.in_use ?? 0, w.max ?? 0, w.waiting ? ` · ${num(w.waiting)} waiting` : "")];
+  if (w.pool_max) rows.push(usage("Shared pool", w.pool_in_use ?? 0, w.pool_max));
+  $("workers").replaceChildren(...rows);
+}
+
+function renderBlocks(b) {
+  if (!b) {
+    $("blocks").replaceChildren(el("p", { className: "muted" }, "No block store is configured."));
+    return;
+  }
+  const item = (term, value) => el("div", {}, el("dt", {}, term), el("dd", {}, value));
+  $("blocks").replaceChildren(
+    el("dl", { className: "stats" },
+      item("Stored now", `${num(b.stored_now)} transfers`),
+      item("Stored bytes", bytes(b.stored_bytes_now)),
+      item("Since start", `${num(b.transfers)} transfers · ${num(b.blocks)} blocks · ${bytes(b.bytes)}`)),
+  );
+}
+
+function renderDatabases(dbs) {
+  syncRows($("databases").tBodies[0], dbs, {
+    key: (d) => d.name,
+    make: () => el("tr", {},
+      el("td"), el("td"), el("td", {}, el("span", { className: "badge" })),
+      el("td", { className: "num" }), el("td", { className: "num" }), el("td", { className: "num" }), el("td", { className: "num" }),
+      el("td")),
+    fill: (tr, d) => {
+      const p = d.pool;
+      setCells(tr, [d.name, d.dialect ?? ""]);
+      [p?.acquired, p?.idle, p?.total, p?.max].forEach((v, i) => {
+        tr.cells[3 + i].textContent = num(v);
+      });
+      const badge = tr.cells[2].firstChild;
+      const circuit = d.circuit || "unknown";
+      badge.textContent = circuit;
+      badge.className = `badge ${circuit === "closed" ? "ok" : circuit === "open" ? "bad" : "warn"}`;
+      tr.cells[7].replaceChildren(p ? usage(`${d.name} connections in use`, p.acquired, p.max) : el("span", { className: "muted" }, "no pool"));
+    },
+    empty: "No databases",
+    columns: 8,
+  });
+}
+
+function renderCharts(h) {
+  if (!h?.minutes?.length) {
+    for (const id of ["chart-calls", "chart-latency", "chart-errors"]) {
+      $(id).replaceChildren(el("p", { className: "muted" }, "No history yet."));
+    }
+    return;
+  }
+  const total = (xs) => xs.reduce((a, b) => a + (b ?? 0), 0);
+  const tools = Object.entries(h.tools ?? {})
+    .sort(([an, a], [bn, b]) => total(b.calls) - total(a.calls) || an.localeCompare(bn))
+    .slice(0, busiest);
+  const ms = (v) => num(v >= 100 ? Math.round(v) : v >= 10 ? Math.round(v * 10) / 10 : Math.round(v * 100) / 100);
+  draw("chart-calls", {
+    title: "Tool calls per minute",
+    series: [{ name: "all", values: h.all.calls }, ...tools.map(([name, s]) => ({ name, values: s.calls }))],
+    format: num,
+  }, h);
+  draw("chart-latency", {
+    title: "Latency of all tools in ms",
+    series: [{ name: "p50", values: h.all.p50_ms }, { name: "p95", values: h.all.p95_ms }],
+    format: ms,
+  }, h);
+  draw("chart-errors", {
+    title: "Errors per minute",
+    series: [{ name: "all", values: h.all.errors }, ...tools.map(([name, s]) => ({ name, values: s.errors }))],
+    format: num,
+  }, h);
+}
+
+function draw(id, spec, h) {
+  const box = $(id);
+  box.replaceChildren(lineChart({ ...spec, times: h.minutes, width: box.clientWidth || 480 }));
+}

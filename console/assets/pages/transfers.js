@@ -1,0 +1,94 @@
+// Block transfers in the block store (the caller's own; an admin's list
+// has everyone's): download one as a file, or delete it. GET
+// /console/api/transfers every 10 s while the tab is shown.
+
+import { api, download } from "../api.js";
+import { bytes, confirmable, dateTime, el, errorText, latest, num, poll, relative, setCells, syncRows, timeOfDay } from "../ui.js";
+
+const table = document.getElementById("transfers-table");
+const updated = document.getElementById("transfers-updated");
+
+const requests = latest();
+let ctx = null;
+let stopPolling = null;
+let failed = false; // the last refresh failed, and said so in the notice
+
+export function start(c) {
+  ctx = c;
+  stopPolling = poll(load, 10000);
+}
+
+export function stop() {
+  stopPolling?.();
+  stopPolling = null;
+  requests.stop();
+}
+
+export function reset() {
+  failed = false;
+  table.tBodies[0].replaceChildren();
+  updated.textContent = "";
+}
+
+async function load() {
+  const current = requests.begin();
+  try {
+    const { transfers } = await api("GET", "/console/api/transfers");
+    if (!current()) return;
+    render(transfers ?? []);
+    updated.textContent = `Updated ${timeOfDay(Date.now())}`;
+    if (failed) ctx.notice("");
+    failed = false;
+  } catch (err) {
+    if (!current()) return;
+    failed = true;
+    ctx.notice(`Transfers not refreshed: ${errorText(err)}`, true);
+  }
+}
+
+function render(transfers) {
+  const now = Date.now();
+  transfers.sort((a, b) => b.created.localeCompare(a.created));
+  syncRows(table.tBodies[0], transfers, {
+    key: (t) => t.id,
+    make: makeRow,
+    fill: (tr, t) => {
+      setCells(tr, [t.id.slice(0, 8), t.owner, t.format, num(t.rows), bytes(t.bytes), num(t.blocks), relative(t.expires, now)]);
+      tr.cells[6].title = dateTime(t.expires);
+    },
+    empty: "No transfers.",
+    columns: 8,
+  });
+}
+
+function makeRow(t) {
+  const get = el("button", { type: "button", className: "download-transfer" }, "Download");
+  get.addEventListener("click", () => fetchFile(get, t));
+  const del = el("button", { type: "button", className: "delete-transfer danger" });
+  confirmable(del, { label: "Delete", confirm: "Confirm delete", action: () => remove(t) });
+  return el("tr", { dataset: { transferId: t.id } },
+    el("td", { className: "mono", title: t.id }), el("td"), el("td"),
+    el("td", { className: "num" }), el("td", { className: "num" }), el("td", { className: "num" }), el("td"),
+    el("td", { className: "actions" }, get, " ", del));
+}
+
+async function fetchFile(button, t) {
+  button.disabled = true;
+  try {
+    await download({ transfer: t.id });
+  } catch (err) {
+    ctx.notice(`Download not started: ${errorText(err)}`, true);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function remove(t) {
+  try {
+    await api("DELETE", `/console/api/transfers/${encodeURIComponent(t.id)}`);
+    ctx.notice(`Deleted transfer ${t.id.slice(0, 8)}.`);
+  } catch (err) {
+    ctx.notice(`Transfer not deleted: ${errorText(err)}`, true);
+  }
+  await load();
+}
