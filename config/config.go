@@ -160,6 +160,10 @@ type Config struct {
 	TLSClientCertRoles []string `json:"tls_client_cert_roles" help:"roles (comma-separated) of callers identified by a client certificate"`
 
 	MCPEnabled bool `json:"mcp_enabled" help:"MCP routes on at start (lakegate admin mcp enable turns them on later)"`
+	// ClusterDSN names a PostgreSQL database that replicas share state
+	// through: the MCP switch (cluster package). Its role must be able to
+	// create a table in it.
+	ClusterDSN string `json:"cluster_dsn" help:"PostgreSQL URL the replicas share the MCP switch through; empty: this server alone"`
 	// MCPBlockThreshold is the encoded size past which a tool result goes
 	// to the block store instead of inline.
 	MCPBlockThreshold int64 `json:"mcp_block_threshold" help:"bytes of a tool result answered inline; a larger one goes on into blocks"`
@@ -193,7 +197,7 @@ type Config struct {
 	// (where the server's own pages, the console, are allowed too);
 	// requests with another Origin header get 403. Requests without one
 	// (non-browser clients) are allowed.
-	MCPAllowedOrigins []string `json:"mcp_allowed_origins" help:"browser origins (comma-separated; * for any) allowed on the MCP and API routes besides the console's own"`
+	MCPAllowedOrigins []string `json:"mcp_allowed_origins" help:"browser origins (comma-separated; * for any) allowed on MCP and API routes"`
 	// MCPMaxSessions and MCPMaxSessionsPerSubject bound the open MCP
 	// sessions, SSE and Streamable HTTP together.
 	MCPMaxSessions           int `json:"mcp_max_sessions" help:"open MCP sessions in all (the least recently used idle one makes room)"`

@@ -37,13 +37,15 @@ type commandArgs struct {
 func commands() []command {
 	return []command{
 		{"run mcp server", []string{"run", "mcp", "server"}, RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
-			s.plugin.Enable()
-			s.adminAction(c, "enable mcp")
+			if err := s.setMCP(c, true); err != nil {
+				return nil, err
+			}
 			return s.plugin.Status(), nil
 		}},
 		{"exit mcp server", []string{"exit", "mcp", "server"}, RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
-			s.plugin.Disable()
-			s.adminAction(c, "disable mcp")
+			if err := s.setMCP(c, false); err != nil {
+				return nil, err
+			}
 			return s.plugin.Status(), nil
 		}},
 		{"get mcp status", []string{"get", "mcp", "status"}, RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {

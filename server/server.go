@@ -40,6 +40,17 @@ type Options struct {
 	// then does not share.
 	Metrics *Metrics
 	Limits  *Limits
+	// Switch, when set, shares the MCP switch among replicas
+	// (cluster.Switch): the admin routes and commands set it there, and
+	// every replica, this one included, follows. Nil: this replica only.
+	Switch Switch
+}
+
+// Switch is the MCP on/off switch shared by replicas.
+type Switch interface {
+	// Set records the state for every replica and applies it here; by is
+	// the subject who asked.
+	Set(ctx context.Context, enabled bool, by string) error
 }
 
 // Server is the HTTP data server. Build it with New and run it with Serve.

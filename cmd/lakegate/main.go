@@ -27,6 +27,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/cluster"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
@@ -200,7 +201,25 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	if so.conformance {
 		log.Warn("serving the MCP conformance fixtures (--conformance): for tests only")
 	}
-	srv, err := server.New(cfg, engine, plugin, &server.Options{Version: version, Logger: log, Metrics: metrics, Limits: limits})
+	sopts := &server.Options{Version: version, Logger: log, Metrics: metrics, Limits: limits}
+	if cfg.ClusterDSN != "" {
+		// Replicas share the MCP switch: the recorded state wins over
+		// mcp_enabled, and every change reaches every replica. Closed
+		// after the server, before the plugin it switches.
+		sw, err := cluster.Open(ctx, cfg.ClusterDSN, cfg.MCPEnabled, func(on bool) {
+			if on {
+				plugin.Enable()
+			} else {
+				plugin.Disable()
+			}
+		}, log)
+		if err != nil {
+			return err
+		}
+		defer sw.Close(context.WithoutCancel(ctx))
+		sopts.Switch = sw
+	}
+	srv, err := server.New(cfg, engine, plugin, sopts)
 	if err != nil {
 		return err
 	}
