@@ -9,7 +9,7 @@ import (
 // checkOrigin guards the HTTP MCP routes against browsers (origin.Policy):
 // only allow-listed origins, and loopback pages on a loopback listener.
 func (p *Plugin) checkOrigin(c *gin.Context) {
-	policy := origin.Policy{Allowed: p.opts.AllowedOrigins, Routes: "MCP routes", Setting: "mcp_allowed_origins"}
+	policy := origin.Policy{Allowed: p.opts.AllowedOrigins, Routes: "MCP routes", Setting: "mcp_allowed_origins", LoopbackHost: true}
 	if err := policy.Check(c.Request); err != nil {
 		fail(c, err)
 	}

@@ -34,26 +34,32 @@ func Validate(origins []string) error {
 type Policy struct {
 	// Allowed is the allow-list (Validate); "*" allows any origin.
 	Allowed []string
-	// SameOrigin also allows pages served by this server: an Origin equal
-	// to the request's own scheme and Host.
+	// SameOrigin also allows pages served by this server: an Origin whose
+	// host is the request's Host.
 	SameOrigin bool
 	// Routes names the routes in refusals ("MCP routes").
 	Routes string
 	// Setting is the setting that extends Allowed, for the refusal's hint.
 	Setting string
+	// LoopbackHost refuses, on a loopback listener, a Host that is not a
+	// loopback name (DNS rebinding), as the MCP specification asks of
+	// local MCP servers. Routes that need a bearer token a rebinding page
+	// cannot have may leave it off, so that a proxy on the same machine
+	// can pass the public Host name on.
+	LoopbackHost bool
 }
 
 // Check refuses a request whose Origin header the policy does not allow,
-// and a request that reached a loopback listener under a non-loopback
-// Host name (DNS rebinding: a page on evil.example whose name now
-// resolves to 127.0.0.1). Requests that send no Origin, as non-browser
+// and with LoopbackHost a request that reached a loopback listener under
+// a non-loopback Host name (DNS rebinding: a page on evil.example whose
+// name now resolves to 127.0.0.1). Requests that send no Origin, as non-browser
 // clients do, pass; so do pages from a loopback origin when the listener
 // is on loopback (they run on the same machine as the server).
 func (p Policy) Check(r *http.Request) *lakegate.Error {
 	loopback := false
 	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
 		loopback = IsLoopback(local.String())
-		if loopback && !IsLoopback(r.Host) {
+		if p.LoopbackHost && loopback && !IsLoopback(r.Host) {
 			return &lakegate.Error{Kind: lakegate.KindForbidden,
 				Message: fmt.Sprintf("Host %q is not a loopback name on a loopback listener", r.Host),
 				Hint:    "connect with http://127.0.0.1:PORT or http://localhost:PORT"}
@@ -75,14 +81,13 @@ func (p Policy) allowed(o string) bool {
 	})
 }
 
-// sameOrigin reports whether origin o is the request's own: its scheme
-// (https with TLS) and Host.
+// sameOrigin reports whether origin o is a page of this server: its host
+// (and port) is the request's Host. The scheme is not compared: behind a
+// proxy that ends TLS the page is https and the request reaches the
+// server as plain http.
 func sameOrigin(r *http.Request, o string) bool {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return strings.EqualFold(o, scheme+"://"+r.Host)
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
 
 // IsLoopback reports whether a host or host:port names the loopback

@@ -48,7 +48,7 @@ func TestPolicyCheck(t *testing.T) {
 	public := &net.TCPAddr{IP: net.ParseIP("10.0.0.5"), Port: 8080}
 	loop := &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8080}
 	same := Policy{Allowed: []string{"https://app.example.com"}, SameOrigin: true, Routes: "console routes", Setting: "x"}
-	mcpOnly := Policy{Allowed: []string{"https://app.example.com"}, Routes: "MCP routes", Setting: "x"}
+	mcpOnly := Policy{Allowed: []string{"https://app.example.com"}, Routes: "MCP routes", Setting: "x", LoopbackHost: true}
 	for _, tc := range []struct {
 		name         string
 		p            Policy
@@ -63,10 +63,13 @@ func TestPolicyCheck(t *testing.T) {
 		{"same origin allowed", same, public, false, "lake.example:8080", "http://lake.example:8080", true},
 		{"same origin, case", same, public, false, "Lake.Example:8080", "http://lake.example:8080", true},
 		{"same origin not asked for", mcpOnly, public, false, "lake.example:8080", "http://lake.example:8080", false},
-		{"same host, other scheme", same, public, true, "lake.example:8080", "http://lake.example:8080", false},
+		{"same host, other scheme: a proxy that ends TLS", same, public, false, "lake.example", "https://lake.example", true},
 		{"same origin over TLS", same, public, true, "lake.example:8080", "https://lake.example:8080", true},
 		{"same host, other port", same, public, false, "lake.example:8080", "http://lake.example:9090", false},
-		{"rebinding: same origin is no excuse", same, loop, false, "evil.example:8080", "http://evil.example:8080", false},
+		{"rebinding: same origin is no excuse", mcpOnly, loop, false, "evil.example:8080", "http://evil.example:8080", false},
+		{"rebinding host, no origin", mcpOnly, loop, false, "evil.example:8080", "", false},
+		{"a local proxy's public Host without LoopbackHost", same, loop, false, "lake.example", "", true},
+		{"without LoopbackHost a rebinding page is same-origin (it has no token)", same, loop, false, "evil.example:8080", "http://evil.example:8080", true},
 		{"loopback page on loopback", mcpOnly, loop, false, "127.0.0.1:8080", "http://localhost:3000", true},
 		{"loopback page on a public listener", mcpOnly, public, false, "lake.example:8080", "http://localhost:3000", false},
 		{"null origin", same, public, false, "lake.example:8080", "null", false},
