@@ -2,6 +2,7 @@ package lakegate
 
 import (
 	"context"
+	"net/http"
 	"time"
 )
 
@@ -120,4 +121,16 @@ type TransferInfo struct {
 	Blocks  int       `json:"blocks"`
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
+}
+
+// Peers routes requests among the replicas of a cluster (cluster.Peers):
+// the ids of sessions and transfers begin with the prefix of the replica
+// that made them, and a request for another replica's id is forwarded
+// there.
+type Peers interface {
+	// Prefix is what this replica's ids begin with (hex).
+	Prefix() string
+	// Forward sends r, a request for id, to the replica that owns it and
+	// reports whether it did; false: id is this replica's or unknown.
+	Forward(w http.ResponseWriter, r *http.Request, id string) bool
 }

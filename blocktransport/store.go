@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +69,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// IDPrefix begins every transfer id (hex, at most 16 characters): a
+	// cluster's replica prefix, so that any replica can tell the owner.
+	IDPrefix string
 }
 
 // Errors of the Store. A BudgetError is returned for over-budget writes.
@@ -156,6 +160,9 @@ var idPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 func Open(o Options) (*Store, error) {
 	if o.Dir == "" {
 		return nil, errors.New("blocktransport: a spool directory is required")
+	}
+	if len(o.IDPrefix) > 16 || !idPattern.MatchString(o.IDPrefix+strings.Repeat("0", 32-len(o.IDPrefix))) {
+		return nil, fmt.Errorf("blocktransport: id prefix %q: want at most 16 hex digits", o.IDPrefix)
 	}
 	if o.BlockSize <= 0 {
 		o.BlockSize = DefaultBlockSize
@@ -337,6 +344,7 @@ func (s *Store) Create(owner, format string) (*Writer, error) {
 	var raw [16]byte
 	_, _ = rand.Read(raw[:])
 	id := hex.EncodeToString(raw[:])
+	id = s.opts.IDPrefix + id[len(s.opts.IDPrefix):]
 	dir := filepath.Join(s.opts.Dir, id)
 	s.mu.Lock()
 	if s.closed {

@@ -164,6 +164,9 @@ type Config struct {
 	// through: the MCP switch (cluster package). Its role must be able to
 	// create a table in it.
 	ClusterDSN string `json:"cluster_dsn" help:"PostgreSQL URL the replicas share the MCP switch through; empty: this server alone"`
+	// ClusterAdvertiseURL is the URL the other replicas reach this one at
+	// (default: the listener's address, when it names one).
+	ClusterAdvertiseURL string `json:"cluster_advertise_url" help:"URL the other replicas forward requests to this one at"`
 	// MCPBlockThreshold is the encoded size past which a tool result goes
 	// to the block store instead of inline.
 	MCPBlockThreshold int64 `json:"mcp_block_threshold" help:"bytes of a tool result answered inline; a larger one goes on into blocks"`

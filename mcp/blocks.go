@@ -185,6 +185,9 @@ func (b *blockText) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) {
 // ETag and Range) and /mcp/blocks/{id}/all (everything, chunked).
 
 func (p *Plugin) serveManifest(c *gin.Context) {
+	if p.forward(c, c.Param("id")) {
+		return // a transfer of another replica
+	}
 	if !p.metered(c) {
 		return
 	}
@@ -200,6 +203,9 @@ func (p *Plugin) serveManifest(c *gin.Context) {
 func (p *Plugin) serveBlock(c *gin.Context) {
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	id := c.Param("id")
+	if p.forward(c, id) {
+		return // a transfer of another replica
+	}
 	if _, err := p.transfer(caller, id); err != nil {
 		fail(c, err)
 		return

@@ -81,6 +81,10 @@ type Options struct {
 	// allowed on the HTTP MCP routes; a request carrying any other Origin
 	// header is refused with 403. Requests without Origin are allowed.
 	AllowedOrigins []string
+	// Peers, in a cluster of replicas (cluster.Peers), prefixes the ids of
+	// sessions and forwards requests for another replica's sessions and
+	// transfers to it. Nil: a single server.
+	Peers lakegate.Peers
 	// PageSize bounds the items of one tools, prompts, resources or
 	// templates list page (default 100).
 	PageSize int
@@ -222,6 +226,9 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		PageSize:          o.PageSize,
 		CompletionHandler: p.complete,
 	}
+	if o.Peers != nil {
+		sopts.GetSessionID = p.sessionID
+	}
 	if o.Conformance {
 		if err := conformanceOptions(sopts); err != nil {
 			return nil, err
@@ -361,6 +368,27 @@ func (p *Plugin) count(tool string, failed bool) {
 	if failed {
 		s.Errors++
 	}
+}
+
+// sessionID is a new session id: in a cluster, with this replica's
+// prefix (Options.Peers).
+func (p *Plugin) sessionID() string {
+	id := newID()
+	if p.opts.Peers != nil {
+		prefix := p.opts.Peers.Prefix()
+		id = prefix + id[len(prefix):]
+	}
+	return id
+}
+
+// forward hands a request for the session or transfer id to the replica
+// that owns it, in a cluster, and reports whether it did.
+func (p *Plugin) forward(c *gin.Context, id string) bool {
+	if p.opts.Peers == nil || !p.opts.Peers.Forward(c.Writer, c.Request, id) {
+		return false
+	}
+	c.Abort()
+	return true
 }
 
 func newID() string {

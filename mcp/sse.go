@@ -174,6 +174,9 @@ func (p *Plugin) serveMessage(c *gin.Context) {
 		return
 	}
 	sess := p.sessions.sseSession(id)
+	if sess == nil && p.forward(c, id) {
+		return // its stream is on another replica
+	}
 	if sess == nil {
 		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "unknown or closed MCP session",
 			Hint: "open a new session with GET /mcp/sse"})

@@ -63,6 +63,9 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 	if v := strings.TrimSpace(c.GetHeader("MCP-Protocol-Version")); !p.opts.StatelessDisabled && v >= modernRevision {
 		h, stateful = p.stateless, false
 	}
+	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" && p.forward(c, id) {
+		return // a session of another replica
+	}
 	var w http.ResponseWriter = c.Writer
 	if c.Request.Method == http.MethodPost {
 		aliased, err := tagJSONRPCID(c)

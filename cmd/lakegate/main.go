@@ -193,7 +193,21 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	// the plugin, the block store and the engine (closeAll). Serve's drain
 	// has shut the plugin's traffic down by then. ctx is cancelled by then
 	// too: the closes wait as long as the release takes.
-	engine, plugin, closeAll, err := openPlugin(ctx, cfg, cfg.BlockDir(), log, so.conformance, limits.MCP(), metrics)
+	// In a cluster (cluster_dsn) this replica registers first: its
+	// prefix begins the ids of its sessions and transfers. It leaves the
+	// cluster last.
+	var peers *cluster.Peers
+	if cfg.ClusterDSN != "" {
+		if peers, err = cluster.OpenPeers(ctx, cfg.ClusterDSN, log); err != nil {
+			return err
+		}
+		defer func() {
+			if err := peers.Close(context.WithoutCancel(ctx)); err != nil {
+				log.Warn("leave the cluster", lakegate.LogError, err.Error())
+			}
+		}()
+	}
+	engine, plugin, closeAll, err := openPlugin(ctx, cfg, cfg.BlockDir(), log, so.conformance, limits.MCP(), metrics, peers)
 	if err != nil {
 		return err
 	}
@@ -240,6 +254,20 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	base := "http://" + ln.Addr().String()
 	if cfg.TLSCertFile != "" {
 		base = "https://" + ln.Addr().String()
+	}
+	if peers != nil {
+		advertise := cfg.ClusterAdvertiseURL
+		if advertise == "" {
+			if ip := ln.Addr().(*net.TCPAddr).IP; ip.IsUnspecified() {
+				ln.Close()
+				return fmt.Errorf("cluster: listening on %s, the other replicas need an address: set cluster_advertise_url", ln.Addr())
+			}
+			advertise = base
+		}
+		if err := peers.Advertise(ctx, advertise); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	log.Info("lakegate listening", "url", base, "mcp_enabled", plugin.Enabled(), "version", version)
 	if generated {
@@ -291,7 +319,7 @@ var _ server.Plugin = (*mcp.Plugin)(nil)
 // ctx, failures logged. workers and observer, when not nil, are the
 // server's shared pool and metrics.
 func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *slog.Logger, conformance bool,
-	workers mcp.Workers, observer mcp.Observer) (
+	workers mcp.Workers, observer mcp.Observer, peers *cluster.Peers) (
 	engine *query.Engine, plugin *mcp.Plugin, closeAll func(ctx context.Context), err error) {
 	engine, err = query.Open(ctx, cfg.Databases, &query.Options{
 		StatementTimeout: time.Duration(cfg.StatementTimeout),
@@ -318,6 +346,7 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		MaxBytes:         cfg.MCPBlockBudget,
 		MaxBytesPerOwner: cfg.MCPBlockBudgetPerSubject,
 		Logger:           log,
+		IDPrefix:         peers.Prefix(),
 	})
 	if err != nil {
 		closeEngine(context.WithoutCancel(ctx), engine, log)
@@ -346,6 +375,7 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		BlockThreshold:    cfg.MCPBlockThreshold,
 		Trace:             cfg.MCPTrace,
 		AllowedOrigins:    cfg.MCPAllowedOrigins,
+		Peers:             peers.Interface(),
 		Conformance:       conformance,
 		Version:           version,
 		Logger:            log,

@@ -1,0 +1,198 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lakegate/lakegate"
+)
+
+// Any replica serves any request. A replica gives the ids of its sessions
+// and block transfers its own prefix; a request for an id of another
+// replica (a POST /mcp/messages/ for an SSE stream open elsewhere, a
+// Streamable HTTP request of a session opened elsewhere, a block read) is
+// forwarded to that replica, which answers it as if it had come directly:
+// it checks the caller's own bearer token and the session's owner as
+// always. So replicas need no trust of their own between them, only the
+// JWT keys they already share; a forwarded request is never forwarded
+// again. The replicas' addresses are in the table lakegate_cluster_replicas.
+
+// PrefixLen is the length of a replica's prefix (hex).
+const PrefixLen = 8
+
+// ForwardedHeader marks a forwarded request with the prefix of the replica
+// that forwarded it.
+const ForwardedHeader = "X-Lakegate-Forwarded-By"
+
+const replicasSchema = `CREATE TABLE IF NOT EXISTS lakegate_cluster_replicas (
+	prefix text PRIMARY KEY,
+	url text,
+	started_at timestamptz NOT NULL DEFAULT now())`
+
+// Peers is this replica's place in the cluster: its prefix, and the way to
+// the others. Build it with OpenPeers, then Advertise once listening; Close
+// it after the server.
+type Peers struct {
+	dsn    string
+	prefix string
+	log    *slog.Logger
+
+	mu   sync.Mutex
+	urls map[string]*url.URL // prefix → base URL of the other replicas
+}
+
+// OpenPeers registers a new replica in the cluster database at dsn and
+// returns it with its prefix.
+func OpenPeers(ctx context.Context, dsn string, log *slog.Logger) (*Peers, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Peers{dsn: dsn, log: log, urls: map[string]*url.URL{}}
+	err := p.exec(ctx, func(conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, replicasSchema); err != nil {
+			return err
+		}
+		for range 16 { // a prefix is 32 random bits: a clash is rare
+			var b [PrefixLen / 2]byte
+			_, _ = rand.Read(b[:])
+			p.prefix = hex.EncodeToString(b[:])
+			_, err := conn.Exec(ctx, `INSERT INTO lakegate_cluster_replicas (prefix) VALUES ($1)`, p.prefix)
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "23505" { // unique_violation: try another
+				return err
+			}
+		}
+		return errors.New("no free replica prefix")
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: register the replica: %w", err)
+	}
+	return p, nil
+}
+
+// exec runs fn on a connection of its own to the cluster database.
+func (p *Peers) exec(ctx context.Context, fn func(*pgx.Conn) error) error {
+	conn, err := pgx.Connect(ctx, p.dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return fn(conn)
+}
+
+// Prefix is what this replica's ids begin with; "" for nil (no cluster).
+func (p *Peers) Prefix() string {
+	if p == nil {
+		return ""
+	}
+	return p.prefix
+}
+
+// Interface is p as a lakegate.Peers, nil when p is nil (no cluster).
+func (p *Peers) Interface() lakegate.Peers {
+	if p == nil {
+		return nil
+	}
+	return p
+}
+
+// Advertise records the URL the other replicas reach this one at.
+func (p *Peers) Advertise(ctx context.Context, base string) error {
+	if _, err := url.Parse(base); err != nil {
+		return fmt.Errorf("cluster: advertised URL: %w", err)
+	}
+	err := p.exec(ctx, func(conn *pgx.Conn) error {
+		// A replica restarted at the same address leaves its old row.
+		_, err := conn.Exec(ctx, `DELETE FROM lakegate_cluster_replicas WHERE url = $1 AND prefix <> $2`, base, p.prefix)
+		if err == nil {
+			_, err = conn.Exec(ctx, `UPDATE lakegate_cluster_replicas SET url = $1 WHERE prefix = $2`, base, p.prefix)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: advertise %s: %w", base, err)
+	}
+	p.log.Info("cluster: replica registered", "prefix", p.prefix, "url", base)
+	return nil
+}
+
+// owner is the base URL of the replica with prefix, or nil when it is
+// unknown. A known one is remembered: its prefix is never reused while
+// its row exists.
+func (p *Peers) owner(ctx context.Context, prefix string) *url.URL {
+	p.mu.Lock()
+	u, ok := p.urls[prefix]
+	p.mu.Unlock()
+	if ok {
+		return u
+	}
+	var raw *string
+	err := p.exec(ctx, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT url FROM lakegate_cluster_replicas WHERE prefix = $1`, prefix).Scan(&raw)
+	})
+	if err != nil || raw == nil {
+		return nil
+	}
+	if u, err = url.Parse(*raw); err != nil {
+		return nil
+	}
+	p.mu.Lock()
+	p.urls[prefix] = u
+	p.mu.Unlock()
+	return u
+}
+
+// Forward sends r, a request for the session or transfer id, to the
+// replica that owns it, and reports whether it did. It does not when id
+// is this replica's, when the owner is unknown, or when r was forwarded
+// already: the caller then answers as for an unknown id. A request the
+// owner cannot be reached for gets 503 unavailable, saying so.
+func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, id string) bool {
+	if len(id) < PrefixLen || id[:PrefixLen] == p.prefix || r.Header.Get(ForwardedHeader) != "" {
+		return false
+	}
+	target := p.owner(r.Context(), id[:PrefixLen])
+	if target == nil {
+		return false
+	}
+	out := r.Clone(r.Context())
+	out.URL.Scheme, out.URL.Host = target.Scheme, target.Host
+	out.Host = target.Host
+	out.Header.Set(ForwardedHeader, p.prefix)
+	rp := &httputil.ReverseProxy{
+		Director:      func(*http.Request) {}, // out is ready; X-Forwarded-For is added
+		FlushInterval: -1,                     // event streams pass at once
+		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
+	}
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if r.Context().Err() != nil {
+			return // the client went away
+		}
+		p.log.Warn("cluster: forward to the owning replica failed", "owner", id[:PrefixLen], "url", target.String(), lakegate.LogError, err.Error())
+		lakegate.WriteError(w, &lakegate.Error{Kind: lakegate.KindUnavailable,
+			Message: "the replica that holds this session or transfer does not answer",
+			Hint:    "open a new session (or run the query again): sessions and transfers live on one replica", RetryAfter: time.Second, Err: err})
+	}
+	rp.ServeHTTP(w, out)
+	return true
+}
+
+// Close removes this replica from the cluster's table.
+func (p *Peers) Close(ctx context.Context) error {
+	return p.exec(ctx, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, `DELETE FROM lakegate_cluster_replicas WHERE prefix = $1`, p.prefix)
+		return err
+	})
+}
