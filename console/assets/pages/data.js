@@ -175,9 +175,13 @@ function request() {
   return { database, sql };
 }
 
+// maxPage bounds the rows a page holds; the whole result is the CSV
+// download's.
+const maxPage = 1000;
+
 function rowsPerPage() {
   const n = Math.floor(Number(maxRows.value));
-  const rows = Number.isFinite(n) && n >= 1 ? n : 100;
+  const rows = Number.isFinite(n) && n >= 1 ? Math.min(n, maxPage) : 100;
   maxRows.value = String(rows);
   return rows;
 }
