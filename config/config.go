@@ -52,6 +52,9 @@ const (
 type Database struct {
 	Name string `json:"name"`
 	URL  string `json:"url"`
+	// ReadURLs name hot standbys of a PostgreSQL database: reads go to a
+	// healthy one, writes to URL.
+	ReadURLs []string `json:"read_urls,omitempty"`
 }
 
 // Driver returns "postgres" or "sqlite" from the URL's scheme.
@@ -167,6 +170,9 @@ type Config struct {
 	// ClusterAdvertiseURL is the URL the other replicas reach this one at
 	// (default: the listener's address, when it names one).
 	ClusterAdvertiseURL string `json:"cluster_advertise_url" help:"URL the other replicas forward requests to this one at"`
+	// MaxStandbyLag is the replay lag past which a standby (a database's
+	// read_urls) takes no reads.
+	MaxStandbyLag Duration `json:"max_standby_lag" help:"replay lag past which a standby takes no reads (the primary does)"`
 	// MCPBlockThreshold is the encoded size past which a tool result goes
 	// to the block store instead of inline.
 	MCPBlockThreshold int64 `json:"mcp_block_threshold" help:"bytes of a tool result answered inline; a larger one goes on into blocks"`
@@ -283,6 +289,7 @@ func Default() Config {
 		MaxQueriesPerSubject:     DefaultMaxQueriesPerSubject,
 		MetricsAuth:              true,
 		StatementTimeout:         Duration(DefaultStatementTimeout),
+		MaxStandbyLag:            Duration(10 * time.Second),
 		DefaultRowLimit:          DefaultRowLimit,
 		MaxRowLimit:              DefaultMaxRowLimit,
 		MaxRowBytes:              DefaultMaxRowBytes,

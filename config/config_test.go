@@ -176,14 +176,20 @@ func TestValidate(t *testing.T) {
 		{"short secret", func(c *Config) { c.JWTSecret = "abc" }, []string{"jwt_secret", "32"}},
 		{"bad listen", func(c *Config) { c.Listen = "localhost" }, []string{"listen"}},
 		{"duplicate names", func(c *Config) {
-			c.Databases = []Database{{"a", "sqlite:a.db"}, {"a", "sqlite:b.db"}}
+			c.Databases = []Database{{Name: "a", URL: "sqlite:a.db"}, {Name: "a", URL: "sqlite:b.db"}}
 		}, []string{"databases[1]", "used twice"}},
-		{"bad scheme", func(c *Config) { c.Databases = []Database{{"a", "mysql://h/a"}} }, []string{"databases[0]", "postgres://"}},
-		{"empty sqlite path", func(c *Config) { c.Databases = []Database{{"a", "sqlite:"}} }, []string{"databases[0]"}},
-		{"bad name", func(c *Config) { c.Databases = []Database{{"1x", "sqlite:a.db"}} }, []string{`name "1x"`}},
-		{"name with space", func(c *Config) { c.Databases = []Database{{"a b", "sqlite:a.db"}} }, []string{`name "a b"`}},
-		{"empty name", func(c *Config) { c.Databases = []Database{{"", "sqlite:a.db"}} }, []string{"databases[0]"}},
-		{"long name", func(c *Config) { c.Databases = []Database{{strings.Repeat("a", 64), "sqlite:a.db"}} }, []string{"databases[0]"}},
+		{"bad scheme", func(c *Config) { c.Databases = []Database{{Name: "a", URL: "mysql://h/a"}} }, []string{"databases[0]", "postgres://"}},
+		{"empty sqlite path", func(c *Config) { c.Databases = []Database{{Name: "a", URL: "sqlite:"}} }, []string{"databases[0]"}},
+		{"bad name", func(c *Config) { c.Databases = []Database{{Name: "1x", URL: "sqlite:a.db"}} }, []string{`name "1x"`}},
+		{"name with space", func(c *Config) { c.Databases = []Database{{Name: "a b", URL: "sqlite:a.db"}} }, []string{`name "a b"`}},
+		{"empty name", func(c *Config) { c.Databases = []Database{{Name: "", URL: "sqlite:a.db"}} }, []string{"databases[0]"}},
+		{"long name", func(c *Config) { c.Databases = []Database{{Name: strings.Repeat("a", 64), URL: "sqlite:a.db"}} }, []string{"databases[0]"}},
+		{"standby of sqlite", func(c *Config) {
+			c.Databases = []Database{{Name: "a", URL: "sqlite:a.db", ReadURLs: []string{"sqlite:b.db"}}}
+		}, []string{"databases[0]", "read_urls"}},
+		{"standby scheme", func(c *Config) {
+			c.Databases = []Database{{Name: "a", URL: "postgres://h/a", ReadURLs: []string{"mysql://h/a"}}}
+		}, []string{"databases[0]", "read_urls[0]"}},
 		{"block threshold", func(c *Config) { c.MCPBlockThreshold = 1023 }, []string{"mcp_block_threshold"}},
 		{"workers", func(c *Config) { c.MCPMaxWorkers = 0 }, []string{"mcp_max_workers"}},
 		{"keepalive", func(c *Config) { c.MCPKeepalive = Duration(time.Millisecond) }, []string{"mcp_keepalive"}},
@@ -217,7 +223,7 @@ func TestValidate(t *testing.T) {
 	t.Run("good databases", func(t *testing.T) {
 		c := Default()
 		c.JWTSecret = secret
-		c.Databases = []Database{{"a", "postgres://h/a"}, {"b-2", "postgresql://h/b"}, {"c_3", "sqlite:c.db"}}
+		c.Databases = []Database{{Name: "a", URL: "postgres://h/a"}, {Name: "b-2", URL: "postgresql://h/b"}, {Name: "c_3", URL: "sqlite:c.db"}}
 		if err := c.Validate(); err != nil {
 			t.Errorf("got %v, want nil", err)
 		}
@@ -232,16 +238,20 @@ func TestParseDatabases(t *testing.T) {
 		wantErr string
 	}{
 		{name: "two", in: "a=postgres://u:p@h/db1,b=sqlite:./x.db",
-			want: []Database{{"a", "postgres://u:p@h/db1"}, {"b", "sqlite:./x.db"}}},
+			want: []Database{{Name: "a", URL: "postgres://u:p@h/db1"}, {Name: "b", URL: "sqlite:./x.db"}}},
 		{name: "spaces and empty items", in: " a = sqlite:a.db , ,b=sqlite:b.db,",
-			want: []Database{{"a", "sqlite:a.db"}, {"b", "sqlite:b.db"}}},
+			want: []Database{{Name: "a", URL: "sqlite:a.db"}, {Name: "b", URL: "sqlite:b.db"}}},
 		{name: "url keeps its =", in: "a=postgres://h/db?sslmode=disable",
-			want: []Database{{"a", "postgres://h/db?sslmode=disable"}}},
+			want: []Database{{Name: "a", URL: "postgres://h/db?sslmode=disable"}}},
 		{name: "no =", in: "a=sqlite:a.db,postgres://u:secret@h/db2", wantErr: "want name=url"},
 		{name: "empty name", in: "=sqlite:a.db", wantErr: "want name=url"},
 		{name: "empty url", in: "a=", wantErr: "want name=url"},
 		{name: "colon typo", in: "a:postgres://u:secret@h/db", wantErr: "want name=url"},
 		{name: "empty name with password", in: "=postgres://u:secret@h/db", wantErr: "want name=url"},
+		{name: "JSON with standbys", in: ` [{"name": "iot", "url": "postgres://p/iot", "read_urls": ["postgres://s1/iot", "postgres://s2/iot"]}]`,
+			want: []Database{{Name: "iot", URL: "postgres://p/iot", ReadURLs: []string{"postgres://s1/iot", "postgres://s2/iot"}}}},
+		{name: "bad JSON keeps its secret", in: `[{"name": "iot", "url": "postgres://u:secret@p/iot"`, wantErr: "JSON array"},
+		{name: "unknown JSON field", in: `[{"name": "iot", "uri": "postgres://u:secret@p/iot"}]`, wantErr: "unknown field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"path"
@@ -108,6 +109,15 @@ func splitList(s string) []string {
 // ParseDatabases reads "name=url,name=url".
 func ParseDatabases(s string) ([]Database, error) {
 	var dbs []Database
+	if strings.HasPrefix(strings.TrimSpace(s), "[") {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&dbs); err != nil {
+			// The value is not echoed: it may hold a password.
+			return nil, fmt.Errorf(`want name=url,... or a JSON array like [{"name":"iot","url":"postgres://...","read_urls":["postgres://..."]}]: %s`, jsonErrorKind(err))
+		}
+		return dbs, nil
+	}
 	i := -1
 	for item := range strings.SplitSeq(s, ",") {
 		i++
@@ -155,4 +165,16 @@ func redactURL(s string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	return u.String()
+}
+
+// jsonErrorKind says what is wrong with a JSON value without quoting it.
+func jsonErrorKind(err error) string {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Sprintf("invalid JSON at byte %d", syn.Offset)
+	}
+	if strings.Contains(err.Error(), "unknown field") {
+		return err.Error() // names the field, not its value
+	}
+	return "not an array of {name, url, read_urls}"
 }

@@ -34,6 +34,17 @@ func (c *Config) Validate() error {
 		default:
 			bad("databases[%d] (%s): url must start with postgres://, postgresql:// or sqlite:", i, db.Name)
 		}
+		if len(db.ReadURLs) > 0 && db.Driver() != "postgres" {
+			bad("databases[%d] (%s): read_urls are standbys of a PostgreSQL database; SQLite has none", i, db.Name)
+		}
+		for j, u := range db.ReadURLs {
+			if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+				bad("databases[%d] (%s): read_urls[%d] must start with postgres:// or postgresql://", i, db.Name, j)
+			}
+		}
+	}
+	if c.MaxStandbyLag < 0 {
+		bad("max_standby_lag %s: want 0 or more", time.Duration(c.MaxStandbyLag))
 	}
 	if c.MCPBlockThreshold < 1024 {
 		bad("mcp_block_threshold %d: want at least 1024 bytes", c.MCPBlockThreshold)

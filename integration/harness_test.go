@@ -163,7 +163,8 @@ func start(t *testing.T, o envOptions) *env {
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx := t.Context()
-	engine, err := query.Open(ctx, cfg.Databases, &query.Options{Logger: log, Access: cfg.Access, ServerInfoFunctions: cfg.ServerInfoFunctions})
+	engine, err := query.Open(ctx, cfg.Databases, &query.Options{Logger: log, Access: cfg.Access, ServerInfoFunctions: cfg.ServerInfoFunctions,
+		MaxStandbyLag: time.Duration(cfg.MaxStandbyLag)})
 	if err != nil {
 		t.Fatal(err)
 	}

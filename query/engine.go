@@ -186,7 +186,7 @@ func (e *Engine) openOne(ctx context.Context, db config.Database) error {
 	case "sqlite":
 		src, err = openSQLite(ctx, db.Name, db.SQLitePath(), e.opts.MaxRowBytes)
 	default:
-		src, err = openPostgres(ctx, db.Name, db.URL, &e.opts)
+		src, err = openPostgres(ctx, db.Name, db.URL, db.ReadURLs, &e.opts)
 	}
 	if err != nil {
 		return err

@@ -51,8 +51,11 @@ func pgName(schema, rel string) string {
 	return schema + "." + rel
 }
 
+// loadCatalog reads the tables on the primary, never a standby: ingest
+// checks its rows against the catalog, which must know a table as soon as
+// it exists.
 func (s *pgSource) loadCatalog(ctx context.Context) ([]*tableInfo, error) {
-	tx, err := s.begin(ctx, txOptions{})
+	tx, err := s.begin(ctx, txOptions{primary: true})
 	if err != nil {
 		return nil, err
 	}

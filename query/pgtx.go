@@ -32,6 +32,7 @@ const setPublicPath = ", set_config('search_path', 'public', true)"
 // txOptions are what a transaction is opened with.
 type txOptions struct {
 	write   bool
+	primary bool // a read that must see the primary (no standby)
 	timeout time.Duration
 	role    string // a caller's PostgreSQL role, for reads; "": none
 	pinPath bool   // search_path public, under a table allow-list
@@ -51,14 +52,22 @@ func (s *pgSource) begin(ctx context.Context, o txOptions) (pgx.Tx, error) {
 	if o.write {
 		mode = pgx.ReadWrite
 	}
-	conn, err := s.acquire(ctx)
-	if err != nil {
-		return nil, err
+	// Reads go to a healthy standby if there is one; one that cannot be
+	// reached is marked down and the primary takes the read.
+	var conn *pgxpool.Conn
+	var inner pgx.Tx
+	var err error
+	if sb := s.standbys.pick(o.write || o.primary); sb != nil {
+		conn, inner, err = s.beginOn(ctx, sb.pool, mode)
+		var full *lakegate.Error // a pool with no free connection is no failure
+		if err != nil && ctx.Err() == nil && !errors.As(err, &full) {
+			sb.down(err)
+		}
 	}
-	inner, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: mode})
-	if err != nil {
-		conn.Release()
-		return nil, err
+	if inner == nil {
+		if conn, inner, err = s.beginOn(ctx, s.pool, mode); err != nil {
+			return nil, err
+		}
 	}
 	tx := &pooledTx{Tx: inner, conn: conn}
 	// The query's context lives stmtGrace longer (see Engine.retry), so
@@ -88,16 +97,30 @@ func (s *pgSource) begin(ctx context.Context, o txOptions) (pgx.Tx, error) {
 	return tx, nil
 }
 
-// acquire takes a connection from the pool, waiting at most
+// beginOn takes a connection of pool and begins a transaction on it.
+func (s *pgSource) beginOn(ctx context.Context, pool *pgxpool.Pool, mode pgx.TxAccessMode) (*pgxpool.Conn, pgx.Tx, error) {
+	conn, err := s.acquire(ctx, pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: mode})
+	if err != nil {
+		conn.Release()
+		return nil, nil, err
+	}
+	return conn, tx, nil
+}
+
+// acquire takes a connection from pool, waiting at most
 // s.acquireWait: a full pool is unavailable with a retry_after, not a
 // wait as long as the statement timeout.
-func (s *pgSource) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+func (s *pgSource) acquire(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.Conn, error) {
 	wctx, cancel := context.WithTimeout(ctx, s.acquireWait)
 	defer cancel()
-	conn, err := s.pool.Acquire(wctx)
+	conn, err := pool.Acquire(wctx)
 	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
 		return nil, &lakegate.Error{Kind: lakegate.KindUnavailable,
-			Message: fmt.Sprintf("database %q has no free connection within %s (all %d in use)", s.name, s.acquireWait, s.pool.Config().MaxConns),
+			Message: fmt.Sprintf("database %q has no free connection within %s (all %d in use)", s.name, s.acquireWait, pool.Config().MaxConns),
 			Hint:    "retry shortly", RetryAfter: time.Second, Err: err}
 	}
 	return conn, err

@@ -21,7 +21,8 @@ import (
 // pgSource is a PostgreSQL database behind a pgx pool.
 type pgSource struct {
 	name        string
-	pool        *pgxpool.Pool
+	pool        *pgxpool.Pool // the primary
+	standbys    *standbys     // read replicas; nil: none
 	timeout     time.Duration
 	acquireWait time.Duration // the longest wait for a pool connection
 	keys        keyState
@@ -32,16 +33,39 @@ type pgSource struct {
 
 var _ source = (*pgSource)(nil)
 
-// openPostgres creates the pool and pings it. Errors name the database and
+// openPostgres creates the pool and pings it, and opens the pools of its
+// standbys (readURLs), which are not pinged: a standby that is down at
+// start is only skipped until it answers. Errors name the database and
 // never hold the URL or its password.
-func openPostgres(ctx context.Context, name, url string, o *Options) (*pgSource, error) {
+func openPostgres(ctx context.Context, name, url string, readURLs []string, o *Options) (*pgSource, error) {
+	cfg, err := poolConfig(name, url, o)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectErr(name, cfg.ConnConfig.Password, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, connectErr(name, cfg.ConnConfig.Password, err)
+	}
+	s := &pgSource{name: name, pool: pool, timeout: o.StatementTimeout, acquireWait: o.AcquireWait}
+	if s.standbys, err = openStandbys(name, readURLs, o); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// poolConfig is the pool configuration of one server of database name.
+func poolConfig(name, url string, o *Options) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("database %q: invalid PostgreSQL URL", name),
 			Hint:    "use postgres://user:password@host:port/dbname?sslmode=..."}
 	}
-	password := cfg.ConnConfig.Password
 	// On a cancelled context pgx's default only cuts the socket, and the
 	// server keeps running the query until it next writes; a CancelRequest
 	// stops it at once.
@@ -61,15 +85,7 @@ func openPostgres(ctx context.Context, name, url string, o *Options) (*pgSource,
 	if o.PoolSize > 0 && !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = int32(o.PoolSize)
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, connectErr(name, password, err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, connectErr(name, password, err)
-	}
-	return &pgSource{name: name, pool: pool, timeout: o.StatementTimeout, acquireWait: o.AcquireWait}, nil
+	return cfg, nil
 }
 
 // connectErr reports a failed connection with pgx's reason (which names
@@ -88,8 +104,10 @@ func (s *pgSource) dialect() Dialect { return Postgres }
 
 func (s *pgSource) ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-// close waits for the connections in use to come back, then closes them.
+// close waits for the connections in use to come back, then closes them,
+// the standbys' first.
 func (s *pgSource) close() error {
+	s.standbys.close()
 	s.pool.Close()
 	return nil
 }

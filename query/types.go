@@ -138,6 +138,9 @@ const (
 type Options struct {
 	// StatementTimeout bounds every query (default 30s).
 	StatementTimeout time.Duration
+	// MaxStandbyLag is the replay lag past which a standby takes no reads
+	// (default 10s).
+	MaxStandbyLag time.Duration
 	// DefaultLimit is the row cap when a request gives none (default 100).
 	DefaultLimit int
 	// MaxLimit is the largest row cap a request may ask for, and the cap

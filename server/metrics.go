@@ -162,6 +162,9 @@ var (
 	descDBEmpty        = prometheus.NewDesc("lakegate_db_pool_empty_acquires_total", "Acquisitions that waited for a connection, by database.", []string{"database"}, nil)
 	descDBWait         = prometheus.NewDesc("lakegate_db_pool_acquire_seconds_total", "Time spent acquiring connections, by database.", []string{"database"}, nil)
 	descBreaker        = prometheus.NewDesc("lakegate_db_circuit_state", "Circuit breaker state by database: 1 for the current state (closed, open, half_open), 0 for the others.", []string{"database", "state"}, nil)
+	descStandby        = prometheus.NewDesc("lakegate_db_standby_state", "Standby state by database and standby (host:port): 1 for the current state (ok, lagging, down), 0 for the others.", []string{"database", "standby", "state"}, nil)
+	descStandbyLag     = prometheus.NewDesc("lakegate_db_standby_lag_seconds", "Replay lag of a standby at its last check.", []string{"database", "standby"}, nil)
+	descStandbyReads   = prometheus.NewDesc("lakegate_db_standby_reads_total", "Reads sent to a standby.", []string{"database", "standby"}, nil)
 	descBlockTransfers = prometheus.NewDesc("lakegate_block_transfers_total", "Block transfers committed.", nil, nil)
 	descBlocks         = prometheus.NewDesc("lakegate_blocks_total", "Blocks written.", nil, nil)
 	descBlockBytes     = prometheus.NewDesc("lakegate_block_bytes_total", "Bytes written to blocks.", nil, nil)
@@ -171,7 +174,7 @@ var (
 
 func (sc stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMCPEnabled, descSessions, descWorkersMax, descWorkersInUse, descWorkersWaiting,
-		descDBConns, descDBAcquires, descDBEmpty, descDBWait, descBreaker,
+		descDBConns, descDBAcquires, descDBEmpty, descDBWait, descBreaker, descStandby, descStandbyLag, descStandbyReads,
 		descBlockTransfers, descBlocks, descBlockBytes, descBlocksStored, descBlockBytesNow} {
 		ch <- d
 	}
@@ -213,6 +216,13 @@ func (sc stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descDBAcquires, float64(p.AcquireCount), p.Database)
 		counter(descDBEmpty, float64(p.EmptyAcquireCount), p.Database)
 		counter(descDBWait, p.AcquireDuration.Seconds(), p.Database)
+	}
+	for _, sb := range sc.s.engine.StandbyStats() {
+		for _, st := range []query.StandbyState{query.StandbyOK, query.StandbyLagging, query.StandbyDown} {
+			gauge(descStandby, boolFloat(st == sb.State), sb.Database, sb.Standby, string(st))
+		}
+		gauge(descStandbyLag, sb.Lag.Seconds(), sb.Database, sb.Standby)
+		counter(descStandbyReads, float64(sb.Reads), sb.Database, sb.Standby)
 	}
 	for db, state := range sc.s.engine.BreakerStates() {
 		for _, s := range []query.BreakerState{query.BreakerClosed, query.BreakerOpen, query.BreakerHalfOpen} {

@@ -58,10 +58,13 @@ func (s *Server) ready(c *gin.Context) {
 			dbs[db.Name] = lakegate.NewErrorBody(err).Message
 		}
 	}
+	// Standbys are reported, never fatal: their reads fall back to the
+	// primary.
+	standbys := s.engine.StandbyStats()
 	if len(failed) > 0 {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "databases": dbs,
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "databases": dbs, "standbys": standbys,
 			"error": lakegate.NewErrorBody(lakegate.Errorf(lakegate.KindUnavailable, "%d of %d databases do not answer", len(failed), len(dbs)))})
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready", "databases": dbs})
+	c.JSON(http.StatusOK, gin.H{"status": "ready", "databases": dbs, "standbys": standbys})
 }

@@ -323,6 +323,7 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 	engine *query.Engine, plugin *mcp.Plugin, closeAll func(ctx context.Context), err error) {
 	engine, err = query.Open(ctx, cfg.Databases, &query.Options{
 		StatementTimeout: time.Duration(cfg.StatementTimeout),
+		MaxStandbyLag:    time.Duration(cfg.MaxStandbyLag),
 		DefaultLimit:     cfg.DefaultRowLimit,
 		MaxLimit:         cfg.MaxRowLimit,
 		MaxRowBytes:      cfg.MaxRowBytes,
