@@ -72,6 +72,7 @@ async function switchMCP() {
   requests.begin(); // a refresh in flight would show the state before the switch
   try {
     const st = await api("POST", enabled ? "/admin/mcp/disable" : "/admin/mcp/enable");
+    requests.begin(); // nor one that started while the switch was on its way
     renderMCP(st.enabled, st.since);
     ctx.notice(`MCP is ${st.enabled ? "on" : "off"}.`); // for screen readers
   } catch (err) {
