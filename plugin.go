@@ -133,4 +133,7 @@ type Peers interface {
 	// Forward sends r, a request for id, to the replica that owns it and
 	// reports whether it did; false: id is this replica's or unknown.
 	Forward(w http.ResponseWriter, r *http.Request, id string) bool
+	// Fetch GETs path from the replica that owns id on behalf of c (a
+	// tool call reading a block another replica holds).
+	Fetch(ctx context.Context, c Caller, id, path string) (*http.Response, error)
 }

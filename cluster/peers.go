@@ -47,6 +47,7 @@ const replicasSchema = `CREATE TABLE IF NOT EXISTS lakegate_cluster_replicas (
 type Peers struct {
 	dsn    string
 	prefix string
+	secret []byte // signs callers for the other replicas (replica.go)
 	log    *slog.Logger
 
 	mu   sync.Mutex
@@ -61,7 +62,13 @@ func OpenPeers(ctx context.Context, dsn string, log *slog.Logger) (*Peers, error
 	}
 	p := &Peers{dsn: dsn, log: log, urls: map[string]*url.URL{}}
 	err := p.exec(ctx, func(conn *pgx.Conn) error {
-		if _, err := conn.Exec(ctx, replicasSchema); err != nil {
+		for _, ddl := range []string{schema, replicasSchema} {
+			if _, err := conn.Exec(ctx, ddl); err != nil {
+				return err
+			}
+		}
+		var err error
+		if p.secret, err = loadSecret(ctx, conn); err != nil {
 			return err
 		}
 		for range 16 { // a prefix is 32 random bits: a clash is rare

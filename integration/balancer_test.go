@@ -1,12 +1,16 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +171,172 @@ func connectStreamableAt(t *testing.T, base, tok, version string) *mcpsdk.Client
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// Block transfers, the admin switch, the TypeScript SDK and lakegate fetch
+// through the balancer: a transfer made in one session is read in a
+// session of another replica, and through every replica.
+func TestBalancerBlocksAndSwitch(t *testing.T) {
+	bin := buildBinary(t)
+	ps := startReplicas(t, bin, 3)
+	lb := startBalancer(t, ps[0].base, ps[1].base, ps[2].base)
+	tok := token(t, "agent", "reader")
+	admin := token(t, "ops", "admin")
+
+	br, _ := export(t, connectSSE(t, lb.url, tok), "SELECT id, name FROM devices ORDER BY id", map[string]any{"export": true})
+	id := br.Transfer.ID
+	// Every replica serves its manifest and blocks (round robin: three
+	// reads, three replicas).
+	for i := range 6 {
+		code, body := get(t, lb.url+"/mcp/blocks/"+id+"/0", tok)
+		if code != http.StatusOK || int64(len(body)) != br.Transfer.Blocks[0].Size {
+			t.Fatalf("block read %d through the balancer: %d, %d bytes", i, code, len(body))
+		}
+	}
+	// Sessions on any replica read it, by tool and by resource.
+	for range 3 {
+		cs := connectStreamableAt(t, lb.url, tok, "2025-11-25")
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_result_block", Arguments: map[string]any{"transfer_id": id, "block": 0}})
+		if err != nil || res.IsError || res.StructuredContent.(map[string]any)["sha256"] != br.Transfer.Blocks[0].SHA256 {
+			t.Fatalf("get_result_block in another session: %v %v", err, res)
+		}
+		rr, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "lakegate://transfers/" + id + "/blocks/0"})
+		if err != nil || len(rr.Contents) != 1 || int64(len(rr.Contents[0].Text)) != br.Transfer.Blocks[0].Size {
+			t.Fatalf("resources/read in another session: %v", err)
+		}
+		// Another subject cannot, wherever it lands.
+		other := connectStreamableAt(t, lb.url, token(t, "mallory", "reader"), "2025-11-25")
+		if res := callJSON(t, other, "get_result_block", map[string]any{"transfer_id": id, "block": 0}, nil); !res.IsError {
+			t.Fatal("another subject read the transfer")
+		}
+	}
+
+	// The TypeScript SDK calls every tool over both transports.
+	if env := nodeEnvOrSkip(t); env != nil {
+		withBlock := maps.Clone(toolArgs)
+		withBlock["get_result_block"] = map[string]any{"transfer_id": id, "block": 0}
+		args, _ := json.Marshal(withBlock)
+		for _, tc := range []struct{ path, kind string }{{"/mcp/sse", "sse"}, {"/mcp", "http"}} {
+			out, err := runNode(t, env, 2*time.Minute, "node", "client.mjs", lb.url+tc.path, tc.kind, tok, string(args))
+			if err != nil {
+				t.Fatalf("TypeScript SDK over %s through the balancer: %v\n%s", tc.path, err, out)
+			}
+			if strings.Contains(out, `"isError":true`) {
+				t.Errorf("TypeScript SDK over %s: a tool failed: %s", tc.path, out)
+			}
+		}
+	}
+
+	// lakegate fetch exports a million rows and fetches their blocks in
+	// parallel through the balancer.
+	stderr, took, err := runFetch(t, bin, lb.url, "--database", "iot", "--sql",
+		"SELECT g AS id, md5(g::text) AS h FROM generate_series(1, 1000000) g", "-o", filepath.Join(t.TempDir(), "rows.ndjson"))
+	m := fetchLine.FindStringSubmatch(stderr)
+	if err != nil || m == nil || m[2] != "1000000" {
+		t.Fatalf("fetch through the balancer: %v\n%s", err, stderr)
+	}
+	t.Logf("1M rows fetched through the balancer in %.2f s: %s blocks, %s bytes", took.Seconds(), m[3], m[4])
+
+	// The admin switch through the balancer reaches every replica.
+	for _, on := range []bool{false, true} {
+		path := "/admin/mcp/disable"
+		if on {
+			path = "/admin/mcp/enable"
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", lb.url+path, nil)
+		resp, err := httpClient(admin).Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s through the balancer: %v %v", path, resp, err)
+		}
+		resp.Body.Close()
+		start := time.Now()
+		for _, p := range ps {
+			for {
+				var st struct{ Enabled bool }
+				code, body := get(t, p.base+"/admin/mcp/status", admin)
+				if code == http.StatusOK && json.Unmarshal([]byte(body), &st) == nil && st.Enabled == on {
+					break
+				}
+				if time.Since(start) > 10*time.Second {
+					t.Fatalf("%s did not follow %s", p.base, path)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		t.Logf("%s reached all three replicas in %v", path, time.Since(start))
+	}
+}
+
+// A replica dies: its sessions fail with a clear error, new sessions and
+// stateless calls carry on through the others once the balancer's check
+// has marked it down.
+func TestBalancerReplicaLost(t *testing.T) {
+	bin := buildBinary(t)
+	ps := startReplicas(t, bin, 3)
+	lb := startBalancer(t, ps[0].base, ps[1].base, ps[2].base)
+	tok := token(t, "agent", "reader")
+	doomed := connectStreamableAt(t, lb.url, tok, "2025-11-25")
+	var owner *proc
+	for _, p := range ps {
+		if m := prefixLine.FindStringSubmatch(p.stderr.String()); m != nil && strings.HasPrefix(doomed.ID(), m[1]) {
+			owner = p
+		}
+	}
+	if owner == nil {
+		t.Fatalf("no replica's prefix begins the session id %s", doomed.ID())
+	}
+	if err := owner.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-owner.done
+	lb.awaitUp(t, 2)
+
+	call := func(cs *mcpsdk.ClientSession) error {
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "list_databases"})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error: %v", res.Content)
+		}
+		return err
+	}
+	if err := call(doomed); err == nil {
+		t.Fatal("a call on the dead replica's session succeeded")
+	}
+	// What the balancer's replicas answer for it: a clear 503.
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", lb.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", doomed.ID())
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := httpClient(tok).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "does not answer") {
+		t.Errorf("a request of the dead replica's session: %d %s, want 503 saying its replica does not answer", resp.StatusCode, body)
+	}
+	fresh := connectStreamableAt(t, lb.url, tok, "2025-11-25")
+	sse := connectSSE(t, lb.url, tok)
+	stateless := connectStreamableAt(t, lb.url, tok, "2026-07-28")
+	for i := range 10 {
+		for name, cs := range map[string]*mcpsdk.ClientSession{"new session": fresh, "new SSE session": sse, "stateless": stateless} {
+			if err := call(cs); err != nil {
+				t.Fatalf("%s, call %d after the replica died: %v", name, i, err)
+			}
+		}
+	}
+}
+
+var prefixLine = regexp.MustCompile(`"msg":"cluster: replica registered","prefix":"([0-9a-f]+)"`)
+
+// nodeEnvOrSkip is nodeEnv, or nil when the Node clients are not installed
+// (the caller skips only its Node part).
+func nodeEnvOrSkip(t *testing.T) []string {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(jsDir, "node_modules", ".bin", "node")); err != nil {
+		t.Log("the Node MCP clients are not installed (make js-deps): the TypeScript SDK part is left out")
+		return nil
+	}
+	return nodeEnv(t)
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,6 +130,9 @@ func (p *Plugin) readBlock(ctx context.Context, req *mcpsdk.ReadResourceRequest)
 func (p *Plugin) blockData(ctx context.Context, c lakegate.Caller, id string, n int) (data []byte, m *blocktransport.Manifest, err error) {
 	span := startBlockRead(ctx, id, n)
 	defer func() { endBlockRead(span, int64(len(data)), err) }()
+	if p.opts.Peers != nil && !strings.HasPrefix(id, p.opts.Peers.Prefix()) {
+		return p.remoteBlock(ctx, c, id, n)
+	}
 	m, err = p.transfer(c, id)
 	if err != nil {
 		return nil, nil, err
@@ -284,4 +288,57 @@ func (p *Plugin) ServeTransfer(w http.ResponseWriter, r *http.Request, c lakegat
 		return err
 	}
 	return blockErr(p.opts.Blocks.ServeAll(w, r, id))
+}
+
+// remoteBlock reads block n of a transfer another replica of the cluster
+// holds, on c's behalf (lakegate.Peers.Fetch): its manifest, then the
+// block, checked against the manifest's SHA-256. The owner checks that c
+// may read it.
+func (p *Plugin) remoteBlock(ctx context.Context, c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error) {
+	var m blocktransport.Manifest
+	if _, err := p.fetch(ctx, c, id, BlocksPath+"/"+id, maxManifestBytes, &m); err != nil {
+		return nil, nil, err
+	}
+	if n < 0 || n >= len(m.Blocks) {
+		return nil, nil, blockErr(blocktransport.ErrNoBlock)
+	}
+	data, err := p.fetch(ctx, c, id, BlocksPath+"/"+id+"/"+strconv.Itoa(n), m.Blocks[n].Size, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := blocktransport.Verify(data, m.Blocks[n].SHA256); err != nil {
+		return nil, nil, blockErr(err)
+	}
+	return data, &m, nil
+}
+
+// maxManifestBytes bounds a manifest read from another replica.
+const maxManifestBytes = 16 << 20
+
+// fetch GETs path from the replica that owns id and returns its body (at
+// most limit bytes), or decodes it into v when v is not nil. An error
+// answer is returned as the owner's error.
+func (p *Plugin) fetch(ctx context.Context, c lakegate.Caller, id, path string, limit int64, v any) ([]byte, error) {
+	resp, err := p.opts.Peers.Fetch(ctx, c, id, path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	switch {
+	case err != nil:
+		return nil, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "reading the block from the replica that holds it failed", RetryAfter: time.Second, Err: err}
+	case resp.StatusCode != http.StatusOK:
+		var e struct{ Error lakegate.ErrorBody }
+		if json.Unmarshal(body, &e) == nil && e.Error.Kind != "" {
+			return nil, &lakegate.Error{Kind: e.Error.Kind, Message: e.Error.Message, Hint: e.Error.Hint,
+				RetryAfter: time.Duration(e.Error.RetryAfter * float64(time.Second))}
+		}
+		return nil, lakegate.Errorf(lakegate.KindUnavailable, "the replica that holds the transfer answered %d", resp.StatusCode)
+	case int64(len(body)) > limit:
+		return nil, lakegate.Errorf(lakegate.KindInternal, "the replica that holds the transfer sent more than %d bytes", limit)
+	case v != nil:
+		return nil, json.Unmarshal(body, v)
+	}
+	return body, nil
 }

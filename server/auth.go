@@ -234,14 +234,21 @@ func lookupClaim(claims map[string]any, name string) (any, bool) {
 
 // authenticate puts the caller on the request context: from the bearer
 // token when there is one, else (with tls_client_cert_auth) from the
-// verified client certificate's common name.
+// verified client certificate's common name, else (in a cluster) from
+// the signature of another replica reading a block on a caller's behalf.
 func (s *Server) authenticate(c *gin.Context) {
 	h := c.GetHeader("Authorization")
 	var caller lakegate.Caller
 	var err error
-	if h == "" && s.cfg.TLSClientCertAuth && c.Request.TLS != nil && len(c.Request.TLS.VerifiedChains) > 0 {
+	signed := false
+	if h == "" && s.opts.Replicas != nil {
+		caller, signed, err = s.opts.Replicas.Caller(c.Request)
+	}
+	switch {
+	case signed: // caller and err are the signature's
+	case h == "" && s.cfg.TLSClientCertAuth && c.Request.TLS != nil && len(c.Request.TLS.VerifiedChains) > 0:
 		caller, err = s.certCaller(c)
-	} else {
+	default:
 		caller, err = s.bearerCaller(c, h)
 	}
 	if err != nil {

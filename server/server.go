@@ -40,6 +40,12 @@ type Options struct {
 	// then does not share.
 	Metrics *Metrics
 	Limits  *Limits
+	// Replicas, in a cluster (cluster.Peers), accepts a caller signed by
+	// another replica in place of a bearer token: a replica reading a
+	// block of this one on its caller's behalf.
+	Replicas interface {
+		Caller(r *http.Request) (c lakegate.Caller, signed bool, err error)
+	}
 	// Switch, when set, shares the MCP switch among replicas
 	// (cluster.Switch): the admin routes and commands set it there, and
 	// every replica, this one included, follows. Nil: this replica only.

@@ -216,6 +216,9 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 		log.Warn("serving the MCP conformance fixtures (--conformance): for tests only")
 	}
 	sopts := &server.Options{Version: version, Logger: log, Metrics: metrics, Limits: limits}
+	if peers != nil {
+		sopts.Replicas = peers
+	}
 	if cfg.ClusterDSN != "" {
 		// Replicas share the MCP switch: the recorded state wins over
 		// mcp_enabled, and every change reaches every replica. Closed

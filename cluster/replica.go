@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lakegate/lakegate"
+)
+
+// A tool call runs on the replica of its session, and may name a block
+// transfer another replica holds (get_result_block, resources/read). The
+// session's replica then reads the block from the owner on the caller's
+// behalf: it signs the caller (subject and roles) into ReplicaHeader with
+// the cluster's secret, a random key the first replica records in
+// lakegate_cluster_state, and the owner's host accepts the signed caller in
+// place of a bearer token. The signature covers the method, the request
+// URI and an expiry (replicaTTL), so it opens that one read only.
+
+// ReplicaHeader carries a caller signed by another replica.
+const ReplicaHeader = "X-Lakegate-Replica"
+
+// replicaTTL bounds how long a signed request is good for (clocks of the
+// replicas may differ by a few seconds).
+const replicaTTL = 30 * time.Second
+
+// loadSecret records a random secret unless one is recorded, and returns
+// the recorded one.
+func loadSecret(ctx context.Context, conn *pgx.Conn) ([]byte, error) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	if _, err := conn.Exec(ctx, `INSERT INTO lakegate_cluster_state (name, value, changed_by) VALUES ('replica_secret', $1, 'start')
+		ON CONFLICT (name) DO NOTHING`, hex.EncodeToString(b[:])); err != nil {
+		return nil, err
+	}
+	var v string
+	if err := conn.QueryRow(ctx, `SELECT value FROM lakegate_cluster_state WHERE name = 'replica_secret'`).Scan(&v); err != nil {
+		return nil, err
+	}
+	return hex.DecodeString(v)
+}
+
+type signedCaller struct {
+	Subject string   `json:"sub"`
+	Roles   []string `json:"roles"`
+}
+
+// sign sets ReplicaHeader on r for caller c.
+func (p *Peers) sign(r *http.Request, c lakegate.Caller, now time.Time) {
+	body, _ := json.Marshal(signedCaller{Subject: c.Subject, Roles: c.Roles})
+	who := base64.RawURLEncoding.EncodeToString(body)
+	exp := strconv.FormatInt(now.Add(replicaTTL).Unix(), 10)
+	r.Header.Set(ReplicaHeader, exp+"."+who+"."+p.mac(r.Method, r.URL.RequestURI(), exp, who))
+}
+
+func (p *Peers) mac(method, uri, exp, who string) string {
+	m := hmac.New(sha256.New, p.secret)
+	fmt.Fprintf(m, "lakegate-replica\n%s\n%s\n%s\n%s", method, uri, exp, who)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Caller reads the caller another replica signed into r. ok is false when
+// r carries none; an invalid or expired one is an auth error.
+func (p *Peers) Caller(r *http.Request) (c lakegate.Caller, ok bool, err error) {
+	h := r.Header.Get(ReplicaHeader)
+	if h == "" {
+		return c, false, nil
+	}
+	refuse := &lakegate.Error{Kind: lakegate.KindAuth, Message: "the request's replica signature is not valid",
+		Hint: "replicas of one cluster must share cluster_dsn"}
+	exp, rest, ok1 := strings.Cut(h, ".")
+	who, sig, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || !hmac.Equal([]byte(sig), []byte(p.mac(r.Method, r.URL.RequestURI(), exp, who))) {
+		return c, true, refuse
+	}
+	if unix, err := strconv.ParseInt(exp, 10, 64); err != nil || time.Now().Unix() > unix {
+		return c, true, refuse
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(who)
+	var sc signedCaller
+	if err != nil || json.Unmarshal(raw, &sc) != nil || sc.Subject == "" {
+		return c, true, refuse
+	}
+	return lakegate.Caller{Subject: sc.Subject, Roles: sc.Roles}, true, nil
+}
+
+// Fetch GETs path (a route of the block transport) from the replica that
+// owns id, for caller c. A transfer of no known replica is not found.
+func (p *Peers) Fetch(ctx context.Context, c lakegate.Caller, id, path string) (*http.Response, error) {
+	if len(id) < PrefixLen {
+		return nil, lakegate.Errorf(lakegate.KindNotFound, "no such transfer")
+	}
+	target := p.owner(ctx, id[:PrefixLen])
+	if target == nil {
+		return nil, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such transfer",
+			Hint: "transfers expire after a while and can be read only by the subject that made them"}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.JoinPath(path).String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(ForwardedHeader, p.prefix)
+	p.sign(req, c, time.Now())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the replica that holds this transfer does not answer",
+			Hint: "run the query again", RetryAfter: time.Second, Err: err}
+	}
+	return resp, nil
+}
