@@ -174,13 +174,13 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, id string) bool 
 	if target == nil {
 		return false
 	}
-	out := r.Clone(r.Context())
-	out.URL.Scheme, out.URL.Host = target.Scheme, target.Host
-	out.Host = target.Host
-	out.Header.Set(ForwardedHeader, p.prefix)
 	rp := &httputil.ReverseProxy{
-		Director:      func(*http.Request) {}, // out is ready; X-Forwarded-For is added
-		FlushInterval: -1,                     // event streams pass at once
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+			pr.Out.Header.Set(ForwardedHeader, p.prefix)
+		},
+		FlushInterval: -1, // event streams pass at once
 		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
 	}
 	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
@@ -192,7 +192,7 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, id string) bool 
 			Message: "the replica that holds this session or transfer does not answer",
 			Hint:    "open a new session (or run the query again): sessions and transfers live on one replica", RetryAfter: time.Second, Err: err})
 	}
-	rp.ServeHTTP(w, out)
+	rp.ServeHTTP(w, r)
 	return true
 }
 
