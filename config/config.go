@@ -255,6 +255,10 @@ type Config struct {
 	// DrainTimeout is how long a shutdown lets requests in flight finish;
 	// then they are stopped and answer 503 with Retry-After.
 	DrainTimeout Duration `json:"drain_timeout" help:"at shutdown, how long requests in flight may finish"`
+	// ShutdownDelay is how long, at shutdown, /ready answers 503 while
+	// every route is still served, before the listener closes: a
+	// balancer's health checks take the replica out first.
+	ShutdownDelay Duration `json:"shutdown_delay" help:"at shutdown, how long /ready answers 503 before the listener closes"`
 
 	// LogFormat is "text" or "json".
 	LogFormat string `json:"log_format" help:"text or json (to stderr)"`

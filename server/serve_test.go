@@ -311,3 +311,37 @@ func TestServerCloseIdempotent(t *testing.T) {
 		t.Errorf("Close after Close: got %v, want nil", err)
 	}
 }
+
+// With shutdown_delay, /ready answers 503 at once while the other routes
+// are still served, and the listener closes only after the delay.
+func TestServeShutdownDelay(t *testing.T) {
+	cfg := config.Default()
+	cfg.ShutdownDelay = config.Duration(5 * time.Second)
+	r := startServeWith(t, cfg, nil, nil)
+	get := func(path string) int {
+		resp, err := r.client.Get(r.base + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := get("/ready"); got != http.StatusOK {
+		t.Fatalf("/ready before shutdown: %d", got)
+	}
+	r.stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for get("/ready") != http.StatusServiceUnavailable {
+		if time.Now().After(deadline) {
+			t.Fatal("/ready did not turn 503 at shutdown")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The listener is still open after /ready turned 503.
+	if got := get("/health"); got != http.StatusOK {
+		t.Errorf("/health during the delay: %d, want 200", got)
+	}
+	if err := r.shutdown(t, 15*time.Second); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}

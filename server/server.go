@@ -298,6 +298,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
+	// Behind a balancer: /ready answers 503 for shutdown_delay while
+	// everything else is still served, so that its health checks take
+	// this replica out before its listener closes.
+	if d := time.Duration(s.cfg.ShutdownDelay); d > 0 {
+		s.log.Info("shutting down: /ready answers 503 first", "shutdown_delay", d.String())
+		select {
+		case <-time.After(d):
+		case err := <-errc:
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	s.log.Info("shutting down", "drain_timeout", time.Duration(s.cfg.DrainTimeout).String())
 	drain, cancel := context.WithTimeout(context.Background(), time.Duration(s.cfg.DrainTimeout))
 	defer cancel()
