@@ -204,10 +204,16 @@ func isDeniedFunc(name string) bool {
 
 // isSystemName reports whether a name refers to PostgreSQL's system schemas or
 // catalogs (pg_catalog, information_schema, pg_toast and every pg_* name),
-// or to lakegate's own ingest key table, which holds other callers' keys.
+// or to lakegate's own tables: the ingest keys, which hold other callers'
+// keys, and a cluster's shared state, which holds the replicas' signing
+// key and addresses.
 func isSystemName(name string) bool {
 	name = strings.ToLower(name)
-	return name == "information_schema" || name == "lakegate_idempotency" || strings.HasPrefix(name, "pg_")
+	switch name {
+	case "information_schema", "lakegate_idempotency", "lakegate_cluster_state", "lakegate_cluster_replicas":
+		return true
+	}
+	return strings.HasPrefix(name, "pg_")
 }
 
 // isServerInfoFunc reports whether a function name (any case) reads server

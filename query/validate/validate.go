@@ -34,7 +34,7 @@ const (
 const (
 	hintReadOnly = "lakegate runs a single read-only SELECT (or UNION/WITH ... SELECT); to change data use the ingest API"
 	hintFunc     = "functions that sleep, read server files, change settings, signal the server, write sequences, take advisory locks, use large objects, replication, dblink or run SQL given as text are not available; remove the call"
-	hintSystem   = "system schemas and catalogs (pg_catalog, information_schema, pg_*) and lakegate_idempotency are not readable; use lakegate's catalog (table and column listing) instead"
+	hintSystem   = "system schemas and catalogs (pg_catalog, information_schema, pg_*) and lakegate's own tables (lakegate_idempotency, lakegate_cluster_*) are not readable; use lakegate's catalog (table and column listing) instead"
 	hintInfo     = "functions and tables that read server information (settings, versions, addresses, file paths, other sessions) are not open to this caller; remove the call"
 	hintAllow    = "only the tables on the allow-list may be read; list the available tables with lakegate's catalog"
 	hintParse    = "use CAST(x AS type) instead of ::, lower(a) LIKE lower(b) instead of ILIKE, subqueries instead of WITH, and no window functions, DISTINCT ON, FILTER, ARRAY[...] or interval '...'"
