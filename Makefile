@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 PKGS    := ./...
 
-.PHONY: all build run test vet js-deps fuzz bench chaos clean
+.PHONY: all build run cluster test vet js-deps fuzz bench chaos clean
 
 all: build
 
@@ -15,6 +15,15 @@ build:
 # the SIGTERM make passes on reaches it (and frees the port).
 run: build
 	LAKEGATE_MCP_ENABLED=true exec ./bin/lakegate serve
+
+# Three replicas behind haproxy on 127.0.0.1:32049 (or the next free port),
+# sharing state through a throwaway PostgreSQL primary that holds the iot
+# data set (1M readings) and reading from its hot standby, all on loopback
+# under a temporary directory. Prints tokens and the `claude mcp add` lines;
+# Ctrl-C or SIGTERM stops it all. Needs haproxy and the PostgreSQL server
+# binaries. exec: the script receives the SIGTERM make passes on.
+cluster:
+	exec bash integration/cluster.sh
 
 # Both builds: the production one and the one with the MCP conformance
 # fixtures (mcp/conformance.go, behind the conformance build tag).
