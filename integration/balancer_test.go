@@ -25,18 +25,24 @@ type balancer struct {
 	cmd *exec.Cmd
 }
 
+// haproxyBin is the haproxy command, or "" when it is not installed.
+func haproxyBin() string {
+	if bin, err := exec.LookPath("haproxy"); err == nil {
+		return bin
+	}
+	for _, p := range []string{"/usr/sbin/haproxy", "/usr/local/sbin/haproxy"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
 // startBalancer runs haproxy in front of the replicas' base URLs. It skips
 // the test when haproxy is not installed (.ci/run installs it).
 func startBalancer(t *testing.T, backends ...string) *balancer {
 	t.Helper()
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/haproxy", "/usr/local/sbin/haproxy"} {
-			if _, err := os.Stat(p); err == nil {
-				bin = p
-			}
-		}
-	}
+	bin := haproxyBin()
 	if bin == "" {
 		t.Skip("haproxy is not installed (apt-get install haproxy)")
 	}

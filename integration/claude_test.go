@@ -78,6 +78,21 @@ func TestClaudeCode(t *testing.T) {
 	run("mcp", "add", "lakegate-stdio", "-e", "LAKEGATE_DATABASES=iot="+dbURL, "-e", "LAKEGATE_LOG_LEVEL=warn", "--", bin, "stdio")
 	run("mcp", "add", "--transport", "http", "bad-token-http", p.base+"/mcp", "--header", bad)
 	run("mcp", "add", "--transport", "sse", "bad-token-sse", p.base+"/mcp/sse", "--header", bad)
+	want := map[string]string{
+		"lakegate":       "✔ Connected",
+		"lakegate-sse":   "✔ Connected",
+		"lakegate-stdio": "✔ Connected",
+		"bad-token-http": "✘",
+		"bad-token-sse":  "✘",
+	}
+	// And through haproxy in front of two replicas sharing a cluster.
+	if haproxyBin() != "" {
+		ps := startReplicas(t, bin, 2)
+		lb := startBalancer(t, ps[0].base, ps[1].base)
+		run("mcp", "add", "--transport", "http", "lakegate-cluster", lb.url+"/mcp", "--header", reader)
+		run("mcp", "add", "--transport", "sse", "lakegate-cluster-sse", lb.url+"/mcp/sse", "--header", reader)
+		want["lakegate-cluster"], want["lakegate-cluster-sse"] = "✔ Connected", "✔ Connected"
+	}
 
 	out := run("mcp", "list")
 	t.Logf("claude mcp list (Claude Code %s):\n%s", claudeCodeVersion, out)
@@ -85,13 +100,7 @@ func TestClaudeCode(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^(\S+): .* - ([✔✘].*)$`).FindAllStringSubmatch(out, -1) {
 		status[m[1]] = m[2]
 	}
-	for name, want := range map[string]string{
-		"lakegate":       "✔ Connected",
-		"lakegate-sse":   "✔ Connected",
-		"lakegate-stdio": "✔ Connected",
-		"bad-token-http": "✘",
-		"bad-token-sse":  "✘",
-	} {
+	for name, want := range want {
 		if got := status[name]; !strings.HasPrefix(got, want) {
 			t.Errorf("%s: got %q, want %s...", name, got, want)
 		}
