@@ -9,9 +9,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,3 +122,61 @@ func (p *Peers) Fetch(ctx context.Context, c lakegate.Caller, id, path string) (
 	}
 	return resp, nil
 }
+
+// Gather GETs path from every other replica, for caller c, and returns the
+// bodies of those that answered 200 within gatherTimeout (the others are
+// logged and left out). The request is marked forwarded, so that each
+// replica answers with its own part only.
+func (p *Peers) Gather(ctx context.Context, c lakegate.Caller, path string) [][]byte {
+	ctx, cancel := context.WithTimeout(ctx, gatherTimeout)
+	defer cancel()
+	var urls []string
+	err := p.exec(ctx, func(conn *pgx.Conn) error {
+		rows, _ := conn.Query(ctx, `SELECT url FROM lakegate_cluster_replicas WHERE prefix <> $1 AND url IS NOT NULL ORDER BY prefix`, p.prefix)
+		var err error
+		urls, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		p.log.Warn("cluster: list the replicas", lakegate.LogError, err.Error())
+		return nil
+	}
+	bodies := make([][]byte, len(urls))
+	var wg sync.WaitGroup
+	for i, base := range urls {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
+			if err != nil {
+				return
+			}
+			req.Header.Set(ForwardedHeader, p.prefix)
+			p.sign(req, c, time.Now())
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				p.log.Warn("cluster: a replica did not answer", "url", base, lakegate.LogError, err.Error())
+				return
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(io.LimitReader(resp.Body, maxGatherBytes))
+			if err == nil && resp.StatusCode == http.StatusOK {
+				bodies[i] = body
+			}
+		})
+	}
+	wg.Wait()
+	return slices.DeleteFunc(bodies, func(b []byte) bool { return b == nil })
+}
+
+// Gather's bounds: how long the other replicas have to answer, and how
+// much of an answer is read.
+const (
+	gatherTimeout  = 2 * time.Second
+	maxGatherBytes = 16 << 20
+)
+
+// Forwarded reports whether r came from another replica.
+func Forwarded(r *http.Request) bool { return r.Header.Get(ForwardedHeader) != "" }
+
+// Forwarded reports whether r came from another replica of p's cluster:
+// such a request is answered with this replica's own part only.
+func (p *Peers) Forwarded(r *http.Request) bool { return Forwarded(r) }

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -345,4 +348,72 @@ func nodeEnvOrSkip(t *testing.T) []string {
 		return nil
 	}
 	return nodeEnv(t)
+}
+
+// The console through the balancer: its lists cover every replica, and
+// closing, deleting and downloading reach the replica that holds the
+// session, transfer or ticket, whichever replica the request lands on.
+func TestBalancerConsole(t *testing.T) {
+	bin := buildBinary(t)
+	ps := startReplicas(t, bin, 3)
+	lb := startBalancer(t, ps[0].base, ps[1].base, ps[2].base)
+	tok, admin := token(t, "agent", "reader"), token(t, "ops", "admin")
+	connectSSE(t, lb.url, tok)
+	connectStreamableAt(t, lb.url, tok, "2025-11-25")
+	br, _ := export(t, connectSSE(t, lb.url, tok), "SELECT id, name FROM devices ORDER BY id", map[string]any{"export": true})
+	call := func(method, path, who, body string, want int, out any) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), method, lb.url+path, strings.NewReader(body))
+		resp, err := httpClient(who).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, want)
+		}
+		if out != nil {
+			if err := json.Unmarshal(b, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var sessions struct{ Sessions []lakegate.SessionInfo }
+	for range 3 { // one request on each replica
+		call("GET", "/console/api/sessions", admin, "", http.StatusOK, &sessions)
+		if len(sessions.Sessions) != 3 {
+			t.Fatalf("sessions through the balancer: %d, want all 3 of the cluster", len(sessions.Sessions))
+		}
+	}
+	for _, si := range sessions.Sessions[:2] {
+		call("DELETE", "/console/api/sessions/"+si.ID, admin, "", http.StatusOK, nil)
+	}
+	call("GET", "/console/api/sessions", admin, "", http.StatusOK, &sessions)
+	if len(sessions.Sessions) != 1 {
+		t.Errorf("after closing two: %d sessions", len(sessions.Sessions))
+	}
+	var transfers struct{ Transfers []lakegate.TransferInfo }
+	for range 3 {
+		call("GET", "/console/api/transfers", tok, "", http.StatusOK, &transfers)
+		if len(transfers.Transfers) != 1 || transfers.Transfers[0].ID != br.Transfer.ID {
+			t.Fatalf("transfers through the balancer: %+v", transfers.Transfers)
+		}
+		var ticket struct{ URL string }
+		call("POST", "/console/api/downloads", tok, `{"transfer":"`+br.Transfer.ID+`"}`, http.StatusOK, &ticket)
+		resp, err := http.Get(lb.url + ticket.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if sum := sha256.Sum256(body); resp.StatusCode != http.StatusOK || hex.EncodeToString(sum[:]) != br.Transfer.SHA256 {
+			t.Fatalf("download through the balancer: %d, %d bytes", resp.StatusCode, len(body))
+		}
+	}
+	call("DELETE", "/console/api/transfers/"+br.Transfer.ID, tok, "", http.StatusOK, nil)
+	call("GET", "/console/api/transfers", tok, "", http.StatusOK, &transfers)
+	if len(transfers.Transfers) != 0 {
+		t.Errorf("after delete: %+v", transfers.Transfers)
+	}
 }

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"mime"
 	"net/http"
 	"slices"
@@ -85,7 +88,10 @@ func (s *Server) consoleMe(c *gin.Context) {
 
 // overview is the console's overview page.
 type overview struct {
-	Now       time.Time             `json:"now"`
+	Now time.Time `json:"now"`
+	// Replica is the prefix of the replica that answered, in a cluster:
+	// sessions are counted across the cluster, the rest is this replica's.
+	Replica   string                `json:"replica,omitempty"`
 	MCP       mcpState              `json:"mcp"`
 	Sessions  sessionCounts         `json:"sessions"`
 	Workers   lakegate.WorkerStatus `json:"workers"`
@@ -137,8 +143,25 @@ func (s *Server) consoleOverview(c *gin.Context) {
 		Sessions: sessionCounts{SSE: st.Sessions["sse"], Streamable: st.Sessions["streamable"], Stdio: st.Sessions["stdio"],
 			BySubject: []subjectSessions{}},
 		Workers: st.Workers, Blocks: st.Blocks, History: s.metrics.history.view()}
+	all := s.plugin.Sessions()
+	if s.opts.Replicas != nil {
+		ov.Replica = s.opts.Replicas.Prefix()
+	}
+	// An admin sees the sessions of the whole cluster (the other replicas
+	// list theirs for admins only); the rest is this replica's.
+	if s.opts.Replicas != nil && admin {
+		all = s.allSessions(c)
+		ov.Sessions.SSE, ov.Sessions.Streamable = 0, 0
+		for _, si := range all {
+			if si.Transport == "sse" {
+				ov.Sessions.SSE++
+			} else {
+				ov.Sessions.Streamable++
+			}
+		}
+	}
 	by := map[string]*subjectSessions{}
-	for _, si := range s.plugin.Sessions() {
+	for _, si := range all {
 		if !admin && si.Subject != cl.Subject {
 			continue
 		}
@@ -171,11 +194,49 @@ func (s *Server) consoleOverview(c *gin.Context) {
 }
 
 func (s *Server) consoleSessions(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"sessions": s.plugin.Sessions()})
+	c.JSON(http.StatusOK, gin.H{"sessions": s.allSessions(c)})
+}
+
+// allSessions lists the sessions of this replica and, unless the request
+// came from another replica, of every other one.
+func (s *Server) allSessions(c *gin.Context) []lakegate.SessionInfo {
+	list := s.plugin.Sessions()
+	for _, body := range s.gather(c, "/console/api/sessions") {
+		var part struct{ Sessions []lakegate.SessionInfo }
+		if json.Unmarshal(body, &part) == nil {
+			list = append(list, part.Sessions...)
+		}
+	}
+	slices.SortFunc(list, func(a, b lakegate.SessionInfo) int { return a.Opened.Compare(b.Opened) })
+	return list
+}
+
+// gather is the answers of the other replicas of a cluster to GET path, for
+// this request's caller; none for a single server or a request another
+// replica sent.
+func (s *Server) gather(c *gin.Context, path string) [][]byte {
+	r := s.opts.Replicas
+	if r == nil || r.Forwarded(c.Request) {
+		return nil
+	}
+	return r.Gather(c.Request.Context(), caller(c), path)
+}
+
+// forward hands a request for id to the replica of the cluster that owns
+// it, and reports whether it did.
+func (s *Server) forward(c *gin.Context, id string) bool {
+	if s.opts.Replicas == nil || !s.opts.Replicas.Forward(c.Writer, c.Request, id) {
+		return false
+	}
+	c.Abort()
+	return true
 }
 
 func (s *Server) consoleCloseSession(c *gin.Context) {
 	id := c.Param("id")
+	if s.forward(c, id) {
+		return
+	}
 	if !s.plugin.CloseSession(id) {
 		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such session", Hint: "it may have ended already; see GET /console/api/sessions"})
 		return
@@ -185,11 +246,22 @@ func (s *Server) consoleCloseSession(c *gin.Context) {
 }
 
 func (s *Server) consoleTransfers(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"transfers": s.plugin.Transfers(caller(c))})
+	list := s.plugin.Transfers(caller(c))
+	for _, body := range s.gather(c, "/console/api/transfers") {
+		var part struct{ Transfers []lakegate.TransferInfo }
+		if json.Unmarshal(body, &part) == nil {
+			list = append(list, part.Transfers...)
+		}
+	}
+	slices.SortFunc(list, func(a, b lakegate.TransferInfo) int { return a.Created.Compare(b.Created) })
+	c.JSON(http.StatusOK, gin.H{"transfers": list})
 }
 
 func (s *Server) consoleDeleteTransfer(c *gin.Context) {
 	id := c.Param("id")
+	if s.forward(c, id) {
+		return
+	}
 	if err := s.plugin.DeleteTransfer(caller(c), id); err != nil {
 		fail(c, err)
 		return
@@ -209,10 +281,23 @@ type downloadRequest struct {
 // checked as POST /rest/sql checks it, the transfer must be the caller's
 // (or the caller an admin).
 func (s *Server) consoleDownload(c *gin.Context) {
-	var req downloadRequest
-	if err := decodeJSON(c.Request.Body, &req); err != nil {
+	raw, err := io.ReadAll(c.Request.Body)
+	if err != nil {
 		fail(c, err)
 		return
+	}
+	var req downloadRequest
+	if err := decodeJSON(bytes.NewReader(raw), &req); err != nil {
+		fail(c, err)
+		return
+	}
+	// A transfer of another replica gets its ticket there: the download
+	// will be forwarded there by the ticket's prefix.
+	if req.Transfer != "" {
+		c.Request.Body = io.NopCloser(bytes.NewReader(raw))
+		if s.forward(c, req.Transfer) {
+			return
+		}
 	}
 	cl := caller(c)
 	t := &ticket{caller: cl}
@@ -244,7 +329,11 @@ func (s *Server) consoleDownload(c *gin.Context) {
 			Hint: `send {"sql": {"database": "...", "sql": "SELECT ..."}} or {"transfer": "ID"}`})
 		return
 	}
-	name, err := s.tickets.issue(t, time.Now())
+	prefix := ""
+	if s.opts.Replicas != nil {
+		prefix = s.opts.Replicas.Prefix()
+	}
+	name, err := s.tickets.issue(t, prefix, time.Now())
 	if err != nil {
 		fail(c, err)
 		return
@@ -254,6 +343,9 @@ func (s *Server) consoleDownload(c *gin.Context) {
 
 // redeemTicket makes the ticket's caller the request's, or refuses.
 func (s *Server) redeemTicket(c *gin.Context) {
+	if s.forward(c, c.Param("ticket")) {
+		return // issued by another replica
+	}
 	t, ok := s.tickets.redeem(c.Param("ticket"), time.Now())
 	if !ok {
 		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such download: it was used already, or it expired",

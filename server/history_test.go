@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,7 +69,7 @@ func TestTickets(t *testing.T) {
 	now := time.Now()
 	alice := &ticket{transfer: "x"}
 	alice.caller.Subject = "alice"
-	name, err := ts.issue(alice, now)
+	name, err := ts.issue(alice, "", now)
 	if err != nil || len(name) < 40 {
 		t.Fatalf("issue: %q, %v", name, err)
 	}
@@ -81,20 +82,23 @@ func TestTickets(t *testing.T) {
 	if _, ok := ts.redeem(name, now); ok {
 		t.Error("a ticket was redeemed twice")
 	}
-	late, _ := ts.issue(&ticket{}, now)
+	if named, _ := ts.issue(&ticket{}, "0a0b0c0d", now); !strings.HasPrefix(named, "0a0b0c0d") {
+		t.Errorf("a replica's ticket %q does not begin with its prefix", named)
+	}
+	late, _ := ts.issue(&ticket{}, "", now)
 	if _, ok := ts.redeem(late, now.Add(ticketTTL)); ok {
 		t.Error("an expired ticket was redeemed")
 	}
 	// One subject's cap; expired tickets do not count.
 	for i := range maxTicketsPerSubject {
-		if _, err := ts.issue(&ticket{caller: alice.caller}, now); err != nil {
+		if _, err := ts.issue(&ticket{caller: alice.caller}, "", now); err != nil {
 			t.Fatalf("ticket %d: %v", i, err)
 		}
 	}
-	if _, err := ts.issue(&ticket{caller: alice.caller}, now); err == nil {
+	if _, err := ts.issue(&ticket{caller: alice.caller}, "", now); err == nil {
 		t.Error("past the per-subject cap: issued")
 	}
-	if _, err := ts.issue(&ticket{caller: alice.caller}, now.Add(ticketTTL)); err != nil {
+	if _, err := ts.issue(&ticket{caller: alice.caller}, "", now.Add(ticketTTL)); err != nil {
 		t.Errorf("once the others expired: %v", err)
 	}
 }

@@ -40,16 +40,29 @@ type Options struct {
 	// then does not share.
 	Metrics *Metrics
 	Limits  *Limits
-	// Replicas, in a cluster (cluster.Peers), accepts a caller signed by
-	// another replica in place of a bearer token: a replica reading a
-	// block of this one on its caller's behalf.
-	Replicas interface {
-		Caller(r *http.Request) (c lakegate.Caller, signed bool, err error)
-	}
+	// Replicas is this server's place in a cluster (cluster.Peers); nil:
+	// a single server.
+	Replicas Replicas
 	// Switch, when set, shares the MCP switch among replicas
 	// (cluster.Switch): the admin routes and commands set it there, and
 	// every replica, this one included, follows. Nil: this replica only.
 	Switch Switch
+}
+
+// Replicas is what the server needs of its cluster: the callers other
+// replicas sign (accepted in place of a bearer token), and for the
+// console, the ids other replicas own and the views they hold.
+type Replicas interface {
+	Caller(r *http.Request) (c lakegate.Caller, signed bool, err error)
+	// Prefix begins the ids this replica makes.
+	Prefix() string
+	// Forward sends r, a request for id, to the replica that owns it, and
+	// reports whether it did.
+	Forward(w http.ResponseWriter, r *http.Request, id string) bool
+	// Gather GETs path from every other replica for c: their answers.
+	Gather(ctx context.Context, c lakegate.Caller, path string) [][]byte
+	// Forwarded reports whether r came from another replica.
+	Forwarded(r *http.Request) bool
 }
 
 // Switch is the MCP on/off switch shared by replicas.

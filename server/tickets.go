@@ -40,8 +40,9 @@ type tickets struct {
 	m  map[string]*ticket
 }
 
-// issue stores t and returns its name.
-func (ts *tickets) issue(t *ticket, now time.Time) (string, error) {
+// issue stores t and returns its name, which begins with prefix (a
+// cluster's replica prefix: the replica that holds the ticket).
+func (ts *tickets) issue(t *ticket, prefix string, now time.Time) (string, error) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.m == nil {
@@ -61,7 +62,7 @@ func (ts *tickets) issue(t *ticket, now time.Time) (string, error) {
 	}
 	var raw [32]byte
 	_, _ = rand.Read(raw[:])
-	name := base64.RawURLEncoding.EncodeToString(raw[:])
+	name := prefix + base64.RawURLEncoding.EncodeToString(raw[:])
 	t.expires = now.Add(ticketTTL)
 	ts.m[name] = t
 	return name, nil

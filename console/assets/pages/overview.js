@@ -87,7 +87,10 @@ function render(ov) {
   renderBlocks(ov.blocks);
   renderDatabases(ov.databases ?? []);
   renderCharts(ov.history);
-  $("overview-updated").textContent = `Updated ${timeOfDay(ov.now ?? Date.now())}`;
+  // Behind a balancer: sessions are the cluster's (for admins), the rest
+  // is the replica that answered.
+  const replica = ov.replica ? ` · charts and pools of replica ${ov.replica}` : "";
+  $("overview-updated").textContent = `Updated ${timeOfDay(ov.now ?? Date.now())}${replica}`;
 }
 
 function redraw() {
