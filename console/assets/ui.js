@@ -1,5 +1,8 @@
 // Small helpers the pages share: building DOM from data (always as text,
-// never as markup), human units, two-click confirmation and polling.
+// never as markup), human units, two-click confirmation, polling and the
+// polled list pages.
+
+import { api } from "./api.js";
 
 /**
  * el makes an element: el("td", {className: "num"}, "42"). props are set
@@ -224,4 +227,50 @@ export function timeOfDay(t) {
 /** dateTime formats a time (a Date or RFC 3339 text) as the local date and 24-hour time. */
 export function dateTime(t) {
   return new Date(t).toLocaleString([], { dateStyle: "medium", timeStyle: "medium", hour12: false });
+}
+
+/**
+ * listPage is a page that shows the list GET path answers (under key),
+ * refreshed every ms while shown: it returns the page's start(ctx), stop()
+ * and reset(), load() to refresh at once, and notice(text, isError).
+ * render(items) fills table; what names the list in failure notices.
+ */
+export function listPage({ path, key, every, table, updated, what, render }) {
+  const requests = latest();
+  let ctx = null;
+  let stopPolling = null;
+  let failed = false; // the last refresh failed, and said so in the notice
+  async function load() {
+    const current = requests.begin();
+    try {
+      const data = await api("GET", path);
+      if (!current()) return;
+      render(data?.[key] ?? []);
+      updated.textContent = `Updated ${timeOfDay(Date.now())}`;
+      if (failed) ctx.notice("");
+      failed = false;
+    } catch (err) {
+      if (!current()) return;
+      failed = true;
+      ctx.notice(`${what} not refreshed: ${errorText(err)}`, true);
+    }
+  }
+  return {
+    start(c) {
+      ctx = c;
+      stopPolling = poll(load, every);
+    },
+    stop() {
+      stopPolling?.();
+      stopPolling = null;
+      requests.stop();
+    },
+    reset() {
+      failed = false;
+      table.tBodies[0].replaceChildren();
+      updated.textContent = "";
+    },
+    load,
+    notice: (text, isError) => ctx?.notice(text, isError),
+  };
 }

@@ -3,48 +3,13 @@
 // /console/api/sessions every 5 s while the tab is shown.
 
 import { api } from "../api.js";
-import { age, bytes, confirmable, dateTime, el, errorText, latest, num, poll, relative, setCells, syncRows, timeOfDay } from "../ui.js";
+import { age, bytes, confirmable, dateTime, el, errorText, listPage, num, relative, setCells, syncRows } from "../ui.js";
 
 const table = document.getElementById("sessions-table");
 const updated = document.getElementById("sessions-updated");
 
-const requests = latest();
-let ctx = null;
-let stopPolling = null;
-let failed = false; // the last refresh failed, and said so in the notice
-
-export function start(c) {
-  ctx = c;
-  stopPolling = poll(load, 5000);
-}
-
-export function stop() {
-  stopPolling?.();
-  stopPolling = null;
-  requests.stop();
-}
-
-export function reset() {
-  failed = false;
-  table.tBodies[0].replaceChildren();
-  updated.textContent = "";
-}
-
-async function load() {
-  const current = requests.begin();
-  try {
-    const { sessions } = await api("GET", "/console/api/sessions");
-    if (!current()) return;
-    render(sessions ?? []);
-    updated.textContent = `Updated ${timeOfDay(Date.now())}`;
-    if (failed) ctx.notice("");
-    failed = false;
-  } catch (err) {
-    if (!current()) return;
-    failed = true;
-    ctx.notice(`Sessions not refreshed: ${errorText(err)}`, true);
-  }
-}
+const page = listPage({ path: "/console/api/sessions", key: "sessions", every: 5000, table, updated, what: "Sessions", render });
+export const { start, stop, reset } = page;
 
 function render(sessions) {
   const now = Date.now();
@@ -74,9 +39,9 @@ function makeRow(s) {
 async function closeSession(s) {
   try {
     await api("DELETE", `/console/api/sessions/${encodeURIComponent(s.id)}`);
-    ctx.notice(`Closed the ${s.transport} session of ${s.subject}.`);
+    page.notice(`Closed the ${s.transport} session of ${s.subject}.`);
   } catch (err) {
-    ctx.notice(`Session not closed: ${errorText(err)}`, true);
+    page.notice(`Session not closed: ${errorText(err)}`, true);
   }
-  await load();
+  await page.load();
 }

@@ -3,48 +3,13 @@
 // /console/api/transfers every 10 s while the tab is shown.
 
 import { api, download } from "../api.js";
-import { bytes, confirmable, dateTime, el, errorText, latest, num, poll, relative, setCells, syncRows, timeOfDay } from "../ui.js";
+import { bytes, confirmable, dateTime, el, errorText, listPage, num, relative, setCells, syncRows } from "../ui.js";
 
 const table = document.getElementById("transfers-table");
 const updated = document.getElementById("transfers-updated");
 
-const requests = latest();
-let ctx = null;
-let stopPolling = null;
-let failed = false; // the last refresh failed, and said so in the notice
-
-export function start(c) {
-  ctx = c;
-  stopPolling = poll(load, 10000);
-}
-
-export function stop() {
-  stopPolling?.();
-  stopPolling = null;
-  requests.stop();
-}
-
-export function reset() {
-  failed = false;
-  table.tBodies[0].replaceChildren();
-  updated.textContent = "";
-}
-
-async function load() {
-  const current = requests.begin();
-  try {
-    const { transfers } = await api("GET", "/console/api/transfers");
-    if (!current()) return;
-    render(transfers ?? []);
-    updated.textContent = `Updated ${timeOfDay(Date.now())}`;
-    if (failed) ctx.notice("");
-    failed = false;
-  } catch (err) {
-    if (!current()) return;
-    failed = true;
-    ctx.notice(`Transfers not refreshed: ${errorText(err)}`, true);
-  }
-}
+const page = listPage({ path: "/console/api/transfers", key: "transfers", every: 10000, table, updated, what: "Transfers", render });
+export const { start, stop, reset } = page;
 
 function render(transfers) {
   const now = Date.now();
@@ -77,7 +42,7 @@ async function fetchFile(button, t) {
   try {
     await download({ transfer: t.id });
   } catch (err) {
-    ctx.notice(`Download not started: ${errorText(err)}`, true);
+    page.notice(`Download not started: ${errorText(err)}`, true);
   } finally {
     button.disabled = false;
   }
@@ -86,9 +51,9 @@ async function fetchFile(button, t) {
 async function remove(t) {
   try {
     await api("DELETE", `/console/api/transfers/${encodeURIComponent(t.id)}`);
-    ctx.notice(`Deleted transfer ${t.id.slice(0, 8)}.`);
+    page.notice(`Deleted transfer ${t.id.slice(0, 8)}.`);
   } catch (err) {
-    ctx.notice(`Transfer not deleted: ${errorText(err)}`, true);
+    page.notice(`Transfer not deleted: ${errorText(err)}`, true);
   }
-  await load();
+  await page.load();
 }
