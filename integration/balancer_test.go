@@ -363,21 +363,7 @@ func TestBalancerConsole(t *testing.T) {
 	br, _ := export(t, connectSSE(t, lb.url, tok), "SELECT id, name FROM devices ORDER BY id", map[string]any{"export": true})
 	call := func(method, path, who, body string, want int, out any) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(t.Context(), method, lb.url+path, strings.NewReader(body))
-		resp, err := httpClient(who).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, want)
-		}
-		if out != nil {
-			if err := json.Unmarshal(b, out); err != nil {
-				t.Fatal(err)
-			}
-		}
+		consoleCall(t, lb.url, method, path, who, body, want, out)
 	}
 	var sessions struct{ Sessions []lakegate.SessionInfo }
 	for range 3 { // one request on each replica

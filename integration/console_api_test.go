@@ -26,7 +26,7 @@ func TestConsoleTransfersAPI(t *testing.T) {
 		var out struct {
 			Transfers []lakegate.TransferInfo `json:"transfers"`
 		}
-		consoleCall(t, e, "GET", "/console/api/transfers", tok, "", http.StatusOK, &out)
+		consoleCall(t, e.base, "GET", "/console/api/transfers", tok, "", http.StatusOK, &out)
 		return out.Transfers
 	}
 	if got := list(alice); len(got) != 1 || got[0].ID != id || got[0].Owner != "alice" || got[0].Rows != br.Transfer.Rows || got[0].Blocks < 1 {
@@ -40,12 +40,12 @@ func TestConsoleTransfersAPI(t *testing.T) {
 	}
 
 	// Bob cannot download or delete it: to him it does not exist.
-	consoleCall(t, e, "POST", "/console/api/downloads", bob, `{"transfer":"`+id+`"}`, http.StatusNotFound, nil)
-	consoleCall(t, e, "DELETE", "/console/api/transfers/"+id, bob, "", http.StatusNotFound, nil)
+	consoleCall(t, e.base, "POST", "/console/api/downloads", bob, `{"transfer":"`+id+`"}`, http.StatusNotFound, nil)
+	consoleCall(t, e.base, "DELETE", "/console/api/transfers/"+id, bob, "", http.StatusNotFound, nil)
 
 	// The admin downloads it through a ticket: the transfer's bytes.
 	var ticket struct{ URL string }
-	consoleCall(t, e, "POST", "/console/api/downloads", root, `{"transfer":"`+id+`"}`, http.StatusOK, &ticket)
+	consoleCall(t, e.base, "POST", "/console/api/downloads", root, `{"transfer":"`+id+`"}`, http.StatusOK, &ticket)
 	resp, err := http.Get(e.base + ticket.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestConsoleTransfersAPI(t *testing.T) {
 	}
 
 	// Alice deletes her own; it is gone from the block routes too.
-	consoleCall(t, e, "DELETE", "/console/api/transfers/"+id, alice, "", http.StatusOK, nil)
+	consoleCall(t, e.base, "DELETE", "/console/api/transfers/"+id, alice, "", http.StatusOK, nil)
 	if got := list(alice); len(got) != 0 {
 		t.Errorf("after delete: %+v", got)
 	}
@@ -71,11 +71,11 @@ func TestConsoleTransfersAPI(t *testing.T) {
 	}
 }
 
-// consoleCall sends one request with tok and checks its status; out, if
-// not nil, gets the JSON answer.
-func consoleCall(t *testing.T, e *env, method, path, tok, body string, want int, out any) {
+// consoleCall sends one request to base+path with tok and checks its
+// status; out, if not nil, gets the JSON answer.
+func consoleCall(t *testing.T, base, method, path, tok, body string, want int, out any) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, e.base+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
