@@ -193,20 +193,13 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	// the plugin, the block store and the engine (closeAll). Serve's drain
 	// has shut the plugin's traffic down by then. ctx is cancelled by then
 	// too: the closes wait as long as the release takes.
-	// In a cluster (cluster_dsn) this replica registers first: its
-	// prefix begins the ids of its sessions and transfers. It leaves the
-	// cluster last.
-	var peers *cluster.Peers
-	if cfg.ClusterDSN != "" {
-		if peers, err = cluster.OpenPeers(ctx, cfg.ClusterDSN, log); err != nil {
-			return err
-		}
-		defer func() {
-			if err := peers.Close(context.WithoutCancel(ctx)); err != nil {
-				log.Warn("leave the cluster", lakegate.LogError, err.Error())
-			}
-		}()
+	// In a cluster (cluster_dsn) this replica registers first and leaves
+	// last (cluster.go).
+	peers, leave, err := joinCluster(ctx, cfg, log)
+	if err != nil {
+		return err
 	}
+	defer leave()
 	engine, plugin, closeAll, err := openPlugin(ctx, cfg, cfg.BlockDir(), log, so.conformance, limits.MCP(), metrics, peers)
 	if err != nil {
 		return err
@@ -216,26 +209,11 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 		log.Warn("serving the MCP conformance fixtures (--conformance): for tests only")
 	}
 	sopts := &server.Options{Version: version, Logger: log, Metrics: metrics, Limits: limits}
-	if peers != nil {
-		sopts.Replicas = peers
+	closeSwitch, err := shareCluster(ctx, cfg, peers, plugin, sopts, log)
+	if err != nil {
+		return err
 	}
-	if cfg.ClusterDSN != "" {
-		// Replicas share the MCP switch: the recorded state wins over
-		// mcp_enabled, and every change reaches every replica. Closed
-		// after the server, before the plugin it switches.
-		sw, err := cluster.Open(ctx, cfg.ClusterDSN, cfg.MCPEnabled, func(on bool) {
-			if on {
-				plugin.Enable()
-			} else {
-				plugin.Disable()
-			}
-		}, log)
-		if err != nil {
-			return err
-		}
-		defer sw.Close(context.WithoutCancel(ctx))
-		sopts.Switch = sw
-	}
+	defer closeSwitch()
 	srv, err := server.New(cfg, engine, plugin, sopts)
 	if err != nil {
 		return err
@@ -258,19 +236,9 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	if cfg.TLSCertFile != "" {
 		base = "https://" + ln.Addr().String()
 	}
-	if peers != nil {
-		advertise := cfg.ClusterAdvertiseURL
-		if advertise == "" {
-			if ip := ln.Addr().(*net.TCPAddr).IP; ip.IsUnspecified() {
-				ln.Close()
-				return fmt.Errorf("cluster: listening on %s, the other replicas need an address: set cluster_advertise_url", ln.Addr())
-			}
-			advertise = base
-		}
-		if err := peers.Advertise(ctx, advertise); err != nil {
-			ln.Close()
-			return err
-		}
+	if err := advertise(ctx, cfg, peers, ln, base); err != nil {
+		ln.Close()
+		return err
 	}
 	log.Info("lakegate listening", "url", base, "mcp_enabled", plugin.Enabled(), "version", version)
 	if generated {
