@@ -151,6 +151,14 @@ else
   echo "valgrind is not installed (apt-get install valgrind): skipped"
 fi
 
+echo "== cluster: forwarding cost (callgrind), calls/s and CPU per call through haproxy with 1 and 3 replicas, MCP switch reach"
+if command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]]; then
+  LAKEGATE_BENCH_CLUSTER=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" \
+    "$GO" test -run '^(TestForwardInstructions|TestClusterThroughput)$' -count=1 -v -timeout 20m ./integration/ | grep -E 'cluster:|FAIL|^ok' || true
+else
+  echo "haproxy is not installed (apt-get install haproxy): skipped"
+fi
+
 echo "== noisy neighbour: one subject's point query p50, idle vs while another runs its maximum of queries"
 LAKEGATE_BENCH_FAIR=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestNoisyNeighbour$' -count=1 -v ./integration/ \
   | grep -E 'noisy neighbour:|FAIL|ok' || true
