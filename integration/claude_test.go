@@ -21,7 +21,9 @@ const claudeCodeVersion = "2.1.330"
 // directory, adds lakegate over Streamable HTTP, legacy SSE and stdio the
 // way README says, and its health check (claude mcp list: no model, no
 // network) reports each connected, and a server added with a token signed
-// by another secret failed. Skipped without npm.
+// by another secret failed; with haproxy installed, also lakegate over both
+// HTTP transports through haproxy in front of two replicas. Skipped without
+// npm.
 //
 // The install (about 6 s here, a 380 MB native binary; npm's cache is
 // shared, so only the first run downloads) stays in the test: js-deps
