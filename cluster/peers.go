@@ -62,10 +62,8 @@ func OpenPeers(ctx context.Context, dsn string, log *slog.Logger) (*Peers, error
 	}
 	p := &Peers{dsn: dsn, log: log, urls: map[string]*url.URL{}}
 	err := p.exec(ctx, func(conn *pgx.Conn) error {
-		for _, ddl := range []string{schema, replicasSchema} {
-			if _, err := conn.Exec(ctx, ddl); err != nil {
-				return err
-			}
+		if err := ensureSchema(ctx, conn); err != nil {
+			return err
 		}
 		var err error
 		if p.secret, err = loadSecret(ctx, conn); err != nil {

@@ -10,6 +10,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,8 +20,8 @@ import (
 	"github.com/lakegate/lakegate"
 )
 
-// channel is the NOTIFY channel of switch changes; the payload is "on"
-// or "off".
+// channel is the NOTIFY channel of switch changes; the payload is "on" or
+// "off", a colon and the change's version.
 const channel = "lakegate_mcp_switch"
 
 // schema makes the state table: one row per setting.
@@ -27,7 +29,24 @@ const schema = `CREATE TABLE IF NOT EXISTS lakegate_cluster_state (
 	name text PRIMARY KEY,
 	value text NOT NULL,
 	changed_by text NOT NULL,
-	changed_at timestamptz NOT NULL DEFAULT now())`
+	changed_at timestamptz NOT NULL DEFAULT now(),
+	version bigint NOT NULL DEFAULT 0)`
+
+// ensureSchema makes the cluster's tables, one replica at a time (an
+// advisory lock: concurrent CREATE TABLE IF NOT EXISTS can fail).
+func ensureSchema(ctx context.Context, conn *pgx.Conn) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, stmt := range []string{`SELECT pg_advisory_xact_lock(hashtext('lakegate_cluster'))`, schema, addVersion, replicasSchema} {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// addVersion brings a table made before versions had them.
+const addVersion = `ALTER TABLE lakegate_cluster_state ADD COLUMN IF NOT EXISTS version bigint NOT NULL DEFAULT 0`
 
 // ApplicationName names the connections that follow the switch in
 // pg_stat_activity.
@@ -47,6 +66,24 @@ type Switch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+
+	// mu orders the states applied: a change is applied only when its
+	// version is newer than the last one (a notification and Set's own
+	// read may arrive in either order).
+	mu      sync.Mutex
+	version int64
+	applied bool
+}
+
+// applyAt applies state on at version unless a newer one was applied.
+func (s *Switch) applyAt(on bool, version int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.applied && version < s.version {
+		return
+	}
+	s.version, s.applied = version, true
+	s.apply(on)
 }
 
 // Open connects to the database at dsn, creates the state table if needed,
@@ -91,11 +128,12 @@ func (s *Switch) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect: %w", err)
 	}
-	for _, stmt := range []string{schema, "LISTEN " + channel} {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			conn.Close(context.Background())
-			return nil, fmt.Errorf("cluster: %w", err)
-		}
+	if err = ensureSchema(ctx, conn); err == nil {
+		_, err = conn.Exec(ctx, "LISTEN "+channel)
+	}
+	if err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return conn, nil
 }
@@ -103,10 +141,11 @@ func (s *Switch) listen(ctx context.Context) (*pgx.Conn, error) {
 // sync reads the recorded state and applies it.
 func (s *Switch) sync(ctx context.Context, conn *pgx.Conn) error {
 	var v string
-	if err := conn.QueryRow(ctx, `SELECT value FROM lakegate_cluster_state WHERE name = 'mcp'`).Scan(&v); err != nil {
+	var version int64
+	if err := conn.QueryRow(ctx, `SELECT value, version FROM lakegate_cluster_state WHERE name = 'mcp'`).Scan(&v, &version); err != nil {
 		return fmt.Errorf("cluster: read the MCP switch: %w", err)
 	}
-	s.apply(v == "on")
+	s.applyAt(v == "on", version)
 	return nil
 }
 
@@ -118,7 +157,9 @@ func (s *Switch) follow(ctx context.Context, conn *pgx.Conn) {
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err == nil {
-			s.apply(n.Payload == "on")
+			state, v, _ := strings.Cut(n.Payload, ":")
+			version, _ := strconv.ParseInt(v, 10, 64)
+			s.applyAt(state == "on", version)
 			continue
 		}
 		conn.Close(context.Background())
@@ -158,18 +199,21 @@ func (s *Switch) Set(ctx context.Context, enabled bool, by string) error {
 		return unavailable(err)
 	}
 	defer conn.Close(context.Background())
+	var version int64
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE lakegate_cluster_state SET value = $1, changed_by = $2, changed_at = now() WHERE name = 'mcp'`, onOff(enabled), by); err != nil {
+		if err := tx.QueryRow(ctx, `UPDATE lakegate_cluster_state SET value = $1, changed_by = $2, changed_at = now(), version = version + 1
+			WHERE name = 'mcp' RETURNING version`, onOff(enabled), by).Scan(&version); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, onOff(enabled))
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, onOff(enabled)+":"+strconv.FormatInt(version, 10))
 		return err
 	})
 	if err != nil {
 		return unavailable(err)
 	}
-	// Applied here too, at once: the notification confirms it.
-	s.apply(enabled)
+	// Applied here too, at once, so that the answer shows it; the
+	// notification confirms it, and a later change wins over both.
+	s.applyAt(enabled, version)
 	return nil
 }
 
