@@ -160,17 +160,18 @@ func (s *Server) consoleOverview(c *gin.Context) {
 			}
 		}
 	}
-	by := map[string]*subjectSessions{}
+	at := map[string]int{} // subject → index in BySubject
 	for _, si := range all {
 		if !admin && si.Subject != cl.Subject {
 			continue
 		}
-		n := by[si.Subject]
-		if n == nil {
+		i, ok := at[si.Subject]
+		if !ok {
+			i = len(ov.Sessions.BySubject)
+			at[si.Subject] = i
 			ov.Sessions.BySubject = append(ov.Sessions.BySubject, subjectSessions{Subject: si.Subject})
-			n = &ov.Sessions.BySubject[len(ov.Sessions.BySubject)-1]
-			by[si.Subject] = n
 		}
+		n := &ov.Sessions.BySubject[i]
 		if si.Transport == "sse" {
 			n.SSE++
 		} else {

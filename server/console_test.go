@@ -76,6 +76,8 @@ func TestConsoleOverviewAndSessions(t *testing.T) {
 	admin, reader := token(t, "root", RoleAdmin), token(t, "alice", RoleReader)
 	alice := w.sse(t, reader)
 	w.streamable(t, token(t, "bob", RoleReader))
+	w.streamable(t, token(t, "carol", RoleReader))
+	w.sse(t, token(t, "carol", RoleReader))
 	for range 3 {
 		if _, err := alice.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "list_databases"}); err != nil {
 			t.Fatal(err)
@@ -88,7 +90,14 @@ func TestConsoleOverviewAndSessions(t *testing.T) {
 	if ov.History.All.Calls[last] < 3 || ov.History.Tools["list_databases"] == nil || ov.History.All.P50MS[last] == nil {
 		t.Errorf("history of this minute: %+v", ov.History.All)
 	}
-	if !ov.MCP.Enabled || ov.Sessions.SSE != 1 || ov.Sessions.Streamable != 1 || len(ov.Sessions.BySubject) != 2 ||
+	perSubject := map[string]subjectSessions{}
+	for _, n := range ov.Sessions.BySubject {
+		perSubject[n.Subject] = n
+	}
+	if perSubject["alice"].SSE != 1 || perSubject["bob"].Streamable != 1 || perSubject["carol"].SSE != 1 || perSubject["carol"].Streamable != 1 {
+		t.Errorf("sessions by subject: %+v", ov.Sessions.BySubject)
+	}
+	if !ov.MCP.Enabled || ov.Sessions.SSE != 2 || ov.Sessions.Streamable != 2 || len(ov.Sessions.BySubject) != 3 ||
 		len(ov.Databases) != 1 || ov.Databases[0].Circuit != "closed" || ov.Workers.Max == 0 {
 		t.Errorf("admin's overview: %+v", ov)
 	}
@@ -113,7 +122,7 @@ func TestConsoleOverviewAndSessions(t *testing.T) {
 			}
 		}
 	}
-	if len(list.Sessions) != 2 || id == "" {
+	if len(list.Sessions) != 4 || id == "" {
 		t.Fatalf("sessions: %+v", list.Sessions)
 	}
 	if r := w.do(t, "DELETE", "/console/api/sessions/"+id, reader, ""); r.code != http.StatusForbidden {
