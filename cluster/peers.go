@@ -50,9 +50,18 @@ type Peers struct {
 	secret []byte // signs callers for the other replicas (replica.go)
 	log    *slog.Logger
 
-	mu   sync.Mutex
-	urls map[string]*url.URL // prefix → base URL of the other replicas
+	mu     sync.Mutex
+	urls   map[string]*url.URL  // prefix → base URL of the other replicas
+	misses map[string]time.Time // prefixes not found, and when
 }
+
+// missTTL is how long a prefix no replica has stays unknown without
+// asking the database again (ids made up by a client cost one query a
+// prefix at most this often); maxMisses bounds how many are remembered.
+const (
+	missTTL   = 5 * time.Second
+	maxMisses = 4096
+)
 
 // OpenPeers registers a new replica in the cluster database at dsn and
 // returns it with its prefix.
@@ -60,7 +69,7 @@ func OpenPeers(ctx context.Context, dsn string, log *slog.Logger) (*Peers, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Peers{dsn: dsn, log: log, urls: map[string]*url.URL{}}
+	p := &Peers{dsn: dsn, log: log, urls: map[string]*url.URL{}, misses: map[string]time.Time{}}
 	err := p.exec(ctx, func(conn *pgx.Conn) error {
 		if err := ensureSchema(ctx, conn); err != nil {
 			return err
@@ -139,18 +148,28 @@ func (p *Peers) Advertise(ctx context.Context, base string) error {
 func (p *Peers) owner(ctx context.Context, prefix string) *url.URL {
 	p.mu.Lock()
 	u, ok := p.urls[prefix]
+	missed, recent := p.misses[prefix]
 	p.mu.Unlock()
 	if ok {
 		return u
+	}
+	if recent && time.Since(missed) < missTTL {
+		return nil
 	}
 	var raw *string
 	err := p.exec(ctx, func(conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, `SELECT url FROM lakegate_cluster_replicas WHERE prefix = $1`, prefix).Scan(&raw)
 	})
-	if err != nil || raw == nil {
-		return nil
+	if err == nil && raw != nil {
+		u, err = url.Parse(*raw)
 	}
-	if u, err = url.Parse(*raw); err != nil {
+	if err != nil || raw == nil {
+		p.mu.Lock()
+		if len(p.misses) >= maxMisses {
+			clear(p.misses)
+		}
+		p.misses[prefix] = time.Now()
+		p.mu.Unlock()
 		return nil
 	}
 	p.mu.Lock()
