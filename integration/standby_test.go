@@ -51,7 +51,9 @@ func TestStandbyReads(t *testing.T) {
 	})
 	e := start(t, envOptions{config: func(c *config.Config) {
 		c.Databases[0].ReadURLs = []string{standby}
-		c.MaxStandbyLag = config.Duration(time.Second)
+		// Not tighter: other packages' tests write to the same server
+		// meanwhile, and a loaded machine replays them late.
+		c.MaxStandbyLag = config.Duration(5 * time.Second)
 	}})
 	admin := e.connect(t, token(t, "ops", "admin"))
 	// inRecovery asks the connection that serves a read whether it is a
@@ -74,7 +76,7 @@ func TestStandbyReads(t *testing.T) {
 	}
 	awaitState := func(want query.StandbyState) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for state() != want {
 			if time.Now().After(deadline) {
 				t.Fatalf("standby state %s, want %s: %+v", state(), want, e.engine.StandbyStats())
