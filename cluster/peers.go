@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lakegate/lakegate"
 )
@@ -45,7 +46,7 @@ const replicasSchema = `CREATE TABLE IF NOT EXISTS lakegate_cluster_replicas (
 // the others. Build it with OpenPeers, then Advertise once listening; Close
 // it after the server.
 type Peers struct {
-	dsn    string
+	pool   *pgxpool.Pool // to the cluster database: two connections at most
 	prefix string
 	secret []byte // signs callers for the other replicas (replica.go)
 	log    *slog.Logger
@@ -69,8 +70,18 @@ func OpenPeers(ctx context.Context, dsn string, log *slog.Logger) (*Peers, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Peers{dsn: dsn, log: log, urls: map[string]*url.URL{}, misses: map[string]time.Time{}}
-	err := p.exec(ctx, func(conn *pgx.Conn) error {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: cluster_dsn: %w", err)
+	}
+	cfg.MaxConns = 2
+	cfg.ConnConfig.RuntimeParams["application_name"] = "lakegate cluster peers"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	p := &Peers{pool: pool, log: log, urls: map[string]*url.URL{}, misses: map[string]time.Time{}}
+	err = p.exec(ctx, func(conn *pgx.Conn) error {
 		if err := ensureSchema(ctx, conn); err != nil {
 			return err
 		}
@@ -91,19 +102,15 @@ func OpenPeers(ctx context.Context, dsn string, log *slog.Logger) (*Peers, error
 		return errors.New("no free replica prefix")
 	})
 	if err != nil {
+		pool.Close()
 		return nil, fmt.Errorf("cluster: register the replica: %w", err)
 	}
 	return p, nil
 }
 
-// exec runs fn on a connection of its own to the cluster database.
+// exec runs fn on a connection to the cluster database.
 func (p *Peers) exec(ctx context.Context, fn func(*pgx.Conn) error) error {
-	conn, err := pgx.Connect(ctx, p.dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	return fn(conn)
+	return p.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error { return fn(c.Conn()) })
 }
 
 // Prefix is what this replica's ids begin with; "" for nil (no cluster).
@@ -213,8 +220,10 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, id string) bool 
 	return true
 }
 
-// Close removes this replica from the cluster's table.
+// Close removes this replica from the cluster's table and closes its
+// connections. Call it once, after the server.
 func (p *Peers) Close(ctx context.Context) error {
+	defer p.pool.Close()
 	return p.exec(ctx, func(conn *pgx.Conn) error {
 		_, err := conn.Exec(ctx, `DELETE FROM lakegate_cluster_replicas WHERE prefix = $1`, p.prefix)
 		return err

@@ -60,7 +60,10 @@ func (s *pgSource) begin(ctx context.Context, o txOptions) (pgx.Tx, error) {
 	if sb := s.standbys.pick(o.write || o.primary); sb != nil {
 		conn, inner, err = s.beginOn(ctx, sb.pool, mode)
 		var full *lakegate.Error // a pool with no free connection is no failure
-		if err != nil && ctx.Err() == nil && !errors.As(err, &full) {
+		switch {
+		case err == nil:
+			sb.reads.Add(1)
+		case ctx.Err() == nil && !errors.As(err, &full):
 			sb.down(err)
 		}
 	}

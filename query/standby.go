@@ -122,7 +122,6 @@ func (ss *standbys) pick(write bool) *standby {
 		ok := sb.state == StandbyOK
 		sb.mu.Unlock()
 		if ok {
-			sb.reads.Add(1)
 			return sb
 		}
 	}
