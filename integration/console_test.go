@@ -112,6 +112,16 @@ func TestConsole(t *testing.T) {
 		b.phoneShot(t, "data-phone")
 		b.click(t, "#next-page")
 		b.waitResult(t, pgTable(t, e, devices+" OFFSET 2 LIMIT 2"))
+
+		// A page of very wide rows is refused past the page's byte bound,
+		// not held.
+		b.fill(t, "#sql", "SELECT repeat('x', 1000000) AS wide FROM generate_series(1, 20)")
+		b.fill(t, "#max-rows", "100")
+		b.click(t, "#run-sql")
+		b.visible(t, "#sql-error .error-message")
+		if msg := evalJS[string](t, b, `document.querySelector("#sql-error .error-message").textContent`); !strings.Contains(msg, "larger than 16 MiB") {
+			t.Errorf("a 20 MB page: got %q, want it refused past 16 MiB", msg)
+		}
 	})
 
 	t.Run("reader downloads CSV", func(t *testing.T) {

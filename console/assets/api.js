@@ -47,9 +47,10 @@ export async function api(method, path, body, { quiet401 = false } = {}) {
   } catch {
     throw new ApiError(0, { kind: "network", message: "the server did not answer", hint: "check that it runs and that this page can reach it" });
   }
+  const text = await readBounded(res);
   let data = null;
   try {
-    data = await res.json();
+    data = JSON.parse(text);
   } catch {
     // Not JSON (a proxy's error page): the status says enough.
   }
@@ -59,6 +60,41 @@ export async function api(method, path, body, { quiet401 = false } = {}) {
     throw err;
   }
   return data;
+}
+
+/** maxAnswer bounds, in bytes, what a page reads of one answer. */
+const maxAnswer = 16 << 20;
+
+/**
+ * readBounded reads res's body as text, at most maxAnswer bytes: a larger
+ * answer (a page of very wide rows) is cut off and refused, never held.
+ */
+async function readBounded(res) {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxAnswer) {
+      await reader.cancel();
+      throw new ApiError(0, {
+        kind: "too_large",
+        message: `the answer is larger than ${maxAnswer >> 20} MiB`,
+        hint: "ask for fewer rows per page, or download the whole result as CSV",
+      });
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.byteLength;
+  }
+  return new TextDecoder().decode(all);
 }
 
 /**
