@@ -63,6 +63,28 @@ func appendCSVCell(dst []byte, c *Cell) []byte {
 	return appendCSVField(dst, c.B, true)
 }
 
+// appendCellText appends c as plain text (a range bound): numbers as JSON
+// spells them, text as it is, NULL as nothing.
+func appendCellText(dst []byte, c *Cell) []byte {
+	switch c.Kind {
+	case CellNull:
+		return dst
+	case CellInt:
+		return strconv.AppendInt(dst, c.I, 10)
+	case CellFloat:
+		if math.IsNaN(c.F) || math.IsInf(c.F, 0) {
+			return appendNonFinite(dst, c.F)
+		}
+		return appendFloat(dst, c.F, c.Bits)
+	case CellBool:
+		if c.I != 0 {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	}
+	return append(dst, c.B...)
+}
+
 // appendNonFinite spells NaN and the infinities as PostgreSQL does.
 func appendNonFinite(dst []byte, f float64) []byte {
 	switch {

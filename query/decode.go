@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -51,24 +52,77 @@ type pgDecodeFunc func(col *pgColumn, raw []byte, cell *Cell) error
 
 // pgColumn decodes one result column; scratch is reused from row to row.
 type pgColumn struct {
-	oid     uint32
-	format  int16
-	decode  pgDecodeFunc
-	m       *pgtype.Map
-	scratch []byte
+	oid       uint32
+	format    int16
+	decode    pgDecodeFunc
+	m         *pgtype.Map
+	scratch   []byte
+	limit     int              // the most bytes this cell may take (its row's bound, less the cells before it)
+	container *containerWriter // for arrays, records, ranges: made on first use
 }
 
-// newPGColumns picks a decoder per field. The field descriptions belong to
-// the connection, so only their OIDs and formats are kept.
-func newPGColumns(fields []pgconn.FieldDescription, m *pgtype.Map) []pgColumn {
+// scratchKeep is the scratch space a column keeps from one row to the
+// next: a larger value's buffer goes back to the collector, so a column
+// does not hold on to its largest value for the whole stream.
+const scratchKeep = 64 << 10
+
+// pgRow decodes rows of one result into cells, refusing a row whose
+// decoded cells would take more than its bound (max_row_bytes): counted in
+// what the server holds, not in what came on the wire. It is used by one
+// goroutine and reused from row to row.
+type pgRow struct {
+	cols []pgColumn
+	max  int64
+}
+
+// newPGRow picks a decoder per field. The field descriptions belong to
+// the connection, so only their OIDs and formats are kept. maxBytes <= 0
+// means DefaultMaxRowBytes.
+func newPGRow(fields []pgconn.FieldDescription, m *pgtype.Map, maxBytes int64) *pgRow {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxRowBytes
+	}
 	cols := make([]pgColumn, len(fields))
 	for i, f := range fields {
-		cols[i] = pgColumn{oid: f.DataTypeOID, format: f.Format, m: m, decode: pgDecoder(f.DataTypeOID, f.Format)}
+		cols[i] = pgColumn{oid: f.DataTypeOID, format: f.Format, m: m, decode: pgDecoder(f.DataTypeOID, f.Format, m)}
 	}
-	return cols
+	return &pgRow{cols: cols, max: maxBytes}
 }
 
-func pgDecoder(oid uint32, format int16) pgDecodeFunc {
+// decode fills cells (one per column) from the row's raw values. The
+// cells point into raw and the columns' scratch: valid until the next
+// call. A row past the bound is a validation error (rowTooBig), found as
+// its cells are decoded: no cell grows far past what is left of it.
+func (r *pgRow) decode(raw [][]byte, cells []Cell) error {
+	if len(raw) != len(r.cols) {
+		return fmt.Errorf("decode row: got %d values, want %d", len(raw), len(r.cols))
+	}
+	left := r.max
+	for i := range r.cols {
+		c := &r.cols[i]
+		if cap(c.scratch) > scratchKeep {
+			c.scratch = nil
+		}
+		c.limit = int(min(left, math.MaxInt32))
+		err := c.decodeInto(raw[i], &cells[i])
+		if errors.Is(err, errContainerTooBig) {
+			c.scratch = nil
+			return rowTooBig(r.max, err)
+		}
+		if err != nil {
+			return err
+		}
+		left -= cellBytes(cells[i : i+1])
+		if left < 0 {
+			return rowTooBig(r.max, errContainerTooBig)
+		}
+	}
+	return nil
+}
+
+// pgDecoder picks the decoder of a column of type oid in format; m (nil:
+// scalars only) finds the container types (arrays, records, ranges).
+func pgDecoder(oid uint32, format int16, m *pgtype.Map) pgDecodeFunc {
 	switch oid {
 	case oidJSON:
 		return decJSON
@@ -82,6 +136,11 @@ func pgDecoder(oid uint32, format int16) pgDecodeFunc {
 	}
 	if format != pgx.BinaryFormatCode {
 		return decTextFormat
+	}
+	if m != nil {
+		if kind, _ := containerOf(oid, m); kind != notContainer {
+			return decContainer
+		}
 	}
 	switch oid {
 	case oidBool:
@@ -487,4 +546,12 @@ func valueCell(scratch *[]byte, v any, cell *Cell) error {
 		cell.Kind, cell.B = CellJSON, *scratch
 	}
 	return nil
+}
+
+// maxRowBytes is the row bound st runs under (Options.MaxRowBytes).
+func (st *Stmt) maxRowBytes() int64 {
+	if st.e == nil {
+		return DefaultMaxRowBytes
+	}
+	return st.e.opts.MaxRowBytes
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"unicode/utf8"
 
 	"github.com/lakegate/lakegate"
 )
@@ -180,15 +179,7 @@ func (b *encBase) maybePart() {
 // UTF-8 boundary), writing parts as the buffer fills.
 func (b *encBase) appendLong(s []byte, enc func(dst, s []byte) []byte) {
 	for len(s) > 0 {
-		n := min(len(s), encChunk)
-		if n < len(s) {
-			for k := n; k > n-utf8.UTFMax && k > 0; k-- {
-				if utf8.RuneStart(s[k]) {
-					n = k
-					break
-				}
-			}
-		}
+		n := chunkEnd(s, encChunk)
 		b.buf = enc(b.buf, s[:n])
 		s = s[n:]
 		b.maybePart()

@@ -127,7 +127,8 @@ func pgResultColumn(f pgconn.FieldDescription, m *pgtype.Map) ResultColumn {
 // run runs st and streams its rows into sink, decoding the wire values
 // straight into cells (decode.go). pgx holds one row message at a time;
 // the pool's connections refuse a message past the row bound
-// (Options.MaxRowBytes), so no row costs more than that.
+// (Options.MaxRowBytes), and the decoder a row whose cells would pass it,
+// so no row costs more than that on the wire or decoded.
 func (s *pgSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error) {
 	tx, rows, err := s.readOnly(ctx, st, st.text)
 	if err != nil {
@@ -148,8 +149,8 @@ func (s *pgSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error
 		res.Columns[i] = pgResultColumn(f, m)
 		unknown = unknown || res.Columns[i].Type == ""
 	}
-	cols := newPGColumns(fields, m)
-	cells := make([]Cell, len(cols))
+	row := newPGRow(fields, m, st.maxRowBytes())
+	cells := make([]Cell, len(fields))
 	// The first row comes before any output, so that a failure to run
 	// at all can still be retried.
 	more := rows.Next()
@@ -169,11 +170,8 @@ func (s *pgSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error
 			res.Truncated = true
 			break
 		}
-		raw := rows.RawValues()
-		for i := range cols {
-			if err := cols[i].decodeInto(raw[i], &cells[i]); err != nil {
-				return nil, err
-			}
+		if err := row.decode(rows.RawValues(), cells); err != nil {
+			return nil, err
 		}
 		if err := sink.Row(cells); err != nil {
 			return nil, err
