@@ -114,8 +114,8 @@ func parseLayer(src string, toks []token, opts *Options) (*Statement, *Error) {
 var errStop = errors.New("stop")
 
 // collect walks the syntax tree for the tables read, refusing locking
-// clauses, denied function calls and (unless opts.ServerInfo)
-// server-information functions on the way.
+// clauses and calls of functions off the allow list (server-information
+// functions unless opts.ServerInfo) on the way.
 func collect(src string, toks []token, stmt sqlparser.Statement, opts *Options) ([]TableRef, *Error) {
 	var tables []TableRef
 	var bad *Error
@@ -143,15 +143,7 @@ func collect(src string, toks []token, stmt sqlparser.Statement, opts *Options) 
 				}
 			}
 		case *sqlparser.FuncExpr:
-			if isDeniedFunc(n.Name.String()) {
-				name := n.Name.String()
-				if !n.Qualifier.IsEmpty() {
-					name = n.Qualifier.String() + "." + name
-				}
-				bad = newError(src, -1, fmt.Sprintf("function %s is not accepted", name), hintFunc)
-			} else if !opts.ServerInfo && isServerInfoFunc(n.Name.String()) {
-				bad = infoError(src, -1, n.Name.String(), fmt.Sprintf("function %s reads server information", n.Name.String()))
-			}
+			bad = checkCall(src, -1, n.Qualifier.String(), n.Name.String(), opts)
 		}
 		if bad != nil {
 			return false, errStop

@@ -1,5 +1,5 @@
 // Package validate decides whether caller-written SQL may run: one read-only
-// SELECT (or UNION), no denied functions, only allowed tables.
+// SELECT (or UNION), only functions on an allow list, only allowed tables.
 //
 // It imports nothing of lakegate's. Its parser (xwb1989/sqlparser) is MySQL
 // dialect, so its output is only ever inspected, never sent to a database.
@@ -7,13 +7,25 @@
 // Check applies two layers. A PostgreSQL-aware tokenizer is authoritative for
 // the statement's shape: exactly one statement starting with SELECT, WITH,
 // VALUES, TABLE or "(", no data-modifying or session keywords, no locking
-// clauses, no denied function calls, no system catalogs, no
-// server-information functions unless Options.ServerInfo, ASCII outside
-// strings, bounded size and nesting. Then the MySQL-dialect parser reads a
-// normalized copy of the tokens (comments dropped, strings blanked, quoted
-// names kept as names) to list the tables read; PostgreSQL-only syntax it
-// cannot read leaves Statement.Parsed false, which is refused only when a
-// table allow-list is configured. The database remains the last wall.
+// clauses, no system catalogs, ASCII outside strings, bounded size and
+// nesting, and no call of a function off the allow list. Functions are
+// allowed, not denied, because a deny list always misses one: lakegate's
+// list (functions.go) holds pure computations (math, string, pattern,
+// date/time, formatting, aggregates, window, JSON, arrays, ranges,
+// geometric, text search, casts) for PostgreSQL and SQLite; an operator
+// adds more with Options.AllowFunction (the allowed_functions setting).
+// A call is judged wherever it appears (select list, FROM, WHERE, JOIN,
+// CTEs, subqueries), quoted or schema-qualified (pg_catalog.lower is
+// lower; other schemas need the operator), and PostgreSQL's field
+// selection (x.f is f(x)) counts as a call of the refused functions that
+// take one argument. Server-information functions (version(),
+// current_setting...) are a list of their own, accepted only with
+// Options.ServerInfo. Casts to the object identifier types (regclass...)
+// are refused. Then the MySQL-dialect parser reads a normalized copy of the
+// tokens (comments dropped, strings blanked, quoted names kept as names) to
+// list the tables read; PostgreSQL-only syntax it cannot read leaves
+// Statement.Parsed false, which is refused only when a table allow-list is
+// configured. The database remains the last wall.
 package validate
 
 import (
@@ -33,7 +45,8 @@ const (
 // Hints returned with errors.
 const (
 	hintReadOnly = "lakegate runs a single read-only SELECT (or UNION/WITH ... SELECT); to change data use the ingest API"
-	hintFunc     = "functions that sleep, read server files, change settings, signal the server, write sequences, take advisory locks, use large objects, replication, dblink or run SQL given as text are not available; remove the call"
+	hintFunc     = "an operator can allow it with the allowed_functions setting (name, schema.name or schema.*); lakegate's own list holds pure computations only: math, string, pattern, date/time, formatting, aggregate, window, JSON, array, range, text search and cast functions"
+	hintRegType  = "compare names as text instead; casts to regclass, regproc, regtype and the other reg* types look objects up by name and are not accepted"
 	hintSystem   = "system schemas and catalogs (pg_catalog, information_schema, pg_*) and lakegate's own tables (lakegate_idempotency, lakegate_cluster_*) are not readable; use lakegate's catalog (table and column listing) instead"
 	hintInfo     = "functions and tables that read server information (settings, versions, addresses, file paths, other sessions) are not open to this caller; remove the call"
 	hintAllow    = "only the tables on the allow-list may be read; list the available tables with lakegate's catalog"
@@ -67,9 +80,16 @@ type Options struct {
 	// rather than data (settings, version, addresses, file paths, start
 	// times, WAL and replication state, other sessions; SQLite's version,
 	// compile options and pragma tables). False, the default, refuses
-	// them with an *Error whose ServerInfo names the function. Functions
-	// on the deny list stay refused either way.
+	// them with an *Error whose ServerInfo names the function. Other
+	// functions off the allow list stay refused either way.
 	ServerInfo bool
+	// AllowFunction reports whether a function off lakegate's allow list
+	// may be called: schema is "" for an unqualified call, the schema as
+	// PostgreSQL resolves it otherwise; name likewise. Nil allows none.
+	// AllowFunctions builds one from the allowed_functions setting. It
+	// never opens server-information functions (ServerInfo does) nor the
+	// reg* types.
+	AllowFunction func(schema, name string) bool
 }
 
 // Statement is what Check learned of an accepted statement.
@@ -97,6 +117,9 @@ type Error struct {
 	// ServerInfo names the server-information function or table refused
 	// because Options.ServerInfo was false; empty for other refusals.
 	ServerInfo string
+	// Function names the function refused for being off the allow list,
+	// schema-qualified when it was called so; empty for other refusals.
+	Function string
 }
 
 // Error returns the reason followed by the position when it is known.
@@ -248,25 +271,178 @@ func checkWord(src string, toks []token, i int) *Error {
 	return nil
 }
 
-// checkName refuses denied function calls, system catalogs and, unless
+// checkName refuses calls of functions off the allow list, object
+// identifier types (regclass...), system catalogs and, unless
 // opts.ServerInfo, server-information functions and tables. A name after
 // "." that PostgreSQL's field selection would call (x.f is f(x)) counts as
 // a call.
 func checkName(src string, toks []token, i int, opts *Options) *Error {
 	t := toks[i]
-	call := i+1 < len(toks) && isPunct(toks[i+1], "(")
-	field := !call && i > 0 && isPunct(toks[i-1], ".") && isFieldCall(t.val)
+	if isRegType(t.val) {
+		return newError(src, t.pos, fmt.Sprintf("type %s is not accepted: it looks database objects up by name", t.val), hintRegType)
+	}
+	if isCall(toks, i) {
+		schema := ""
+		if i >= 2 && isPunct(toks[i-1], ".") && (toks[i-2].kind == kIdent || toks[i-2].kind == kQIdent) {
+			schema = toks[i-2].val
+		} else if i >= 1 && isPunct(toks[i-1], ".") {
+			schema = "?" // (expr).f(...) is no valid call; judge it qualified
+		}
+		return checkCall(src, t.pos, schema, t.val, opts)
+	}
+	if i+1 < len(toks) && isPunct(toks[i+1], "(") {
+		return nil // a keyword, an alias's column list or a type's modifiers
+	}
+	field := i > 0 && isPunct(toks[i-1], ".") && isFieldCall(t.val)
 	switch {
-	case (call || field) && isDeniedFunc(t.val):
-		return newError(src, t.pos, fmt.Sprintf("function %s is not accepted", t.val), hintFunc)
-	case (call || field) && !opts.ServerInfo && isServerInfoFunc(t.val):
+	case field && isServerInfoFunc(t.val):
+		if opts.ServerInfo {
+			return nil
+		}
 		return infoError(src, t.pos, t.val, fmt.Sprintf("function %s reads server information", t.val))
-	case !call && isSystemName(t.val):
+	case field && !(opts.AllowFunction != nil && opts.AllowFunction("", t.val)):
+		return funcError(src, t.pos, "", t.val)
+	case isSystemName(t.val) && !isCatalogQualifier(toks, i):
 		return newError(src, t.pos, fmt.Sprintf("system schema or catalog %s is not accepted", t.val), hintSystem)
-	case !call && !opts.ServerInfo && isServerInfoTable(t.val):
+	case !opts.ServerInfo && isServerInfoTable(t.val):
 		return infoError(src, t.pos, t.val, fmt.Sprintf("table function %s reads server information", t.val))
 	}
 	return nil
+}
+
+// checkCall judges a call of name, qualified by schema ("" when not): on
+// the allow list (unqualified or pg_catalog), a server-information
+// function with opts.ServerInfo, or allowed by opts.AllowFunction.
+func checkCall(src string, pos int, schema, name string, opts *Options) *Error {
+	builtin := schema == "" || schema == "pg_catalog"
+	switch {
+	case builtin && isAllowedFunc(name):
+		return nil
+	case builtin && isServerInfoFunc(name):
+		if opts.ServerInfo {
+			return nil
+		}
+		return infoError(src, pos, name, fmt.Sprintf("function %s reads server information", qualified(schema, name)))
+	case opts.AllowFunction != nil && opts.AllowFunction(schema, name):
+		return nil
+	}
+	return funcError(src, pos, schema, name)
+}
+
+// funcError refuses a call of a function off the allow list.
+func funcError(src string, pos int, schema, name string) *Error {
+	e := newError(src, pos, fmt.Sprintf("function %s is not on lakegate's list of allowed functions", qualified(schema, name)), hintFunc)
+	e.Function = qualified(schema, name)
+	return e
+}
+
+// qualified writes schema.name, or name when schema is empty.
+func qualified(schema, name string) string {
+	if schema == "" {
+		return name
+	}
+	return schema + "." + name
+}
+
+// isCall reports whether the name at toks[i], followed by "(", calls a
+// function. It is not a call when the name is a keyword that takes
+// parentheses (IN, EXISTS, OVER...), a type's modifiers (x::numeric(10,2),
+// CAST(x AS varchar(10))), a sampling method (TABLESAMPLE system (10)),
+// an alias's column list (FROM f() AS g(i), FROM f() g(i), FROM t x(a, b))
+// or a CTE's (WITH x(a, b) AS (...)).
+func isCall(toks []token, i int) bool {
+	if i+1 >= len(toks) || !isPunct(toks[i+1], "(") {
+		return false
+	}
+	t := toks[i]
+	if t.kind == kIdent && inSorted(syntaxWords, t.val) {
+		return false
+	}
+	if i == 0 {
+		return true
+	}
+	p := toks[i-1]
+	switch {
+	case isPunct(p, "::"), isPunct(p, ")"):
+		return false
+	case p.kind == kIdent && (p.val == "as" || p.val == "tablesample"):
+		return false
+	case (p.kind == kQIdent || p.kind == kIdent && !inSorted(exprKeywords, p.val)) && inFromList(toks, i-1):
+		return false // FROM t x(a, b)
+	}
+	return !isCTEColumns(toks, i)
+}
+
+// clauseWords end a FROM list when read backwards: the clause before it
+// or a clause that follows it.
+var clauseWords = map[string]bool{
+	"select": true, "where": true, "group": true, "having": true, "order": true, "limit": true,
+	"offset": true, "on": true, "using": true, "window": true, "union": true, "intersect": true,
+	"except": true, "returning": true, "values": true, "when": true, "then": true, "else": true,
+	"and": true, "or": true, "by": true, "case": true, "fetch": true, "for": true, "with": true,
+}
+
+// inFromList reports whether the name at toks[j] is in a FROM list, where
+// a name after it is its alias: reading back at the same depth, FROM or
+// JOIN comes before any other clause. An unmatched "(" ends the search:
+// not in a FROM list.
+func inFromList(toks []token, j int) bool {
+	depth := 0
+	for k := j - 1; k >= 0; k-- {
+		t := toks[k]
+		switch {
+		case isPunct(t, ")"):
+			depth++
+		case isPunct(t, "("):
+			if depth == 0 {
+				return false
+			}
+			depth--
+		case depth == 0 && t.kind == kIdent && (t.val == "from" || t.val == "join"):
+			return true
+		case depth == 0 && t.kind == kIdent && clauseWords[t.val]:
+			return false
+		}
+	}
+	return false
+}
+
+// isCTEColumns reports whether toks[i] names a CTE with a column list:
+// after WITH, RECURSIVE or ",", names and commas only in the parentheses,
+// then AS [NOT] [MATERIALIZED] (.
+func isCTEColumns(toks []token, i int) bool {
+	if i == 0 {
+		return false
+	}
+	if p := toks[i-1]; !(isPunct(p, ",") || p.kind == kIdent && (p.val == "with" || p.val == "recursive")) {
+		return false
+	}
+	j := i + 2
+	for ; j < len(toks) && !isPunct(toks[j], ")"); j++ {
+		if k := toks[j].kind; k != kIdent && k != kQIdent && !isPunct(toks[j], ",") {
+			return false
+		}
+	}
+	word := func(k int, w string) bool { return k < len(toks) && toks[k].kind == kIdent && toks[k].val == w }
+	j++
+	if !word(j, "as") {
+		return false
+	}
+	j++
+	if word(j, "not") {
+		j++
+	}
+	if word(j, "materialized") {
+		j++
+	}
+	return j < len(toks) && isPunct(toks[j], "(")
+}
+
+// isCatalogQualifier reports whether toks[i] is pg_catalog qualifying a
+// call: pg_catalog.lower(x), whose call is judged by the allow list.
+func isCatalogQualifier(toks []token, i int) bool {
+	return toks[i].val == "pg_catalog" && i+3 < len(toks) && isPunct(toks[i+1], ".") &&
+		(toks[i+2].kind == kIdent || toks[i+2].kind == kQIdent) && isCall(toks, i+2)
 }
 
 // checkString refuses, unless opts.ServerInfo, a '...' string naming a
