@@ -78,6 +78,9 @@ func (c *Config) validateAuth(bad func(format string, args ...any)) {
 		bad("server_info_functions %q: want %s (only the admin role may call server-information functions such as version() and current_setting()), %s or %s",
 			c.ServerInfoFunctions, ServerInfoAdmin, ServerInfoAll, ServerInfoNone)
 	}
+	if c.QueryRole != "" && !ValidPGRole(c.QueryRole) {
+		bad("query_role %q: want a PostgreSQL role name of letters, digits, _ or $ (starting with a letter or _, at most 63 bytes; not none, public or pg_*)", c.QueryRole)
+	}
 	roles := make([]string, 0, len(c.Access))
 	for r := range c.Access {
 		roles = append(roles, r)

@@ -143,11 +143,30 @@ type Config struct {
 	// Access narrows, per role, the databases and tables callers may use
 	// and the PostgreSQL role their queries run as.
 	Access map[string]RoleAccess `json:"access" help:"per role: the databases and tables it may use and the pg_role its queries run as (JSON)" example:"{\"analyst\": {\"databases\": [\"iot\"], \"tables\": {\"iot\": [\"readings\"]}, \"pg_role\": \"lakegate_analyst\"}}"`
+	// QueryRole is the PostgreSQL role callers' SQL runs as (SET LOCAL
+	// ROLE in each read transaction) when their access rule names no
+	// pg_role; the connecting user must be a member of it. Empty: the
+	// connecting user itself. Give it SELECT on the served tables only.
+	QueryRole string `json:"query_role" help:"PostgreSQL role callers' SQL runs as (SET LOCAL ROLE) when their access rule names no pg_role"`
+	// AllowPrivilegedRole lets the server start although callers' SQL
+	// would run as (or could return to) a privileged PostgreSQL role: a
+	// superuser, one with BYPASSRLS or CREATEROLE, a member of the roles
+	// that read server files, run programs, signal backends or read every
+	// table, an owner of served tables, or one that reads tables its
+	// access rule does not list. Each finding is logged at WARN on every
+	// start.
+	AllowPrivilegedRole bool `json:"allow_privileged_role" help:"start although callers' SQL would run as a privileged PostgreSQL role (logged at WARN)"`
 	// ServerInfoFunctions says who may call SQL functions that read server
 	// information (settings, version, addresses, paths, other sessions):
 	// ServerInfoAdmin (the default; empty means it), ServerInfoAll or
 	// ServerInfoNone.
 	ServerInfoFunctions string `json:"server_info_functions" help:"who may call SQL functions reading server information (version(), ...): admin, all or none"`
+	// AllowedFunctions are SQL functions callers may call besides those
+	// on lakegate's allow list (pure computations; package
+	// query/validate): each "name", "schema.name" or "schema.*", plain
+	// identifiers. Server-information functions follow
+	// ServerInfoFunctions whatever this says.
+	AllowedFunctions []string `json:"allowed_functions" help:"SQL functions callers may call beyond lakegate's list (comma-separated): name, schema.name or schema.*"`
 
 	// TLSCertFile and TLSKeyFile (PEM) turn on HTTPS, and HTTP/3 on the
 	// same port number over UDP.
@@ -167,6 +186,12 @@ type Config struct {
 	// through: the MCP switch (cluster package). Its role must be able to
 	// create a table in it.
 	ClusterDSN string `json:"cluster_dsn" help:"PostgreSQL URL the replicas share the MCP switch through; empty: this server alone"`
+	// ClusterSecret is the key (at least 32 bytes, the same on every
+	// replica) a replica signs a block read with when it reads another
+	// replica's block on a caller's behalf. Required with ClusterDSN. It
+	// lives in settings, never in the cluster database, which callers'
+	// SQL may be able to read.
+	ClusterSecret string `json:"cluster_secret" help:"key replicas sign block reads with, at least 32 bytes, the same on every replica"`
 	// ClusterAdvertiseURL is the URL the other replicas reach this one at
 	// (default: the listener's address, when it names one).
 	ClusterAdvertiseURL string `json:"cluster_advertise_url" help:"URL the other replicas forward requests to this one at"`

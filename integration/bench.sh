@@ -27,6 +27,10 @@ if [[ "$n" != "$ROWS" ]]; then
   echo "loading $ROWS readings into lakegate_bench..."
   psql "$bench_url" -q -v ON_ERROR_STOP=1 -v rows="$ROWS" -f "$here/testdata/iot.sql" >/dev/null
 fi
+# Served through least-privileged roles: lakegate connects as lakegate and
+# runs callers' SQL as lakegate_reader.
+psql "$bench_url" -q -v ON_ERROR_STOP=1 -f "$here/testdata/roles.sql" >/dev/null
+app_url="$(echo "$bench_url" | sed -E 's#://[^@/]*@#://lakegate@#')"
 
 echo "== go benchmarks (all packages)"
 "$GO" test -run '^$' -bench . -benchmem $("$GO" list ./... | grep -v /query$) | grep -E '^(Benchmark|ok|PASS)' || true
@@ -73,7 +77,7 @@ secs() { echo "$2 - $1" | bc -l; }
 # 429 should one come.
 export_run() {
   local sql="$1" label="$2"
-  LAKEGATE_LISTEN="127.0.0.1:$port" LAKEGATE_DATABASES="bench=$bench_url" LAKEGATE_MCP_ENABLED=true \
+  LAKEGATE_LISTEN="127.0.0.1:$port" LAKEGATE_DATABASES="bench=$app_url" LAKEGATE_QUERY_ROLE=lakegate_reader LAKEGATE_MCP_ENABLED=true \
     LAKEGATE_DATA_DIR="$out/data" LAKEGATE_MCP_BLOCK_BUDGET=$((8 << 30)) LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT=$((4 << 30)) \
     LAKEGATE_LOG_LEVEL=warn "$out/lakegate" serve >"$out/serve.log" 2>&1 &
   local pid=$!
@@ -110,7 +114,7 @@ blocks_call="$export_call"
 export_run "SELECT r.* FROM readings r, generate_series(1, 4) g" "export $((ROWS * 4)) rows"
 
 # The same stream answered inline: /rest/sql ndjson to a file.
-LAKEGATE_LISTEN="127.0.0.1:$port" LAKEGATE_DATABASES="bench=$bench_url" LAKEGATE_DATA_DIR="$out/data" \
+LAKEGATE_LISTEN="127.0.0.1:$port" LAKEGATE_DATABASES="bench=$app_url" LAKEGATE_QUERY_ROLE=lakegate_reader LAKEGATE_DATA_DIR="$out/data" \
   LAKEGATE_LOG_LEVEL=warn "$out/lakegate" serve >"$out/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do curl -sf "$server/health" >/dev/null && break; sleep 0.1; done

@@ -29,4 +29,5 @@ cd "$root"
 psql "$admin" -qc "DROP DATABASE IF EXISTS lakegate_chaos WITH (FORCE)" >/dev/null
 psql "$admin" -qc "CREATE DATABASE lakegate_chaos"
 psql "$chaos_url" -q -v ON_ERROR_STOP=1 -v rows="$ROWS" -f "$here/testdata/iot.sql" >/dev/null
+psql "$chaos_url" -q -v ON_ERROR_STOP=1 -f "$here/testdata/roles.sql" >/dev/null
 "$out/chaos" all -bin bin/lakegate -db "$chaos_url" "$@"

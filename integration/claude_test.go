@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate/internal/pgtest"
 	"github.com/lakegate/lakegate/server"
 )
 
@@ -77,7 +78,7 @@ func TestClaudeCode(t *testing.T) {
 	// The names README gives, so all three can be added side by side.
 	run("mcp", "add", "--transport", "http", "lakegate", p.base+"/mcp", "--header", reader)
 	run("mcp", "add", "--transport", "sse", "lakegate-sse", p.base+"/mcp/sse", "--header", reader)
-	run("mcp", "add", "lakegate-stdio", "-e", "LAKEGATE_DATABASES=iot="+dbURL, "-e", "LAKEGATE_LOG_LEVEL=warn", "--", bin, "stdio")
+	run("mcp", "add", "lakegate-stdio", "-e", "LAKEGATE_DATABASES=iot="+appURL, "-e", "LAKEGATE_QUERY_ROLE="+pgtest.QueryRole, "-e", "LAKEGATE_LOG_LEVEL=warn", "--", bin, "stdio")
 	run("mcp", "add", "--transport", "http", "bad-token-http", p.base+"/mcp", "--header", bad)
 	run("mcp", "add", "--transport", "sse", "bad-token-sse", p.base+"/mcp/sse", "--header", bad)
 	want := map[string]string{

@@ -59,7 +59,7 @@ lb_port="$(freeport 32049)"
 ports=() p="$lb_port"
 for _ in 1 2 3 4 5; do p="$(freeport $((p + 1)))"; ports+=("$p"); done
 replica_ports=("${ports[@]:0:3}") primary_port="${ports[3]}" standby_port="${ports[4]}"
-pgurl() { echo "postgres://postgres@127.0.0.1:$1/$2?sslmode=disable"; }
+pgurl() { echo "postgres://${3:-postgres}@127.0.0.1:$1/$2?sslmode=disable"; }
 pgstart() { # pgstart NAME PORT: starts the cluster in $tmp/NAME, logging to $tmp/NAME.log
   "${as[@]}" "$bindir/pg_ctl" -D "$tmp/$1" -l "$tmp/$1.log" -w -t 60 start -o "-p $2 -k $tmp \
     -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off -c synchronous_commit=off" >/dev/null ||
@@ -96,6 +96,14 @@ done
 wait "$load" || { cat "$tmp/load.log" >&2; exit 1; }
 say "loaded in $((SECONDS - start)) s"
 
+# The roles lakegate serves it through: it connects as lakegate and runs
+# callers' SQL as lakegate_reader (SELECT only). The replicas' shared state
+# lives in a database of its own, which no served role reads.
+psql "$primary" -q -v ON_ERROR_STOP=1 -f "$root/integration/testdata/roles.sql" >"$tmp/roles.log" 2>&1 ||
+  { cat "$tmp/roles.log" >&2; exit 1; }
+psql "$(pgurl "$primary_port" postgres)" -qc "CREATE DATABASE lakegate_cluster"
+cluster_dsn="$(pgurl "$primary_port" lakegate_cluster)"
+
 # 3. Wait until the standby has replayed all the primary has written.
 lsn="$(psql "$primary" -tAc "SELECT pg_current_wal_lsn()")"
 until [[ "$(psql "$standby" -tAc "SELECT pg_last_wal_replay_lsn() >= '$lsn'")" == t ]]; do sleep 0.5; done
@@ -104,11 +112,15 @@ say "the standby has replayed it"
 wait "$build" || { cat "$tmp/build.log" >&2; say "make build failed"; exit 1; }
 
 # 4. Three replicas, one after another (each creates the shared tables if
-# missing), sharing one JWT secret made for the run. Behind the balancer
-# every client has its address, so no cap per address.
-secret="$(openssl rand -hex 32 2>/dev/null || od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+# missing), sharing one JWT secret and one cluster secret (the key a
+# replica signs the block reads it makes for a caller with), both made for
+# the run and kept out of every database. Behind the balancer every client
+# has its address, so no cap per address.
+rand32() { openssl rand -hex 32 2>/dev/null || od -An -N32 -tx1 /dev/urandom | tr -d ' \n'; }
+secret="$(rand32)"
+cluster_secret="$(rand32)"
 (umask 077 && echo "$secret" >"$tmp/jwt-secret")
-databases="[{\"name\":\"iot\",\"url\":\"$primary\",\"read_urls\":[\"$standby\"]}]"
+databases="[{\"name\":\"iot\",\"url\":\"$(pgurl "$primary_port" iot lakegate)\",\"read_urls\":[\"$(pgurl "$standby_port" iot lakegate)\"]}]"
 # ready URL: waits up to 30 s for URL/ready to answer 200.
 ready() {
   for _ in $(seq 150); do curl -sf -o /dev/null --max-time 2 "$1/ready" && return 0; sleep 0.2; done
@@ -119,8 +131,8 @@ for i in 1 2 3; do
   port="${replica_ports[$((i - 1))]}"
   mkdir -p "$tmp/replica-$i"
   # setsid: a Ctrl-C reaches this script only, which stops them in order.
-  LAKEGATE_LISTEN="127.0.0.1:$port" LAKEGATE_DATA_DIR="$tmp/replica-$i" LAKEGATE_DATABASES="$databases" \
-    LAKEGATE_CLUSTER_DSN="$primary" LAKEGATE_JWT_SECRET="$secret" LAKEGATE_MCP_ENABLED=true \
+  LAKEGATE_LISTEN="127.0.0.1:$port" LAKEGATE_DATA_DIR="$tmp/replica-$i" LAKEGATE_DATABASES="$databases" LAKEGATE_QUERY_ROLE=lakegate_reader \
+    LAKEGATE_CLUSTER_DSN="$cluster_dsn" LAKEGATE_CLUSTER_SECRET="$cluster_secret" LAKEGATE_JWT_SECRET="$secret" LAKEGATE_MCP_ENABLED=true \
     LAKEGATE_MAX_CONNECTIONS_PER_ADDRESS=0 setsid "$lakegate" serve >"$tmp/replica-$i.log" 2>&1 &
   procs+=($!) names[$!]="replica-$i"
   ready "http://127.0.0.1:$port" || { tail -20 "$tmp/replica-$i.log" >&2; say "replica $i did not start"; exit 1; }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakegate/lakegate/internal/pgtest"
 )
 
 // The plugin is a plugin: examples/embed, a Gin server with its own routes
@@ -22,7 +24,7 @@ func TestEmbeddedPlugin(t *testing.T) {
 		t.Fatalf("go build examples/embed: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(binaryEnv(), "EMBED_DATABASE_URL="+dbURL, "EMBED_LISTEN=127.0.0.1:0", "EMBED_API_KEYS=ada=key-ada")
+	cmd.Env = append(binaryEnv(), "EMBED_DATABASE_URL="+appURL, "EMBED_QUERY_ROLE="+pgtest.QueryRole, "EMBED_LISTEN=127.0.0.1:0", "EMBED_API_KEYS=ada=key-ada")
 	logs := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

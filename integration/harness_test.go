@@ -26,6 +26,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/pgtest"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 	"github.com/lakegate/lakegate/server"
@@ -39,8 +40,12 @@ const (
 	testSecret = "integration-test-secret-0123456789abcdef"
 )
 
-// dbURL is the seeded test database, set by TestMain.
-var dbURL string
+// dbURL is the seeded test database as its owner, a superuser: for the
+// tests' own reads and set-up. appURL is the same database as
+// pgtest.Login, a least-privileged role: what every server under test
+// connects as, running callers' SQL as pgtest.QueryRole. Both are set by
+// TestMain.
+var dbURL, appURL string
 
 func TestMain(m *testing.M) {
 	gin.SetMode(gin.ReleaseMode)
@@ -55,6 +60,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	dbURL = u
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	appURL, err = pgtest.LeastPrivileged(ctx, dbURL)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: roles:", err)
+		os.Exit(1)
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
 
@@ -147,7 +159,8 @@ func start(t *testing.T, o envOptions) *env {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.JWTSecret = testSecret
 	cfg.MCPEnabled = true
-	cfg.Databases = []config.Database{{Name: "iot", URL: dbURL}}
+	cfg.Databases = []config.Database{{Name: "iot", URL: appURL}}
+	cfg.QueryRole = pgtest.QueryRole
 	if o.keepalive > 0 {
 		cfg.MCPKeepalive = config.Duration(o.keepalive)
 	}
@@ -163,7 +176,8 @@ func start(t *testing.T, o envOptions) *env {
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx := t.Context()
-	engine, err := query.Open(ctx, cfg.Databases, &query.Options{Logger: log, Access: cfg.Access, ServerInfoFunctions: cfg.ServerInfoFunctions,
+	engine, err := query.Open(ctx, cfg.Databases, &query.Options{Logger: log, Access: cfg.Access, ServerInfoFunctions: cfg.ServerInfoFunctions, AllowedFunctions: cfg.AllowedFunctions,
+		QueryRole: cfg.QueryRole, AllowPrivilegedRole: cfg.AllowPrivilegedRole,
 		MaxStandbyLag: time.Duration(cfg.MaxStandbyLag)})
 	if err != nil {
 		t.Fatal(err)

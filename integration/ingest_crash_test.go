@@ -159,7 +159,7 @@ CREATE TABLE crash_ingest (batch int NOT NULL, seq int NOT NULL, payload text NO
 	// LAKEGATE_DATABASES in the environment wins), so that the test can
 	// wait for them to end.
 	const app = "lakegate_crash_ingest_test"
-	p := startProc(t, bin, append([]string{"LAKEGATE_DATABASES=iot=" + withApplicationName(t, dbURL, app)}, limits...)...)
+	p := startProc(t, bin, append([]string{"LAKEGATE_DATABASES=iot=" + withApplicationName(t, appURL, app)}, limits...)...)
 	var (
 		next   atomic.Int64 // the next batch to send
 		acked  = make([]bool, crashBatches)

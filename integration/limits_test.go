@@ -320,7 +320,7 @@ func (p *tcpProxy) Close() {
 // TestReady: /ready is 200 while the database answers, and 503 naming the
 // database once it does not (its address then refuses connections).
 func TestReady(t *testing.T) {
-	u, err := url.Parse(dbURL)
+	u, err := url.Parse(appURL)
 	if err != nil {
 		t.Fatal(err)
 	}

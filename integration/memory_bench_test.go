@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -124,9 +125,16 @@ func benchDatabase(t *testing.T, flag string) string {
 }
 
 // benchEnv serves the benchmark database with room for big results: block
-// budgets of 16 and 8 GiB, no rate limit, a 5 minute statement timeout.
-func benchEnv(url string, extra ...string) []string {
-	return append([]string{"LAKEGATE_DATABASES=bench=" + url,
+// budgets of 16 and 8 GiB, no rate limit, a 5 minute statement timeout;
+// through the least-privileged roles make bench gives it
+// (integration/testdata/roles.sql).
+func benchEnv(raw string, extra ...string) []string {
+	u, err := url.Parse(raw)
+	if err == nil {
+		u.User = url.User("lakegate")
+		raw = u.String()
+	}
+	return append([]string{"LAKEGATE_DATABASES=bench=" + raw, "LAKEGATE_QUERY_ROLE=lakegate_reader",
 		"LAKEGATE_MCP_BLOCK_BUDGET=" + strconv.Itoa(16<<30), "LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT=" + strconv.Itoa(8<<30),
 		"LAKEGATE_RATE_LIMIT_RPS=0", "LAKEGATE_STATEMENT_TIMEOUT=5m"}, extra...)
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/pgtest"
 )
 
 // pgCtl runs the throwaway cluster's stop/start script.
@@ -60,7 +61,11 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	}
 	// The server's connections carry an application name, to count them.
 	const app = "lakegate_restart_test"
-	u, err := url.Parse(restartURL)
+	login, err := pgtest.LeastPrivileged(t.Context(), restartURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(login)
 	if err != nil {
 		t.Fatal(err)
 	}

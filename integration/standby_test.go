@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/pgtest"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -34,6 +35,18 @@ func standbyURL(t *testing.T) string {
 	return u.String()
 }
 
+// asLogin is raw with the user pgtest.Login, which replication brings to
+// the standby.
+func asLogin(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(pgtest.Login)
+	return u.String()
+}
+
 // Reads go to a healthy standby and fall back to the primary when it
 // lags or stops; writes always go to the primary.
 func TestStandbyReads(t *testing.T) {
@@ -50,7 +63,7 @@ func TestStandbyReads(t *testing.T) {
 		direct.Close(context.Background())
 	})
 	e := start(t, envOptions{config: func(c *config.Config) {
-		c.Databases[0].ReadURLs = []string{standby}
+		c.Databases[0].ReadURLs = []string{asLogin(t, standby)}
 		// Not tighter: other packages' tests write to the same server
 		// meanwhile, and a loaded machine replays them late.
 		c.MaxStandbyLag = config.Duration(5 * time.Second)

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/internal/pgtest"
 )
 
 // buildBinary builds cmd/lakegate into a temporary directory, with the
@@ -49,7 +51,7 @@ func (l *lockedBuffer) String() string {
 
 // binaryEnv is the environment of a lakegate process on the test database.
 func binaryEnv(extra ...string) []string {
-	env := []string{"LAKEGATE_DATABASES=iot=" + dbURL, "LAKEGATE_LOG_LEVEL=info", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	env := []string{"LAKEGATE_DATABASES=iot=" + appURL, "LAKEGATE_QUERY_ROLE=" + pgtest.QueryRole, "LAKEGATE_LOG_LEVEL=info", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	return append(env, extra...)
 }
 

@@ -19,10 +19,11 @@ import (
 // REST (/rest/sql, the sql command); a caller with a table list is never
 // shown a table it may not read; an unknown tool lists the tools.
 func TestSuggestions(t *testing.T) {
+	pgRole(t, "lg_it_readings", "readings")
 	e := start(t, envOptions{config: func(c *config.Config) {
 		// devicez is not in the database: a typo in the list, or a table
 		// dropped since.
-		c.Access = map[string]config.RoleAccess{"analyst": {Tables: map[string][]string{"iot": {"readings", "devicez"}}}}
+		c.Access = map[string]config.RoleAccess{"analyst": {Tables: map[string][]string{"iot": {"readings", "devicez"}}, PGRole: "lg_it_readings"}}
 	}})
 	reader := token(t, "alice", "reader")
 	ann := roleToken(t, "ann", "reader", "analyst")

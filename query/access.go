@@ -22,19 +22,24 @@ type grant struct {
 	// tables are the request names of the tables and views the caller may
 	// read; nil means every table.
 	tables map[string]bool
-	// pgRole is the PostgreSQL role its queries run as; empty: none.
+	// pgRole is the PostgreSQL role its queries run as: its rule's
+	// pg_role, else Options.QueryRole; empty: the connecting user.
 	pgRole string
 	// serverInfo is the server_info_functions policy (normalized: never
 	// empty) and infoOK whether it lets this caller call them.
 	serverInfo string
 	infoOK     bool
+	// allowFunc allows the functions of the allowed_functions setting
+	// (validate.AllowFunctions); nil: none beyond lakegate's list.
+	allowFunc func(schema, name string) bool
 }
 
 // grantFor checks that c may use database db and returns what it may use
 // there. Every entry point of the engine calls it first.
 func (e *Engine) grantFor(c lakegate.Caller, db string) (*grant, error) {
 	roles := e.ruledRoles(c)
-	g := &grant{db: db, serverInfo: e.opts.ServerInfoFunctions}
+	g := &grant{db: db, serverInfo: e.opts.ServerInfoFunctions, pgRole: e.opts.QueryRole}
+	g.allowFunc = validate.AllowFunctions(e.opts.AllowedFunctions)
 	switch g.serverInfo {
 	case config.ServerInfoAll:
 		g.infoOK = true
@@ -205,7 +210,7 @@ func (g *grant) deniedHint(d Dialect, t validate.TableRef) string {
 // admin), a validation error when no caller may (policy none).
 func (g *grant) check(d Dialect, sqlText string) error {
 	var denied *validate.TableRef
-	opts := &validate.Options{ServerInfo: g.infoOK}
+	opts := &validate.Options{ServerInfo: g.infoOK, AllowFunction: g.allowFunc}
 	if g.tables != nil {
 		opts.AllowTable = func(t validate.TableRef) bool {
 			ok := g.allowsRef(d, t)
@@ -226,6 +231,17 @@ func (g *grant) check(d Dialect, sqlText string) error {
 			Hint:    g.deniedHint(d, *denied), Err: err}
 	case errors.As(err, &ve) && ve.ServerInfo != "":
 		return g.infoRefusal(ve)
+	case ve != nil && ve.Function != "":
+		// A function off the allow list: perhaps a typo of a common one.
+		r := refusal(err)
+		name := ve.Function
+		if i := strings.LastIndexByte(name, '.'); i >= 0 {
+			name = name[i+1:]
+		}
+		if dym := DidYouMean(name, functionNames(d, name)); dym != "" {
+			r.Hint = dym + " " + r.Hint
+		}
+		return r
 	}
 	return refusal(err)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -142,14 +143,20 @@ func benchRun(b *testing.B, e *Engine, db string) {
 	}
 }
 
-// benchEngine opens the benchmark database, or skips.
+// benchEngine opens the benchmark database, or skips: as the
+// least-privileged roles make bench gives it (integration/testdata/roles.sql).
 func benchEngine(tb testing.TB) *Engine {
 	tb.Helper()
-	url := os.Getenv(benchEnv)
-	if url == "" {
+	raw := os.Getenv(benchEnv)
+	if raw == "" {
 		tb.Skipf("set %s to a database holding the iot data set (make bench does)", benchEnv)
 	}
-	e, err := Open(tb.Context(), []config.Database{{Name: "iot", URL: url}}, &Options{StatementTimeout: 5 * time.Minute})
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u.User = neturl.User("lakegate")
+	e, err := Open(tb.Context(), []config.Database{{Name: "iot", URL: u.String()}}, &Options{StatementTimeout: 5 * time.Minute, QueryRole: "lakegate_reader"})
 	if err != nil {
 		tb.Fatal(err)
 	}

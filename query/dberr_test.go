@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/pgtest"
 )
 
 // verdict is what diagnose decides for one error: the kind the caller
@@ -467,11 +468,11 @@ func TestRetryLockTimeout(t *testing.T) {
 		t.Skip("PostgreSQL tests skipped: " + pgEnv + " not set")
 	}
 	sep := "?"
-	if strings.Contains(pgTestURL(url), "?") {
+	if strings.Contains(pgAppURL, "?") {
 		sep = "&"
 	}
-	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: pgTestURL(url) + sep + "lock_timeout=100"}},
-		&Options{RetryAttempts: 3, BreakerFailures: 1})
+	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: pgAppURL + sep + "lock_timeout=100"}},
+		&Options{RetryAttempts: 3, BreakerFailures: 1, QueryRole: pgtest.QueryRole})
 	if err != nil {
 		t.Fatal(err)
 	}

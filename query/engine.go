@@ -82,6 +82,9 @@ type Engine struct {
 	// now, when set, is the clock of idempotency keys (tests move it);
 	// nil: time.Now.
 	now func() time.Time
+	// acceptAll, set by tests only, lets every statement past the
+	// validator, to show that the database's own privileges still hold.
+	acceptAll bool
 
 	closeOnce sync.Once
 	released  chan struct{} // closed once Close has released every source
@@ -157,6 +160,16 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 	}
 	sort.Strings(e.names)
 	if err := e.checkAccess(); err != nil {
+		e.abandon(ctx)
+		return nil, err
+	}
+	readURLs := make(map[string][]string, len(dbs))
+	for _, db := range dbs {
+		readURLs[db.Name] = db.ReadURLs
+	}
+	gctx, cancel := context.WithTimeout(ctx, max(e.opts.StatementTimeout, connectTimeout))
+	defer cancel()
+	if err := e.guardPrivileges(gctx, readURLs); err != nil {
 		e.abandon(ctx)
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/pgtest"
 )
 
 func TestOpenErrors(t *testing.T) {
@@ -70,11 +71,11 @@ func TestEngineLifecycle(t *testing.T) {
 	}
 	want := []Database{{"alpha", SQLite}, {"zeta", SQLite}}
 	if url := os.Getenv(pgEnv); url != "" {
-		dbs = append(dbs, config.Database{Name: "pg", URL: pgTestURL(url)})
+		dbs = append(dbs, config.Database{Name: "pg", URL: pgAppURL})
 		want = []Database{{"alpha", SQLite}, {"pg", Postgres}, {"zeta", SQLite}}
 	}
 	var logs strings.Builder
-	e, err := Open(t.Context(), dbs, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	e, err := Open(t.Context(), dbs, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), QueryRole: pgtest.QueryRole})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/pgtest"
 	"go.uber.org/goleak"
 )
 
@@ -24,12 +26,24 @@ const (
 	pgTestDB = "lakegate_query_test"
 )
 
+// pgAppURL is pgTestDB as pgtest.Login, a least-privileged role: engines
+// under test connect as it and run callers' SQL as pgtest.QueryRole.
+var pgAppURL string
+
 func TestMain(m *testing.M) {
 	if url := os.Getenv(pgEnv); url != "" {
 		if err := setupPG(url); err != nil {
 			fmt.Fprintf(os.Stderr, "setting up PostgreSQL test database: %v\n", err)
 			os.Exit(1)
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		u, err := pgtest.LeastPrivileged(ctx, pgTestURL(url))
+		cancel()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "setting up PostgreSQL test roles: %v\n", err)
+			os.Exit(1)
+		}
+		pgAppURL = u
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -149,7 +163,12 @@ func pgEngine(t *testing.T, opts *Options) *Engine {
 	if url == "" {
 		t.Skipf("PostgreSQL tests skipped: set %s to a server URL (e.g. postgres://postgres:postgres@127.0.0.1:5432/postgres)", pgEnv)
 	}
-	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: pgTestURL(url)}}, opts)
+	o := Options{QueryRole: pgtest.QueryRole}
+	if opts != nil {
+		o = *opts
+		o.QueryRole = cmp.Or(o.QueryRole, pgtest.QueryRole)
+	}
+	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: pgAppURL}}, &o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

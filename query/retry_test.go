@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/pgtest"
 )
 
 func TestTransient(t *testing.T) {
@@ -205,8 +206,8 @@ func TestBreakerOpensOnDeadDatabase(t *testing.T) {
 		proxy(ln, target)
 	}()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	deadURL := strings.Replace(pgTestURL(url), fmt.Sprintf("%s:%d", cfg.Host, cfg.Port), "127.0.0.1:"+port, 1)
-	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: deadURL}}, &Options{BreakerFailures: 3, BreakerCooldown: time.Minute})
+	deadURL := strings.Replace(pgAppURL, fmt.Sprintf("%s:%d", cfg.Host, cfg.Port), "127.0.0.1:"+port, 1)
+	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: deadURL}}, &Options{BreakerFailures: 3, BreakerCooldown: time.Minute, QueryRole: pgtest.QueryRole})
 	if err != nil {
 		t.Fatal(err)
 	}

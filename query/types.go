@@ -183,6 +183,17 @@ type Options struct {
 	// it may use and the PostgreSQL role their queries run as (see
 	// config.RoleAccess). Nil: callers may use everything.
 	Access map[string]config.RoleAccess
+	// QueryRole is the PostgreSQL role callers' SQL runs as (SET LOCAL
+	// ROLE) when their access rule names no pg_role; empty: the
+	// connecting user.
+	QueryRole string
+	// AllowPrivilegedRole opens PostgreSQL databases even when a role
+	// callers' SQL can run as is privileged (superuser, BYPASSRLS,
+	// CREATEROLE, a member of the roles that reach server files,
+	// programs, signals or every table, an owner of served relations, or
+	// a reader of tables off its access rule's list); each finding is
+	// logged at WARN. False, the default, makes Open fail naming them.
+	AllowPrivilegedRole bool
 	// ServerInfoFunctions says who may call the functions that read
 	// server information rather than data (version(), current_setting,
 	// inet_server_addr, sqlite_version, pragma tables...; see the list in
@@ -190,4 +201,10 @@ type Options struct {
 	// ""), only callers holding the admin role; config.ServerInfoAll,
 	// everyone; config.ServerInfoNone, no one.
 	ServerInfoFunctions string
+	// AllowedFunctions are functions callers' SQL may call besides those
+	// on package validate's allow list: "name", "schema.name" or
+	// "schema.*" (see validate.AllowFunctions; config.Validate checks
+	// the form). Server-information functions follow ServerInfoFunctions
+	// whatever this says.
+	AllowedFunctions []string
 }

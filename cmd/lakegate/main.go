@@ -304,9 +304,14 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		AcquireWait: time.Duration(cfg.WorkerWait),
 		Logger:      log,
 		Access:      cfg.Access,
+		// The role callers' SQL runs as, checked at start.
+		QueryRole:           cfg.QueryRole,
+		AllowPrivilegedRole: cfg.AllowPrivilegedRole,
 		// Who may call version(), current_setting() and the like.
 		ServerInfoFunctions: cfg.ServerInfoFunctions,
-		CursorKey:           cursorKey(cfg),
+		// Functions callers' SQL may call beyond lakegate's list.
+		AllowedFunctions: cfg.AllowedFunctions,
+		CursorKey:        cursorKey(cfg),
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -50,7 +50,9 @@ func run(ctx context.Context) error {
 	}
 
 	// lakegate: the query engine and the MCP plugin on it.
-	engine, err := query.Open(ctx, []config.Database{db}, nil)
+	// Callers' SQL runs as EMBED_QUERY_ROLE, a role holding SELECT only:
+	// query.Open refuses a privileged one.
+	engine, err := query.Open(ctx, []config.Database{db}, &query.Options{QueryRole: os.Getenv("EMBED_QUERY_ROLE")})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -78,7 +79,7 @@ func (e *env) startServer(ctx context.Context, extra ...string) (*server, error)
 	s := &server{cmd: exec.Command(e.bin, "serve"), log: &lockedBuffer{}, dir: dir, done: make(chan struct{})}
 	s.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"LAKEGATE_LISTEN=127.0.0.1:0", "LAKEGATE_LOG_FORMAT=json", "LAKEGATE_LOG_LEVEL=info",
-		"LAKEGATE_MCP_ENABLED=true", "LAKEGATE_JWT_SECRET=" + e.secret, "LAKEGATE_DATABASES=iot=" + e.dbURL,
+		"LAKEGATE_MCP_ENABLED=true", "LAKEGATE_JWT_SECRET=" + e.secret, "LAKEGATE_DATABASES=iot=" + asLogin(e.dbURL), "LAKEGATE_QUERY_ROLE=lakegate_reader",
 		"LAKEGATE_DATA_DIR=" + dir, "LAKEGATE_RATE_LIMIT_RPS=0"}, extra...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
@@ -375,3 +376,16 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// asLogin is raw with the user lakegate: the server connects through the
+// least-privileged roles chaos.sh gives the database
+// (integration/testdata/roles.sql) and runs callers' SQL as
+// lakegate_reader.
+func asLogin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.User = url.User("lakegate")
+	return u.String()
+}
