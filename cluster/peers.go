@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -26,9 +27,12 @@ import (
 // Streamable HTTP request of a session opened elsewhere, a block read) is
 // forwarded to that replica, which answers it as if it had come directly:
 // it checks the caller's own bearer token and the session's owner as
-// always. So replicas need no trust of their own between them, only the
-// JWT keys they already share; a forwarded request is never forwarded
-// again. The replicas' addresses are in the table lakegate_cluster_replicas.
+// always: the forward passes the caller's Authorization header on and
+// adds nothing. So replicas need no trust of their own between them for
+// these, only the JWT keys they already share; a forwarded request is
+// never forwarded again. The one exception is a block read a replica
+// makes on a caller's behalf (replica.go), signed with cluster_secret.
+// The replicas' addresses are in the table lakegate_cluster_replicas.
 
 // PrefixLen is the length of a replica's prefix (hex).
 const PrefixLen = 8
@@ -48,7 +52,7 @@ const replicasSchema = `CREATE TABLE IF NOT EXISTS lakegate_cluster_replicas (
 type Peers struct {
 	pool   *pgxpool.Pool // to the cluster database: two connections at most
 	prefix string
-	secret []byte // signs callers for the other replicas (replica.go)
+	secret []byte // cluster_secret: signs block reads for the other replicas (replica.go)
 	log    *slog.Logger
 
 	mu     sync.Mutex
@@ -65,10 +69,16 @@ const (
 )
 
 // OpenPeers registers a new replica in the cluster database at dsn and
-// returns it with its prefix.
-func OpenPeers(ctx context.Context, dsn string, log *slog.Logger) (*Peers, error) {
+// returns it with its prefix. secret (cluster_secret, at least
+// MinSecretBytes, the same on every replica) signs and checks the block
+// reads replicas make on a caller's behalf; a signing key an older
+// version recorded in the cluster database is deleted.
+func OpenPeers(ctx context.Context, dsn string, secret []byte, log *slog.Logger) (*Peers, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if len(secret) < MinSecretBytes {
+		return nil, fmt.Errorf("cluster: cluster_secret is %d bytes: it must be at least %d (try: openssl rand -hex 32)", len(secret), MinSecretBytes)
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -80,14 +90,18 @@ func OpenPeers(ctx context.Context, dsn string, log *slog.Logger) (*Peers, error
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	p := &Peers{pool: pool, log: log, urls: map[string]*url.URL{}, misses: map[string]time.Time{}}
+	p := &Peers{pool: pool, secret: bytes.Clone(secret), log: log, urls: map[string]*url.URL{}, misses: map[string]time.Time{}}
 	err = p.exec(ctx, func(conn *pgx.Conn) error {
 		if err := ensureSchema(ctx, conn); err != nil {
 			return err
 		}
-		var err error
-		if p.secret, err = loadSecret(ctx, conn); err != nil {
+		tag, err := conn.Exec(ctx, `DELETE FROM lakegate_cluster_state WHERE name = $1`, legacySecretRow)
+		if err != nil {
 			return err
+		}
+		if tag.RowsAffected() > 0 {
+			log.Warn("cluster: deleted the signing key an older version kept in the cluster database; " +
+				"replicas of that version can no longer read blocks of this one")
 		}
 		for range 16 { // a prefix is 32 random bits: a clash is rare
 			var b [PrefixLen / 2]byte

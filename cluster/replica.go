@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -25,11 +24,20 @@ import (
 // A tool call runs on the replica of its session, and may name a block
 // transfer another replica holds (get_result_block, resources/read). The
 // session's replica then reads the block from the owner on the caller's
-// behalf: it signs the caller (subject and roles) into ReplicaHeader with
-// the cluster's secret, a random key the first replica records in
-// lakegate_cluster_state, and the owner's host accepts the signed caller in
-// place of a bearer token. The signature covers the method, the request
-// URI and an expiry (replicaTTL), so it opens that one read only.
+// behalf (Fetch): it signs the caller's subject, with the reader role
+// only, into ReplicaHeader with the cluster's secret (the cluster_secret
+// setting, the same on every replica; never stored in a database, since
+// callers' SQL may read the cluster database), and the owner's host
+// accepts the signed caller in place of a bearer token on the block
+// routes only (GET of a manifest or a block), as a reader only, and only
+// from a request that carries no other credential. The signature covers
+// the method, the request URI and an expiry (replicaTTL), so it opens
+// that one read only. A signature is never made for any other route: the
+// console's gathers pass on the caller's own bearer token.
+//
+// A signed request can be replayed until it expires, on the same method
+// and URI: that is accepted, since a replay opens only the same block
+// read for the same caller, which that caller may make anyway.
 
 // ReplicaHeader carries a caller signed by another replica.
 const ReplicaHeader = "X-Lakegate-Replica"
@@ -38,30 +46,28 @@ const ReplicaHeader = "X-Lakegate-Replica"
 // replicas may differ by a few seconds).
 const replicaTTL = 30 * time.Second
 
-// loadSecret records a random secret unless one is recorded, and returns
-// the recorded one.
-func loadSecret(ctx context.Context, conn *pgx.Conn) ([]byte, error) {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	if _, err := conn.Exec(ctx, `INSERT INTO lakegate_cluster_state (name, value, changed_by) VALUES ('replica_secret', $1, 'start')
-		ON CONFLICT (name) DO NOTHING`, hex.EncodeToString(b[:])); err != nil {
-		return nil, err
-	}
-	var v string
-	if err := conn.QueryRow(ctx, `SELECT value FROM lakegate_cluster_state WHERE name = 'replica_secret'`).Scan(&v); err != nil {
-		return nil, err
-	}
-	return hex.DecodeString(v)
-}
+// MinSecretBytes is the shortest cluster secret OpenPeers accepts.
+const MinSecretBytes = 32
+
+// legacySecretRow is where versions before cluster_secret kept a random
+// signing key, in lakegate_cluster_state: OpenPeers deletes it, so that a
+// key once readable there opens nothing and lingers nowhere.
+const legacySecretRow = "replica_secret"
 
 type signedCaller struct {
 	Subject string   `json:"sub"`
 	Roles   []string `json:"roles"`
 }
 
-// sign sets ReplicaHeader on r for caller c.
+// sign sets ReplicaHeader on r for caller c, with the reader role only
+// (a block read needs no other; the receiving host drops any other role
+// anyway).
 func (p *Peers) sign(r *http.Request, c lakegate.Caller, now time.Time) {
-	body, _ := json.Marshal(signedCaller{Subject: c.Subject, Roles: c.Roles})
+	roles := []string{}
+	if c.HasRole(lakegate.RoleReader) {
+		roles = append(roles, lakegate.RoleReader)
+	}
+	body, _ := json.Marshal(signedCaller{Subject: c.Subject, Roles: roles})
 	who := base64.RawURLEncoding.EncodeToString(body)
 	exp := strconv.FormatInt(now.Add(replicaTTL).Unix(), 10)
 	r.Header.Set(ReplicaHeader, exp+"."+who+"."+p.mac(r.Method, r.URL.RequestURI(), exp, who))
@@ -73,15 +79,16 @@ func (p *Peers) mac(method, uri, exp, who string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// Caller reads the caller another replica signed into r. ok is false when
-// r carries none; an invalid or expired one is an auth error.
+// Caller reads the caller another replica signed into r, as signed: the
+// host decides where a signature is accepted and with which roles. ok is
+// false when r carries none; an invalid or expired one is an auth error.
 func (p *Peers) Caller(r *http.Request) (c lakegate.Caller, ok bool, err error) {
 	h := r.Header.Get(ReplicaHeader)
 	if h == "" {
 		return c, false, nil
 	}
 	refuse := &lakegate.Error{Kind: lakegate.KindAuth, Message: "the request's replica signature is not valid",
-		Hint: "replicas of one cluster must share cluster_dsn"}
+		Hint: "replicas of one cluster must share cluster_dsn and cluster_secret"}
 	exp, rest, ok1 := strings.Cut(h, ".")
 	who, sig, ok2 := strings.Cut(rest, ".")
 	if !ok1 || !ok2 || !hmac.Equal([]byte(sig), []byte(p.mac(r.Method, r.URL.RequestURI(), exp, who))) {
@@ -98,8 +105,10 @@ func (p *Peers) Caller(r *http.Request) (c lakegate.Caller, ok bool, err error) 
 	return lakegate.Caller{Subject: sc.Subject, Roles: sc.Roles}, true, nil
 }
 
-// Fetch GETs path (a route of the block transport) from the replica that
-// owns id, for caller c. A transfer of no known replica is not found.
+// Fetch GETs path (a block route: a transfer's manifest or one of its
+// blocks) from the replica that owns id, for caller c, signed as a reader
+// (the owner accepts the signature on its block routes only). A transfer
+// of no known replica is not found.
 func (p *Peers) Fetch(ctx context.Context, c lakegate.Caller, id, path string) (*http.Response, error) {
 	if len(id) < PrefixLen {
 		return nil, lakegate.Errorf(lakegate.KindNotFound, "no such transfer")
@@ -123,11 +132,14 @@ func (p *Peers) Fetch(ctx context.Context, c lakegate.Caller, id, path string) (
 	return resp, nil
 }
 
-// Gather GETs path from every other replica, for caller c, and returns the
+// Gather GETs path from every other replica with authorization (the
+// Authorization header of the caller's own request: every replica shares
+// the JWT settings, so each checks the caller itself), and returns the
 // bodies of those that answered 200 within gatherTimeout (the others are
-// logged and left out). The request is marked forwarded, so that each
-// replica answers with its own part only.
-func (p *Peers) Gather(ctx context.Context, c lakegate.Caller, path string) [][]byte {
+// logged and left out). Nothing is signed: a replica's signature opens
+// block reads only. The request is marked forwarded, so that each replica
+// answers with its own part only.
+func (p *Peers) Gather(ctx context.Context, authorization, path string) [][]byte {
 	ctx, cancel := context.WithTimeout(ctx, gatherTimeout)
 	defer cancel()
 	var urls []string
@@ -150,7 +162,7 @@ func (p *Peers) Gather(ctx context.Context, c lakegate.Caller, path string) [][]
 				return
 			}
 			req.Header.Set(ForwardedHeader, p.prefix)
-			p.sign(req, c, time.Now())
+			req.Header.Set("Authorization", authorization)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				p.log.Warn("cluster: a replica did not answer", "url", base, lakegate.LogError, err.Error())

@@ -174,6 +174,13 @@ func TestValidate(t *testing.T) {
 		want   []string
 	}{
 		{"short secret", func(c *Config) { c.JWTSecret = "abc" }, []string{"jwt_secret", "32"}},
+		{"cluster without a secret", func(c *Config) { c.ClusterDSN = "postgres://h/c" }, []string{"cluster_dsn needs cluster_secret", "openssl rand -hex 32"}},
+		{"short cluster secret", func(c *Config) {
+			c.ClusterDSN, c.ClusterSecret = "postgres://h/c", "abc"
+		}, []string{"cluster_secret is 3 bytes", "32"}},
+		{"cluster secret is the jwt secret", func(c *Config) {
+			c.ClusterDSN, c.ClusterSecret, c.JWTSecret = "postgres://h/c", secret, secret
+		}, []string{"cluster_secret equals jwt_secret"}},
 		{"bad listen", func(c *Config) { c.Listen = "localhost" }, []string{"listen"}},
 		{"duplicate names", func(c *Config) {
 			c.Databases = []Database{{Name: "a", URL: "sqlite:a.db"}, {Name: "a", URL: "sqlite:b.db"}}
@@ -220,6 +227,13 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+	t.Run("cluster with a secret", func(t *testing.T) {
+		c := Default()
+		c.ClusterDSN, c.ClusterSecret = "postgres://h/c", strings.Repeat("k", MinSecretBytes)
+		if err := c.Validate(); err != nil {
+			t.Errorf("got %v, want nil", err)
+		}
+	})
 	t.Run("good databases", func(t *testing.T) {
 		c := Default()
 		c.JWTSecret = secret

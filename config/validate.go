@@ -19,6 +19,15 @@ func (c *Config) Validate() error {
 	if c.JWTSecret != "" && len(c.JWTSecret) < MinSecretBytes {
 		bad("jwt_secret is %d bytes: it must be at least %d bytes (try: openssl rand -hex 32)", len(c.JWTSecret), MinSecretBytes)
 	}
+	switch {
+	case c.ClusterSecret != "" && len(c.ClusterSecret) < MinSecretBytes:
+		bad("cluster_secret is %d bytes: it must be at least %d bytes (try: openssl rand -hex 32)", len(c.ClusterSecret), MinSecretBytes)
+	case c.ClusterDSN != "" && c.ClusterSecret == "":
+		bad("cluster_dsn needs cluster_secret (LAKEGATE_CLUSTER_SECRET): the key replicas sign block reads with, "+
+			"at least %d bytes, the same on every replica (try: openssl rand -hex 32)", MinSecretBytes)
+	case c.ClusterSecret != "" && c.ClusterSecret == c.JWTSecret:
+		bad("cluster_secret equals jwt_secret: give the replicas' key a value of its own (try: openssl rand -hex 32)")
+	}
 	seen := map[string]bool{}
 	for i, db := range c.Databases {
 		switch {

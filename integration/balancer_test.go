@@ -125,7 +125,7 @@ func startReplicas(t *testing.T, bin string, n int, extra ...string) []*proc {
 	t.Helper()
 	ps := make([]*proc, n)
 	for i := range ps {
-		ps[i] = startProc(t, bin, append([]string{"LAKEGATE_CLUSTER_DSN=" + dbURL}, extra...)...)
+		ps[i] = startProc(t, bin, append(clusterEnv(), extra...)...)
 	}
 	return ps
 }

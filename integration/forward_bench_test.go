@@ -48,7 +48,7 @@ func TestForwardInstructions(t *testing.T) {
 			t.Fatal(err)
 		}
 		rs[i].p = startProcWithin(t, 5*time.Minute, wrapper, benchEnv(benchURL, "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1",
-			"LAKEGATE_MCP_KEEPALIVE=1h", "LAKEGATE_CLUSTER_DSN="+benchURL)...)
+			"LAKEGATE_MCP_KEEPALIVE=1h", "LAKEGATE_CLUSTER_DSN="+benchURL, "LAKEGATE_CLUSTER_SECRET="+clusterSecret)...)
 	}
 	// The session's stream is on replica 0; its POSTs go to replica 1 while
 	// forward is set.
@@ -121,7 +121,7 @@ func TestClusterThroughput(t *testing.T) {
 	bin := buildBinary(t)
 	ps := make([]*proc, 3)
 	for i := range ps {
-		ps[i] = startProc(t, bin, benchEnv(benchURL, "LAKEGATE_CLUSTER_DSN="+benchURL, "LAKEGATE_MAX_CONNECTIONS_PER_ADDRESS=0",
+		ps[i] = startProc(t, bin, benchEnv(benchURL, "LAKEGATE_CLUSTER_DSN="+benchURL, "LAKEGATE_CLUSTER_SECRET="+clusterSecret, "LAKEGATE_MAX_CONNECTIONS_PER_ADDRESS=0",
 			"LAKEGATE_MAX_QUERIES_PER_SUBJECT=0")...)
 	}
 	tok := token(t, "bench", "reader")

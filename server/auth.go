@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -87,6 +88,7 @@ func newVerifier(cfg config.Config, log *slog.Logger) (*verifier, error) {
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods(keys.algs),
 		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(), // an iat in the future (past leeway) is refused
 		jwt.WithLeeway(leeway),
 	}
 	if cfg.JWTIssuer != "" {
@@ -177,8 +179,10 @@ func (v *verifier) reason(err error, claims jwt.MapClaims) string {
 			return "bearer token lacks a required claim"
 		}
 		return "bearer token has no " + strings.Join(missing, ", ") + " claim"
-	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
-		return "bearer token is not valid yet (nbf or iat in the future)"
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return fmt.Sprintf("bearer token is issued in the future (iat later than now, past %s of leeway): check the issuer's clock", leeway)
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return "bearer token is not valid yet (nbf in the future)"
 	}
 	return "invalid bearer token"
 }
@@ -234,18 +238,20 @@ func lookupClaim(claims map[string]any, name string) (any, bool) {
 
 // authenticate puts the caller on the request context: from the bearer
 // token when there is one, else (with tls_client_cert_auth) from the
-// verified client certificate's common name, else (in a cluster) from
-// the signature of another replica reading a block on a caller's behalf.
+// verified client certificate's common name. In a cluster, a request
+// signed by another replica (Replicas.Caller) goes to replicaCaller,
+// which accepts it on a block read only.
 func (s *Server) authenticate(c *gin.Context) {
 	h := c.GetHeader("Authorization")
 	var caller lakegate.Caller
 	var err error
 	signed := false
-	if h == "" && s.opts.Replicas != nil {
+	if s.opts.Replicas != nil {
 		caller, signed, err = s.opts.Replicas.Caller(c.Request)
 	}
 	switch {
-	case signed: // caller and err are the signature's
+	case signed:
+		caller, err = s.replicaCaller(c, h, caller, err)
 	case h == "" && s.cfg.TLSClientCertAuth && c.Request.TLS != nil && len(c.Request.TLS.VerifiedChains) > 0:
 		caller, err = s.certCaller(c)
 	default:
@@ -258,6 +264,37 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	c.Request = c.Request.WithContext(lakegate.WithCaller(c.Request.Context(), caller))
 	c.Set(subjectKey, caller.Subject)
+}
+
+// replicaRoutes are the routes a replica's signature is accepted on, GET
+// only: a transfer's manifest and its blocks, the block transport routes
+// the MCP plugin mounts (mcp.BlocksPath) and cluster.Peers.Fetch reads
+// when a tool call on one replica reads a block another one holds.
+var replicaRoutes = []string{"/mcp/blocks/:id", "/mcp/blocks/:id/:n"}
+
+// replicaCaller is the caller another replica signed into a request
+// (signed, or sigErr when the signature is bad). A signature is a
+// credential of one use: a block read on a caller's behalf. So it is
+// refused anywhere else (admin, console, ingest, REST, MCP), refused
+// beside another credential (a bearer token or a client certificate),
+// and gives no role but reader, whatever the signer wrote: whoever holds
+// the cluster's key can read blocks as a caller, never administer.
+func (s *Server) replicaCaller(c *gin.Context, authz string, signed lakegate.Caller, sigErr error) (lakegate.Caller, error) {
+	switch {
+	case c.Request.Method != http.MethodGet || !slices.Contains(replicaRoutes, c.FullPath()):
+		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth,
+			Message: "a replica's signature is accepted on block reads only", Hint: s.authHint()}
+	case authz != "" || (c.Request.TLS != nil && len(c.Request.TLS.PeerCertificates) > 0):
+		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth,
+			Message: "a request carries one credential: a bearer token, a client certificate or a replica's signature, not several", Hint: s.authHint()}
+	case sigErr != nil:
+		return lakegate.Caller{}, sigErr
+	}
+	roles := []string{}
+	if slices.Contains(signed.Roles, RoleReader) {
+		roles = append(roles, RoleReader)
+	}
+	return lakegate.Caller{Subject: signed.Subject, Roles: roles}, nil
 }
 
 func (s *Server) bearerCaller(c *gin.Context, h string) (lakegate.Caller, error) {

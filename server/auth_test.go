@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -109,6 +110,8 @@ func TestAuthenticate(t *testing.T) {
 		{"alg none", "Bearer " + none, "signature"},
 		{"rs256 header", "Bearer " + forge("RS256", fmt.Sprintf(`{"sub":"a","role":"admin","exp":%d}`, exp)), "signature"},
 		{"no sub", "Bearer " + sign(t, testSecret, jwt.MapClaims{"role": "admin", "exp": exp}), "no sub"},
+		{"iat an hour ahead", "Bearer " + sign(t, testSecret, jwt.MapClaims{"sub": "a", "role": "reader", "exp": exp, "iat": now.Add(time.Hour).Unix()}), "issued in the future"},
+		{"nbf an hour ahead", "Bearer " + sign(t, testSecret, jwt.MapClaims{"sub": "a", "role": "reader", "exp": exp, "nbf": now.Add(time.Hour).Unix()}), "not valid yet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,6 +149,12 @@ func TestAuthenticate(t *testing.T) {
 	t.Run("forge with HS256 is accepted", func(t *testing.T) {
 		// Proves the rs256 header case fails only because of its alg.
 		tok := forge("HS256", fmt.Sprintf(`{"sub":"a","role":"reader","exp":%d}`, exp))
+		if r := st.do(t, "GET", "/rest/databases", tok, ""); r.code != http.StatusOK {
+			t.Errorf("got %d %s, want 200", r.code, r.body)
+		}
+	})
+	t.Run("iat within leeway", func(t *testing.T) {
+		tok := sign(t, testSecret, jwt.MapClaims{"sub": "a", "role": "reader", "exp": exp, "iat": now.Add(2 * time.Second).Unix()})
 		if r := st.do(t, "GET", "/rest/databases", tok, ""); r.code != http.StatusOK {
 			t.Errorf("got %d %s, want 200", r.code, r.body)
 		}
@@ -202,5 +211,85 @@ func TestRoles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// fakeReplicas reads ReplicaHeader as "subject:role,role" (a good
+// signature) or "forged" (a bad one).
+type fakeReplicas struct{}
+
+const replicaHeader = "X-Lakegate-Replica"
+
+func (fakeReplicas) Caller(r *http.Request) (lakegate.Caller, bool, error) {
+	h := r.Header.Get(replicaHeader)
+	switch h {
+	case "":
+		return lakegate.Caller{}, false, nil
+	case "forged":
+		return lakegate.Caller{}, true, lakegate.Errorf(lakegate.KindAuth, "the request's replica signature is not valid")
+	}
+	sub, roles, _ := strings.Cut(h, ":")
+	return lakegate.Caller{Subject: sub, Roles: strings.Split(roles, ",")}, true, nil
+}
+func (fakeReplicas) Prefix() string                                          { return "0a0b0c0d" }
+func (fakeReplicas) Forward(http.ResponseWriter, *http.Request, string) bool { return false }
+func (fakeReplicas) Gather(context.Context, string, string) [][]byte         { return nil }
+func (fakeReplicas) Forwarded(*http.Request) bool                            { return false }
+
+var _ Replicas = fakeReplicas{}
+
+// TestReplicaSignatureRoutes: another replica's signature opens a block
+// read as a reader, and nothing else.
+func TestReplicaSignatureRoutes(t *testing.T) {
+	st := newStack(t, nil, func(s *Server) { s.opts.Replicas = fakeReplicas{} })
+	reader := token(t, "alice", RoleReader)
+	tests := []struct {
+		name, method, path, signature, tok, body string
+		wantCode                                 int
+		wantMsg                                  string
+	}{
+		// The block routes: the signature is the caller, as a reader.
+		{name: "manifest, signed reader", method: "GET", path: "/mcp/blocks/0a0b0c0dffff", signature: "alice:reader", wantCode: http.StatusNotFound},
+		{name: "block, signed reader", method: "GET", path: "/mcp/blocks/0a0b0c0dffff/0", signature: "alice:reader", wantCode: http.StatusNotFound},
+		{name: "block, signed admin only", method: "GET", path: "/mcp/blocks/0a0b0c0dffff/0", signature: "alice:admin", wantCode: http.StatusForbidden},
+		{name: "block, signed writer only", method: "GET", path: "/mcp/blocks/0a0b0c0dffff/0", signature: "alice:writer", wantCode: http.StatusForbidden},
+		{name: "block, forged", method: "GET", path: "/mcp/blocks/0a0b0c0dffff/0", signature: "forged", wantCode: http.StatusUnauthorized, wantMsg: "not valid"},
+		{name: "block, HEAD", method: "HEAD", path: "/mcp/blocks/0a0b0c0dffff/0", signature: "alice:reader", wantCode: http.StatusUnauthorized},
+		{name: "block, signature and bearer", method: "GET", path: "/mcp/blocks/0a0b0c0dffff/0", signature: "alice:reader", tok: reader, wantCode: http.StatusUnauthorized, wantMsg: "one credential"},
+		// Everywhere else a signature is refused, with or without a bearer.
+		{name: "admin switch", method: "POST", path: "/admin/mcp/disable", signature: "root:admin", wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
+		{name: "admin status", method: "GET", path: "/admin/mcp/status", signature: "root:admin,reader", wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
+		{name: "console sessions", method: "GET", path: "/console/api/sessions", signature: "root:admin", wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
+		{name: "console transfers", method: "GET", path: "/console/api/transfers", signature: "alice:reader", wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
+		{name: "rest sql", method: "POST", path: "/rest/sql", signature: "alice:reader", body: `{"database":"demo","sql":"SELECT 1"}`, wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
+		{name: "rest databases", method: "GET", path: "/rest/databases", signature: "alice:reader", wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
+		{name: "ingest", method: "POST", path: "/data/demo/devices", signature: "w:writer", body: `[]`, wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
+		{name: "command", method: "POST", path: "/", signature: "root:admin", wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
+		{name: "mcp sse", method: "GET", path: "/mcp/sse", signature: "alice:reader", wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
+		{name: "mcp streamable", method: "POST", path: "/mcp", signature: "alice:reader", body: `{}`, wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
+		{name: "admin switch, with a bearer", method: "POST", path: "/admin/mcp/disable", signature: "root:admin", tok: token(t, "root", RoleAdmin), wantCode: http.StatusUnauthorized},
+		{name: "admin switch, forged", method: "POST", path: "/admin/mcp/disable", signature: "forged", wantCode: http.StatusUnauthorized},
+		// Without a signature nothing changes.
+		{name: "rest databases, bearer", method: "GET", path: "/rest/databases", tok: reader, wantCode: http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var hdr []string
+			if tt.signature != "" {
+				hdr = []string{replicaHeader, tt.signature}
+			}
+			r := st.do(t, tt.method, tt.path, tt.tok, tt.body, hdr...)
+			if r.code != tt.wantCode {
+				t.Fatalf("got %d %s, want %d", r.code, r.body, tt.wantCode)
+			}
+			if tt.wantMsg != "" {
+				if e := r.errBody(t); e.Error.Kind != lakegate.KindAuth || !strings.Contains(e.Error.Message, tt.wantMsg) {
+					t.Errorf("got %+v, want kind auth_error with %q", e.Error, tt.wantMsg)
+				}
+			}
+		})
+	}
+	if !st.plugin.Enabled() {
+		t.Error("got the plugin disabled, want it on: a signature switched it")
 	}
 }

@@ -213,14 +213,22 @@ func (s *Server) allSessions(c *gin.Context) []lakegate.SessionInfo {
 }
 
 // gather is the answers of the other replicas of a cluster to GET path, for
-// this request's caller; none for a single server or a request another
-// replica sent.
+// this request's caller, who shows them its own bearer token; none for a
+// single server, a request another replica sent, or a caller with no
+// bearer token (a client certificate cannot be passed on: this replica's
+// part only, with a warning).
 func (s *Server) gather(c *gin.Context, path string) [][]byte {
 	r := s.opts.Replicas
 	if r == nil || r.Forwarded(c.Request) {
 		return nil
 	}
-	return r.Gather(c.Request.Context(), caller(c), path)
+	authz := c.GetHeader("Authorization")
+	if authz == "" {
+		s.log.WarnContext(c.Request.Context(), "cluster: the other replicas' part is left out: the caller has no bearer token to show them",
+			keyRequestID, RequestID(c.Request.Context()), subjectKey, caller(c).Subject, "route", c.FullPath())
+		return nil
+	}
+	return r.Gather(c.Request.Context(), authz, path)
 }
 
 // forward hands a request for id to the replica of the cluster that owns

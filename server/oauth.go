@@ -160,7 +160,7 @@ func newIssuerVerifiers(res *oauthResource, rolesClaim string, log *slog.Logger)
 		var wg sync.WaitGroup
 		wg.Go(func() { _, _ = ik.get() })
 		keys := &keySet{public: map[string][]any{}, jwks: ik, stop: stop, client: client, wait: wg.Wait, algs: algs}
-		parser := jwt.NewParser(jwt.WithValidMethods(algs), jwt.WithExpirationRequired(), jwt.WithLeeway(leeway),
+		parser := jwt.NewParser(jwt.WithValidMethods(algs), jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(leeway),
 			jwt.WithIssuer(iss), jwt.WithAudience(res.audiences()...))
 		byIssuer[iss] = &verifier{keys: keys, parser: parser, issuer: iss, audiences: res.audiences(), rolesClaim: rolesClaim}
 	}

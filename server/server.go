@@ -50,17 +50,21 @@ type Options struct {
 }
 
 // Replicas is what the server needs of its cluster: the callers other
-// replicas sign (accepted in place of a bearer token), and for the
+// replicas sign for the block reads they make on a caller's behalf
+// (accepted on the block routes only, see authenticate), and for the
 // console, the ids other replicas own and the views they hold.
 type Replicas interface {
+	// Caller reads the caller another replica signed into r; signed is
+	// false when r carries no signature, err says a signature is bad.
 	Caller(r *http.Request) (c lakegate.Caller, signed bool, err error)
 	// Prefix begins the ids this replica makes.
 	Prefix() string
-	// Forward sends r, a request for id, to the replica that owns it, and
-	// reports whether it did.
+	// Forward sends r, a request for id, to the replica that owns it
+	// (with r's own Authorization header), and reports whether it did.
 	Forward(w http.ResponseWriter, r *http.Request, id string) bool
-	// Gather GETs path from every other replica for c: their answers.
-	Gather(ctx context.Context, c lakegate.Caller, path string) [][]byte
+	// Gather GETs path from every other replica with authorization, the
+	// caller's own Authorization header: their answers.
+	Gather(ctx context.Context, authorization, path string) [][]byte
 	// Forwarded reports whether r came from another replica.
 	Forwarded(r *http.Request) bool
 }
@@ -258,7 +262,7 @@ func (s *Server) routes() *gin.Engine {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base, cancelBase := context.WithCancelCause(context.Background())
 	defer cancelBase(nil)
-	ln = newConnLimiter(ln, s.cfg.MaxConnections, s.cfg.MaxConnectionsPerAddress, s.log, s.metrics)
+	ln = newConnLimiter(ln, s.cfg.MaxConnections, s.cfg.MaxConnectionsPerAddress, s.tls, s.log, s.metrics)
 	hs := &http.Server{
 		Handler:     busyWhileHandling(s.router),
 		ConnContext: withConn,

@@ -18,13 +18,14 @@ import (
 // and its place with the server, advertises its address once listening,
 // and leaves the cluster last.
 
-// joinCluster registers this replica in the cluster of cfg.ClusterDSN; nil
+// joinCluster registers this replica in the cluster of cfg.ClusterDSN,
+// signing its block reads for the others with cfg.ClusterSecret; nil
 // peers without one. leave removes it.
 func joinCluster(ctx context.Context, cfg config.Config, log *slog.Logger) (peers *cluster.Peers, leave func(), err error) {
 	if cfg.ClusterDSN == "" {
 		return nil, func() {}, nil
 	}
-	if peers, err = cluster.OpenPeers(ctx, cfg.ClusterDSN, log); err != nil {
+	if peers, err = cluster.OpenPeers(ctx, cfg.ClusterDSN, []byte(cfg.ClusterSecret), log); err != nil {
 		return nil, nil, err
 	}
 	return peers, func() {
