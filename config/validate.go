@@ -76,6 +76,15 @@ func (c *Config) Validate() error {
 	}
 	c.validateAuth(bad)
 	c.validateLimits(bad)
+	for i, f := range c.AllowedFunctions {
+		schema, name, qualified := strings.Cut(strings.ToLower(f), ".")
+		switch {
+		case qualified && !validIdent(schema), !validIdent(name) && !(qualified && name == "*"):
+			bad("allowed_functions[%d] %q: want name, schema.name or schema.* with plain identifiers (letters, digits, _), e.g. my_stats.*", i, f)
+		case qualified && name == "*" && (schema == "pg_catalog" || schema == "information_schema"):
+			bad("allowed_functions[%d] %q: would open every built-in function, those that read files and other sessions too; list the functions one by one", i, f)
+		}
+	}
 	if c.MCPMaxWorkers < 1 {
 		bad("mcp_max_workers %d: want at least 1", c.MCPMaxWorkers)
 	}
@@ -132,6 +141,20 @@ func (c *Config) Validate() error {
 		bad("log_level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	return errors.Join(errs...)
+}
+
+// validIdent reports whether s is a plain SQL identifier: a letter or _,
+// then letters, digits or _, at most 63 bytes.
+func validIdent(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func validName(s string) bool {

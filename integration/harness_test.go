@@ -176,7 +176,7 @@ func start(t *testing.T, o envOptions) *env {
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx := t.Context()
-	engine, err := query.Open(ctx, cfg.Databases, &query.Options{Logger: log, Access: cfg.Access, ServerInfoFunctions: cfg.ServerInfoFunctions, AllowedFunctions: cfg.AllowedFunctions, AllowedFunctions: cfg.AllowedFunctions,
+	engine, err := query.Open(ctx, cfg.Databases, &query.Options{Logger: log, Access: cfg.Access, ServerInfoFunctions: cfg.ServerInfoFunctions, AllowedFunctions: cfg.AllowedFunctions,
 		QueryRole: cfg.QueryRole, AllowPrivilegedRole: cfg.AllowPrivilegedRole,
 		MaxStandbyLag: time.Duration(cfg.MaxStandbyLag)})
 	if err != nil {

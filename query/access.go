@@ -40,7 +40,6 @@ func (e *Engine) grantFor(c lakegate.Caller, db string) (*grant, error) {
 	roles := e.ruledRoles(c)
 	g := &grant{db: db, serverInfo: e.opts.ServerInfoFunctions, pgRole: e.opts.QueryRole}
 	g.allowFunc = validate.AllowFunctions(e.opts.AllowedFunctions)
-	g.allowFunc = validate.AllowFunctions(e.opts.AllowedFunctions)
 	switch g.serverInfo {
 	case config.ServerInfoAll:
 		g.infoOK = true

@@ -207,10 +207,4 @@ type Options struct {
 	// the form). Server-information functions follow ServerInfoFunctions
 	// whatever this says.
 	AllowedFunctions []string
-	// AllowedFunctions are functions callers' SQL may call besides those
-	// on package validate's allow list: "name", "schema.name" or
-	// "schema.*" (see validate.AllowFunctions; config.Validate checks
-	// the form). Server-information functions follow ServerInfoFunctions
-	// whatever this says.
-	AllowedFunctions []string
 }
