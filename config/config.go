@@ -167,12 +167,6 @@ type Config struct {
 	// identifiers. Server-information functions follow
 	// ServerInfoFunctions whatever this says.
 	AllowedFunctions []string `json:"allowed_functions" help:"SQL functions callers may call beyond lakegate's list: name, schema.name or schema.*"`
-	// AllowedFunctions are SQL functions callers may call besides those
-	// on lakegate's allow list (pure computations; package
-	// query/validate): each "name", "schema.name" or "schema.*", plain
-	// identifiers. Server-information functions follow
-	// ServerInfoFunctions whatever this says.
-	AllowedFunctions []string `json:"allowed_functions" help:"SQL functions callers may call beyond lakegate's list (comma-separated): name, schema.name or schema.*"`
 
 	// TLSCertFile and TLSKeyFile (PEM) turn on HTTPS, and HTTP/3 on the
 	// same port number over UDP.
