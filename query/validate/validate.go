@@ -311,14 +311,16 @@ func checkName(src string, toks []token, i int, opts *Options) *Error {
 }
 
 // checkCall judges a call of name, qualified by schema ("" when not): on
-// the allow list (unqualified or pg_catalog), a server-information
-// function with opts.ServerInfo, or allowed by opts.AllowFunction.
+// the allow list (unqualified or pg_catalog), an unqualified
+// server-information function with opts.ServerInfo (pg_catalog.version()
+// stays refused, as before the allow list), or allowed by
+// opts.AllowFunction.
 func checkCall(src string, pos int, schema, name string, opts *Options) *Error {
 	builtin := schema == "" || schema == "pg_catalog"
 	switch {
 	case builtin && isAllowedFunc(name):
 		return nil
-	case builtin && isServerInfoFunc(name):
+	case schema == "" && isServerInfoFunc(name):
 		if opts.ServerInfo {
 			return nil
 		}
