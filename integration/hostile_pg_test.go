@@ -13,6 +13,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/pgtest"
 	"github.com/lakegate/lakegate/query"
 	"github.com/lakegate/lakegate/query/validate"
 )
@@ -81,7 +82,13 @@ func TestHostileCorpusPostgres(t *testing.T) {
 	if len(entries) < 60 {
 		t.Fatalf("got %d corpus entries, want at least 60", len(entries))
 	}
-	e, err := query.Open(t.Context(), []config.Database{{Name: "h", URL: dbu}}, &query.Options{StatementTimeout: time.Second})
+	// The engine serves it as README asks (a least-privileged login and
+	// query role); runDirect below goes as the superuser, the worst case.
+	login, err := pgtest.LeastPrivileged(t.Context(), dbu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := query.Open(t.Context(), []config.Database{{Name: "h", URL: login}}, &query.Options{StatementTimeout: time.Second, QueryRole: pgtest.QueryRole})
 	if err != nil {
 		t.Fatal(err)
 	}
