@@ -3,6 +3,8 @@ package integration
 import (
 	"bufio"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/config"
 )
 
 // buildChaos builds the chaos program (integration/chaos).
@@ -158,5 +162,81 @@ func TestSlowlorisFlood(t *testing.T) {
 		if !strings.Contains(logs, `"msg":"connection cap reached`) || !strings.Contains(logs, cap) {
 			t.Errorf("no log line for the %s cap", cap)
 		}
+	}
+}
+
+// tricklePost opens a connection from loopback that sends an authenticated
+// POST /rest/sql declaring a 100,000-byte body and returns once the server
+// has asked for the body (100 Continue: the request passed authentication
+// and its handler is reading the body); then it sends one byte of it and
+// nothing more. The test's cleanup closes it.
+func tricklePost(t *testing.T, addr, tok string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "POST /rest/sql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+tok+
+		"\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	status, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 100 ") {
+		t.Fatalf("trickler: got %q %v, want 100 Continue", status, err)
+	}
+	if _, err := io.WriteString(c, "{"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Time{})
+	return c
+}
+
+// Issue 21: an address whose every connection trickles an authenticated
+// request body (never quiet) is not locked out: /health and a real query
+// from that address answer, again after the tricklers come back, because
+// the connection whose unfinished request started first makes room.
+func TestSlowlorisTricklingBodies(t *testing.T) {
+	const perAddr = 8
+	e := start(t, envOptions{config: func(c *config.Config) { c.MaxConnectionsPerAddress = perAddr }})
+	tok := token(t, "alice", "reader")
+	addr := strings.TrimPrefix(e.base, "http://")
+	// Fresh connections, as a client behind the trickling address makes;
+	// the timeout only catches a server that does not answer.
+	hc := &http.Client{Transport: bearer{token: tok, base: &http.Transport{DisableKeepAlives: true}}, Timeout: 5 * time.Second}
+	var first net.Conn
+	for round := range 3 {
+		// The address's every connection trickles (the newcomers push
+		// out the last round's).
+		for i := range perAddr {
+			c := tricklePost(t, addr, tok)
+			if round == 0 && i == 0 {
+				first = c
+			}
+		}
+		resp, err := hc.Get(e.base + "/health")
+		if err != nil {
+			t.Fatalf("round %d: /health from the trickling address: %v", round, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("round %d: /health: got %d, want 200", round, resp.StatusCode)
+		}
+		resp, err = hc.Post(e.base+"/rest/sql", "application/json",
+			strings.NewReader(`{"database":"iot","sql":"SELECT count(*) AS n FROM devices"}`))
+		if err != nil {
+			t.Fatalf("round %d: a query from the trickling address: %v", round, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"rows"`) {
+			t.Fatalf("round %d: a query: got %d %s, want 200 with rows", round, resp.StatusCode, body)
+		}
+	}
+	// The first trickler was pushed out, not left to read_timeout.
+	_ = first.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, first); err != nil {
+		t.Errorf("the first trickler: got %v, want it closed by the server", err)
 	}
 }
