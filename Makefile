@@ -52,6 +52,7 @@ js-deps:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime 60s ./query/validate/
 	$(GO) test -run '^$$' -fuzz FuzzLongCell -fuzztime 60s ./query/
+	$(GO) test -run '^$$' -fuzz FuzzArray -fuzztime 60s ./query/
 
 bench:
 	bash integration/with-postgres.sh bash integration/bench.sh $(GO)

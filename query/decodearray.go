@@ -47,6 +47,9 @@ const (
 	rangeLBInf     = 0x08
 	rangeUBInf     = 0x10
 	containerStart = 256 // the smallest buffer a container value gets
+	// containerSlack is how far past its limit a value may be written
+	// before the check stops it: one escaped chunk of a long string.
+	containerSlack = 6*encChunk + containerStart
 )
 
 // errContainerTooBig stops a container value whose output would pass the
@@ -81,6 +84,7 @@ type containerWriter struct {
 	m     *pgtype.Map
 	limit int      // the most bytes the output may reach
 	elem  pgColumn // decodes one scalar element; its scratch is reused
+	cell  Cell     // the scalar element last decoded
 	text  []byte   // a range's or multirange's text
 	depth int
 }
@@ -104,10 +108,15 @@ func decContainer(c *pgColumn, raw []byte, cell *Cell) error {
 		cell.Kind, cell.B = CellText, b
 		return nil
 	}
+	// Most elements take about twice their wire size as JSON: one
+	// allocation instead of append's many copies of a large value; at the
+	// limit, room for the element (or chunk of a long one) that crosses it.
 	dst := c.scratch[:0]
-	if want := min(w.limit, 2*len(raw)) + containerStart; cap(dst) < want && cap(dst) < w.limit {
-		// Most elements take about twice their wire size as JSON: one
-		// allocation instead of append's many copies of a large value.
+	want := 2*len(raw) + containerStart
+	if want > w.limit {
+		want = w.limit + containerSlack
+	}
+	if cap(dst) < want {
 		dst = make([]byte, 0, want)
 	}
 	b, err := w.appendJSON(dst, c.oid, raw)
@@ -141,15 +150,16 @@ func (w *containerWriter) appendJSON(dst []byte, oid uint32, raw []byte) ([]byte
 	if cell.Kind == CellText {
 		return w.appendString(dst, cell.B)
 	}
-	return w.check(appendJSONCell(dst, &cell))
+	return w.check(appendJSONCell(dst, cell))
 }
 
-// scalar decodes raw (not NULL) of a type that is no container, in binary.
-func (w *containerWriter) scalar(oid uint32, raw []byte) (Cell, error) {
-	var cell Cell
+// scalar decodes raw (not NULL) of a type that is no container, in
+// binary, into w.cell (a field, so that no cell escapes per element).
+func (w *containerWriter) scalar(oid uint32, raw []byte) (*Cell, error) {
+	w.cell = Cell{}
 	w.elem.oid, w.elem.format, w.elem.m = oid, pgx.BinaryFormatCode, w.m
-	err := pgDecoder(oid, pgx.BinaryFormatCode, nil)(&w.elem, raw, &cell)
-	return cell, err
+	err := pgDecoder(oid, pgx.BinaryFormatCode, nil)(&w.elem, raw, &w.cell)
+	return &w.cell, err
 }
 
 // check refuses output past the limit.
@@ -405,7 +415,7 @@ func (w *containerWriter) appendBoundAt(dst []byte, sub uint32, r *wireReader) (
 		if err != nil {
 			return dst, err
 		}
-		s = appendCellText(tmp[:0], &cell)
+		s = appendCellText(tmp[:0], cell)
 	}
 	if !boundNeedsQuotes(s) {
 		return w.check(append(dst, s...))
