@@ -264,9 +264,13 @@ type Config struct {
 	// MaxConnections bounds the open client connections (0: the process's
 	// file-descriptor limit less 1,024, for the database, block files and
 	// logs); MaxConnectionsPerAddress bounds one remote address's (0 turns
-	// it off). At a cap, the connection that has waited longest without a
-	// request in progress is closed to make room; with none, the new one is
-	// refused.
+	// it off). At a cap, the connection whose unfinished request started
+	// first is closed to make room: an idle or fresh connection, or one
+	// whose request headers or body are still arriving, ranked by when that
+	// request started, never by its last byte; a connection serving a
+	// request it has sent whole (a running query, an event stream) never
+	// is. With every connection serving, the new one is answered 503 with
+	// Retry-After.
 	MaxConnections           int `json:"max_connections" help:"open client connections (0: the open-file limit less 1,024)"`
 	MaxConnectionsPerAddress int `json:"max_connections_per_address" help:"open connections of one remote address (0: off)"`
 	// HeaderTimeout bounds reading a request's headers, ReadTimeout a whole

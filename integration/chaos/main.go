@@ -5,7 +5,7 @@
 // why when the server broke a promise or the attack could not run). The
 // integration tests run the slowloris child on its own, which prints JSON.
 //
-//	chaos all -bin bin/lakegate -db postgres://... [slowloris noisy vanish stale sigterm oversized]
+//	chaos all -bin bin/lakegate -db postgres://... [slowloris trickle noisy vanish stale sigterm oversized]
 //	chaos slowloris -target 127.0.0.1:8080 [-conns N -from 127.0.0.2 -addrs N -hold D]
 package main
 
@@ -54,6 +54,7 @@ type attack struct {
 func attacks() []attack {
 	return []attack{
 		{"slowloris", "slowloris", flood},
+		{"trickle", "trickling bodies", trickle},
 		{"noisy", "noisy reader", noisyReader},
 		{"vanish", "vanished client", vanishedClient},
 		{"stale", "stale sessions", staleSessions},
