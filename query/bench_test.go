@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/query/validate"
@@ -93,6 +95,38 @@ func BenchmarkEncodeLongCell(b *testing.B) {
 				_ = enc.Row(row)
 			}
 			_ = enc.End(&Result{})
+		})
+	}
+}
+
+// BenchmarkDecodeArray measures the container decoder on the array of
+// issue 21 (numerics of 10^30 times 1..n) as the wire brings it, and on an
+// int8 array, each of 100,000 elements: bytes are wire bytes.
+func BenchmarkDecodeArray(b *testing.B) {
+	m := pgtype.NewMap()
+	nums := make([]pgtype.Numeric, 100000)
+	ints := make([]int64, len(nums))
+	for i := range nums {
+		_ = nums[i].Scan(strconv.Itoa(i+1) + strings.Repeat("0", 30))
+		ints[i] = int64(i) << 20
+	}
+	for _, tt := range []struct {
+		name string
+		oid  uint32
+		v    any
+	}{{"numeric", pgtype.NumericArrayOID, nums}, {"int8", pgtype.Int8ArrayOID, ints}} {
+		b.Run(tt.name, func(b *testing.B) {
+			raw := wireOf(b, m, tt.oid, tt.v)
+			row := &pgRow{cols: []pgColumn{{oid: tt.oid, format: pgx.BinaryFormatCode, m: m, decode: decContainer}}, max: DefaultMaxRowBytes}
+			cells := make([]Cell, 1)
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := row.decode([][]byte{raw}, cells); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(cells[0].B))/float64(len(raw)), "out/wire")
 		})
 	}
 }

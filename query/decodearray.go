@@ -50,6 +50,9 @@ const (
 	// containerSlack is how far past its limit a value may be written
 	// before the check stops it: one escaped chunk of a long string.
 	containerSlack = 6*encChunk + containerStart
+	// sizeProbe is the wire size past which an array's buffer is sized
+	// from how its first elements grew.
+	sizeProbe = 64 << 10
 )
 
 // errContainerTooBig stops a container value whose output would pass the
@@ -108,15 +111,11 @@ func decContainer(c *pgColumn, raw []byte, cell *Cell) error {
 		cell.Kind, cell.B = CellText, b
 		return nil
 	}
-	// Most elements take about twice their wire size as JSON: one
-	// allocation instead of append's many copies of a large value; at the
-	// limit, room for the element (or chunk of a long one) that crosses it.
+	// A small value gets twice its wire size, about what its JSON takes; a
+	// large one starts small and is given its size once its first part
+	// shows how much it grows (appendArray).
 	dst := c.scratch[:0]
-	want := 2*len(raw) + containerStart
-	if want > w.limit {
-		want = w.limit + containerSlack
-	}
-	if cap(dst) < want {
+	if want := min(2*len(raw), sizeProbe) + containerStart; cap(dst) < want {
 		dst = make([]byte, 0, want)
 	}
 	b, err := w.appendJSON(dst, c.oid, raw)
@@ -128,22 +127,44 @@ func decContainer(c *pgColumn, raw []byte, cell *Cell) error {
 	return nil
 }
 
+// elemType is how values of one type are decoded, found once per array
+// rather than once per element.
+type elemType struct {
+	oid  uint32
+	kind containerKind
+	sub  uint32       // a range's subtype, a multirange's range type
+	dec  pgDecodeFunc // for scalars
+}
+
+func (w *containerWriter) typeOf(oid uint32) elemType {
+	t := elemType{oid: oid}
+	if t.kind, t.sub = containerOf(oid, w.m); t.kind == notContainer {
+		t.dec = pgDecoder(oid, pgx.BinaryFormatCode, nil)
+	}
+	return t
+}
+
 // appendJSON appends the value raw (not NULL) of type oid as JSON.
 func (w *containerWriter) appendJSON(dst []byte, oid uint32, raw []byte) ([]byte, error) {
-	kind, sub := containerOf(oid, w.m)
-	switch kind {
+	t := w.typeOf(oid)
+	return w.appendValue(dst, &t, raw)
+}
+
+// appendValue appends the value raw (not NULL) of type t as JSON.
+func (w *containerWriter) appendValue(dst []byte, t *elemType, raw []byte) ([]byte, error) {
+	switch t.kind {
 	case containerArray:
 		return w.appendArray(dst, raw)
 	case containerRecord:
 		return w.appendRecord(dst, raw)
 	case containerRange, containerMultirange:
 		var err error
-		if w.text, err = w.appendRangeText(w.text[:0], kind, sub, raw); err != nil {
+		if w.text, err = w.appendRangeText(w.text[:0], t.kind, t.sub, raw); err != nil {
 			return dst, err
 		}
 		return w.appendString(dst, w.text)
 	}
-	cell, err := w.scalar(oid, raw)
+	cell, err := w.scalar(t, raw)
 	if err != nil {
 		return dst, err
 	}
@@ -155,10 +176,10 @@ func (w *containerWriter) appendJSON(dst []byte, oid uint32, raw []byte) ([]byte
 
 // scalar decodes raw (not NULL) of a type that is no container, in
 // binary, into w.cell (a field, so that no cell escapes per element).
-func (w *containerWriter) scalar(oid uint32, raw []byte) (*Cell, error) {
+func (w *containerWriter) scalar(t *elemType, raw []byte) (*Cell, error) {
 	w.cell = Cell{}
-	w.elem.oid, w.elem.format, w.elem.m = oid, pgx.BinaryFormatCode, w.m
-	err := pgDecoder(oid, pgx.BinaryFormatCode, nil)(&w.elem, raw, &w.cell)
+	w.elem.oid, w.elem.format, w.elem.m = t.oid, pgx.BinaryFormatCode, w.m
+	err := t.dec(&w.elem, raw, &w.cell)
 	return &w.cell, err
 }
 
@@ -237,10 +258,11 @@ func (w *containerWriter) appendArray(dst, raw []byte) ([]byte, error) {
 	r := wireReader{b: raw}
 	ndim := r.int32()
 	r.int32() // has nulls
-	elem := uint32(r.int32())
+	elemOID := uint32(r.int32())
 	if r.bad || ndim < 0 || ndim > maxArrayDims {
 		return dst, fmt.Errorf("decode array: bad header")
 	}
+	elem := w.typeOf(elemOID)
 	n := 0
 	if ndim > 0 {
 		n = 1
@@ -259,9 +281,20 @@ func (w *containerWriter) appendArray(dst, raw []byte) ([]byte, error) {
 		return dst, fmt.Errorf("decode array: bad dimensions")
 	}
 	dst = append(dst, '[')
+	start, sized := len(dst), w.depth > 1 || len(raw) <= sizeProbe
 	for i := range n {
 		if i > 0 {
 			dst = append(dst, ',')
+		}
+		if read := len(raw) - len(r.b); !sized && read >= sizeProbe/2 {
+			// The elements so far tell how much the array grows: one
+			// buffer for all of it (within the limit), not append's
+			// copies at 1.25 times each.
+			sized = true
+			want := start + int(float64(len(dst)-start)*float64(len(raw))/float64(read)*1.05) + containerStart
+			if want > cap(dst) {
+				dst = append(make([]byte, 0, min(want, w.limit+containerSlack)), dst...)
+			}
 		}
 		v, ok := r.value()
 		if !ok {
@@ -271,7 +304,7 @@ func (w *containerWriter) appendArray(dst, raw []byte) ([]byte, error) {
 		if v == nil {
 			dst, err = w.check(append(dst, "null"...))
 		} else {
-			dst, err = w.appendJSON(dst, elem, v)
+			dst, err = w.appendValue(dst, &elem, v)
 		}
 		if err != nil {
 			return dst, err
@@ -356,7 +389,8 @@ func (w *containerWriter) appendRangeText(dst []byte, kind containerKind, sub ui
 
 // appendRange appends a binary range of subtype sub: a flags byte, then
 // the lower and upper bounds that are finite, each length-prefixed.
-func (w *containerWriter) appendRange(dst []byte, sub uint32, raw []byte) ([]byte, error) {
+func (w *containerWriter) appendRange(dst []byte, subOID uint32, raw []byte) ([]byte, error) {
+	sub := w.typeOf(subOID)
 	if len(raw) == 0 {
 		return dst, fmt.Errorf("decode range: no flags")
 	}
@@ -375,13 +409,13 @@ func (w *containerWriter) appendRange(dst []byte, sub uint32, raw []byte) ([]byt
 		}
 		dst = append(dst, open)
 		if flags&rangeLBInf == 0 {
-			if dst, err = w.appendBoundAt(dst, sub, &r); err != nil {
+			if dst, err = w.appendBoundAt(dst, &sub, &r); err != nil {
 				return dst, err
 			}
 		}
 		dst = append(dst, ',')
 		if flags&rangeUBInf == 0 {
-			if dst, err = w.appendBoundAt(dst, sub, &r); err != nil {
+			if dst, err = w.appendBoundAt(dst, &sub, &r); err != nil {
 				return dst, err
 			}
 		}
@@ -395,7 +429,7 @@ func (w *containerWriter) appendRange(dst []byte, sub uint32, raw []byte) ([]byt
 
 // appendBoundAt reads a range bound from r and appends it as text,
 // quoted as PostgreSQL quotes one (range_bound_escape) when it needs to be.
-func (w *containerWriter) appendBoundAt(dst []byte, sub uint32, r *wireReader) ([]byte, error) {
+func (w *containerWriter) appendBoundAt(dst []byte, sub *elemType, r *wireReader) ([]byte, error) {
 	raw, ok := r.value()
 	if !ok || raw == nil {
 		return dst, fmt.Errorf("decode range: bound missing")
@@ -404,10 +438,10 @@ func (w *containerWriter) appendBoundAt(dst []byte, sub uint32, r *wireReader) (
 		s   []byte
 		tmp [32]byte
 	)
-	if kind, _ := containerOf(sub, w.m); kind != notContainer {
+	if sub.kind != notContainer {
 		// A range over a container type: its JSON stands as the text.
 		var err error
-		if s, err = w.appendJSON(nil, sub, raw); err != nil {
+		if s, err = w.appendValue(nil, sub, raw); err != nil {
 			return dst, err
 		}
 	} else {
