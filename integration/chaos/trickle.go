@@ -50,7 +50,8 @@ func trickle(ctx context.Context, e *env) (string, error) {
 		wg       sync.WaitGroup
 		inBody   atomic.Int64 // tricklers whose body the server is reading
 		pushed   atomic.Int64 // tricklers the server closed
-		failures atomic.Int64 // tricklers that could not start
+		failures atomic.Int64 // tricklers that failed otherwise
+		firstErr atomic.Value // of them, the first error
 	)
 	defer func() { cancel(); wg.Wait() }()
 	ready := make(chan struct{}, tricklers)
@@ -69,6 +70,7 @@ func trickle(ctx context.Context, e *env) (string, error) {
 					pushed.Add(1)
 				case actx.Err() == nil:
 					failures.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
 				}
 				select {
 				case <-actx.Done():
@@ -123,7 +125,7 @@ func trickle(ctx context.Context, e *env) (string, error) {
 		ms(percentile(health, 0.5)), ms(percentile(health, 1)), ms(percentile(query, 0.5)), ms(percentile(query, 1)),
 		2*len(health)-len(failed), 2*len(health), inBody.Load(), pushed.Load())
 	if n := failures.Load(); n > 0 {
-		figure += fmt.Sprintf(" (%d could not start)", n)
+		figure += fmt.Sprintf(" (%d failed otherwise, the first: %v)", n, firstErr.Load())
 	}
 	switch slowest := max(percentile(health, 1), percentile(query, 1)); {
 	case len(failed) > 0:
@@ -167,10 +169,10 @@ func trickleOnce(ctx context.Context, addr, tok string, inBody func()) error {
 	inBody()
 	buf := make([]byte, 512)
 	for {
+		_ = c.SetDeadline(time.Now().Add(trickleEvery))
 		if _, err := io.WriteString(c, " "); err != nil {
 			return closedOrErr(ctx, err)
 		}
-		_ = c.SetDeadline(time.Now().Add(trickleEvery))
 		for {
 			// Whatever the server says (an answer at read_timeout) is
 			// read until it closes.
