@@ -257,9 +257,10 @@ type Config struct {
 	StatementTimeout Duration `json:"statement_timeout" help:"longest a query may run"`
 	DefaultRowLimit  int      `json:"default_row_limit" help:"rows returned when a request names no limit"`
 	MaxRowLimit      int      `json:"max_row_limit" help:"the largest row limit a request may ask for"`
-	// MaxRowBytes bounds one row of a result as the database sends it: a
-	// larger row is refused with a hint to read the value in parts.
-	MaxRowBytes  int64 `json:"max_row_bytes" help:"the largest row a query may return, as the database sends it"`
+	// MaxRowBytes bounds one row of a result both as the database sends it
+	// and as the server holds it decoded (arrays, numerics, JSON, records):
+	// a larger row is refused with a hint to read the value in parts.
+	MaxRowBytes  int64 `json:"max_row_bytes" help:"the largest row a query may return, on the wire and decoded"`
 	MaxBodyBytes int64 `json:"max_body_bytes" help:"the largest request body"`
 	// MaxConnections bounds the open client connections (0: the process's
 	// file-descriptor limit less 1,024, for the database, block files and
