@@ -103,11 +103,6 @@ func newConnLimiter(ln net.Listener, max, perAddr int, tlsConf *tls.Config, log 
 	l := &connLimiter{Listener: ln, max: max, perAddr: perAddr, tls: tlsConf, log: log, metrics: m,
 		addrs: make(map[string]*addrConns), report: map[string]*capReport{"overall": {}, "per_address": {}},
 		refusing: make(map[net.Conn]struct{}), refusal: refusalAnswer()}
-	if m != nil {
-		// The series exist from the start, as the metric's others do.
-		m.connsCapped.WithLabelValues("overall", "closed_receiving")
-		m.connsCapped.WithLabelValues("per_address", "closed_receiving")
-	}
 	if tlsConf != nil {
 		// The refusal is an HTTP/1.1 answer, so ALPN must not pick h2.
 		l.tlsRefuse = tlsConf.Clone()

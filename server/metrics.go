@@ -82,7 +82,7 @@ func NewMetrics() *Metrics {
 			Name: "lakegate_connections_open", Help: "Client connections open on the TCP listener.",
 		}),
 		connsCapped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lakegate_connections_capped_total", Help: "Connections closed to make room (closed_quiet) or refused (refused) at a connection cap (overall, per_address).",
+			Name: "lakegate_connections_capped_total", Help: "Connections closed to make room (closed_quiet: idle or not yet sending; closed_receiving: a request still arriving) or refused (refused) at a connection cap (overall, per_address).",
 		}, []string{"cap", "action"}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -94,6 +94,7 @@ func NewMetrics() *Metrics {
 	}
 	for _, c := range []string{"overall", "per_address"} {
 		m.connsCapped.WithLabelValues(c, "closed_quiet")
+		m.connsCapped.WithLabelValues(c, "closed_receiving")
 		m.connsCapped.WithLabelValues(c, "refused")
 	}
 	for _, c := range workClassNames {
