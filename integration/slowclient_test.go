@@ -2,15 +2,18 @@ package integration
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lakegate/lakegate/internal/ssetest"
+	"github.com/lakegate/lakegate/mcp"
 )
 
 // A client that stops reading its event stream is dropped after the write
@@ -20,36 +23,7 @@ func TestSlowSSEClientIsDropped(t *testing.T) {
 	tok := token(t, "alice", "reader")
 	healthy := e.connect(t, tok)
 
-	// Open a stream by hand, read the endpoint event, then stop reading.
-	// A small receive buffer, set before connecting so the TCP window stays
-	// small: the server's writes block soon after the client stops reading.
-	// Not an ssetest.Stream: its goroutine would go on reading (a whole
-	// event into its buffer before it waits for Next).
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) {
-			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		})
-	}}
-	nc, err := d.DialContext(t.Context(), "tcp", strings.TrimPrefix(e.base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	req, _ := http.NewRequest(http.MethodGet, e.base+"/mcp/sse", nil)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-	if err := req.Write(nc); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(nc), req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /mcp/sse: got %v, %v; want 200", resp, err)
-	}
-	ev, err := ssetest.NewReader(resp.Body).Next()
-	if err != nil || ev.Name != "endpoint" {
-		t.Fatalf("reading the stream head: got %+v, %v; want the endpoint event", ev, err)
-	}
-	endpoint := e.base + ev.Data
+	endpoint, _ := stalledSSE(t, e, tok)
 	if n := e.plugin.Status().Sessions["sse"]; n != 2 {
 		t.Fatalf("open sessions: got %d, want 2", n)
 	}
@@ -82,5 +56,147 @@ func TestSlowSSEClientIsDropped(t *testing.T) {
 	}
 	if _, err := healthy.ListTools(t.Context(), nil); err != nil {
 		t.Errorf("healthy session after the drop: %v", err)
+	}
+}
+
+// stalledSSE opens an SSE stream by hand, reads the endpoint event, then
+// stops reading; it returns the message endpoint and the stream's reader,
+// for a test to read from later. A small receive buffer, set before
+// connecting so the TCP window stays small: the server's writes block
+// soon after the client stops reading. Not an ssetest.Stream: its
+// goroutine would go on reading (a whole event into its buffer before it
+// waits for Next).
+func stalledSSE(t *testing.T, e *env, tok string) (endpoint string, stream *ssetest.Reader) {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) {
+			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+	}}
+	nc, err := d.DialContext(t.Context(), "tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nc.Close() })
+	req, _ := http.NewRequest(http.MethodGet, e.base+"/mcp/sse", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := req.Write(nc); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(nc), req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /mcp/sse: got %v, %v; want 200", resp, err)
+	}
+	stream = ssetest.NewReader(resp.Body)
+	ev, err := stream.Next()
+	if err != nil || ev.Name != "endpoint" {
+		t.Fatalf("reading the stream head: got %+v, %v; want the endpoint event", ev, err)
+	}
+	return e.base + ev.Data, stream
+}
+
+// toolCalls reads lakegate_mcp_tool_calls_total of tool with outcome.
+func toolCalls(t *testing.T, base, tool, outcome string) float64 {
+	t.Helper()
+	code, body := get(t, base+"/metrics", token(t, "root", "admin"))
+	if code != http.StatusOK {
+		t.Fatalf("metrics: got %d %s", code, body)
+	}
+	prefix := fmt.Sprintf(`lakegate_mcp_tool_calls_total{outcome=%q,tool=%q} `, outcome, tool)
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("metrics: %q: %v", line, err)
+			}
+			return f
+		}
+	}
+	return 0
+}
+
+// A client that reads nothing of its SSE stream while it POSTs run_sql
+// calls of about 2 MB each holds at most its session's byte budget
+// (mcp_session_queue_bytes) of replies: the calls are admitted by the
+// bytes their replies can take before they run, and those that find no
+// room within worker_wait are refused as rate_limited with retry_after
+// rather than all accepted and held. Reading the stream then delivers
+// every answer.
+func TestSlowSSEReaderAdmittedByBytes(t *testing.T) {
+	const budget = 8 << 20
+	const calls = 12
+	e := start(t, envOptions{writeTimeout: time.Minute, plugin: func(o *mcp.Options) {
+		o.SessionQueueBytes = budget
+		o.BlockThreshold = 3 << 20 // the replies are inline
+		o.WorkerWait = 200 * time.Millisecond
+	}})
+	tok := token(t, "alice", "reader")
+	endpoint, stream := stalledSSE(t, e, tok)
+	id := strings.TrimPrefix(endpoint[strings.Index(endpoint, "session_id="):], "session_id=")
+
+	post(t, endpoint, tok, initialize("2025-06-18"))
+	post(t, endpoint, tok, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	big := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_sql","arguments":` +
+		`{"database":"iot","sql":"SELECT repeat('x', 2000000) AS pad","max_rows":1}}}`
+	for i := range calls {
+		if code, body := post(t, endpoint, tok, fmt.Sprintf(big, 100+i)); code != http.StatusAccepted {
+			t.Fatalf("post %d: got %d %s, want 202", i, code, body)
+		}
+	}
+	// Every call answered (queued for the stream, or written into the
+	// socket's buffers), none of the answers read.
+	var ok, refused float64
+	deadline := time.Now().Add(30 * time.Second)
+	for ok+refused < calls {
+		if time.Now().After(deadline) {
+			t.Fatalf("calls answered: got %v ok and %v refused, want %d in all", ok, refused, calls)
+		}
+		time.Sleep(20 * time.Millisecond)
+		ok, refused = toolCalls(t, e.base, "run_sql", "ok"), toolCalls(t, e.base, "run_sql", "rate_limited")
+	}
+	if ok < 1 || refused < 1 {
+		t.Errorf("answers with nothing read: got %v ok and %v rate_limited, want some of each", ok, refused)
+	}
+	_, peak, open := e.plugin.SessionBytes(id)
+	if !open {
+		t.Fatal("the stalled session was closed; want it open, its replies held")
+	}
+	t.Logf("with nothing read: %v calls ran, %v refused; at most %d bytes held of a %d budget", ok, refused, peak, budget)
+	if peak > budget {
+		t.Errorf("bytes held for the stalled session: got at most %d, want at most %d", peak, budget)
+	}
+
+	// Now read: every answer arrives; each refusal says when to retry.
+	results, refusals := 0, 0
+	for results+refusals < calls {
+		ev, err := stream.Next()
+		if err != nil {
+			t.Fatalf("reading the answers: %v (got %d results, %d refusals)", err, results, refusals)
+		}
+		var msg struct {
+			ID     *int `json:"id"`
+			Result struct {
+				IsError bool `json:"isError"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"result"`
+		}
+		if json.Unmarshal([]byte(ev.Data), &msg) != nil || msg.ID == nil || *msg.ID < 100 {
+			continue // initialize's answer, a notification
+		}
+		if !msg.Result.IsError {
+			results++
+			continue
+		}
+		text := msg.Result.Content[0].Text
+		if !strings.Contains(text, `"kind":"rate_limited"`) || !strings.Contains(text, `"retry_after"`) {
+			t.Fatalf("refused call: got %s, want rate_limited with retry_after", text)
+		}
+		refusals++
+	}
+	if float64(results) != ok || float64(refusals) != refused {
+		t.Errorf("answers read: got %d results and %d refusals, want %v and %v", results, refusals, ok, refused)
 	}
 }

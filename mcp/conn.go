@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -75,8 +76,16 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	err = c.out.push(ctx, c, data)
-	if _, ok := msg.(*jsonrpc.Response); ok && err == nil {
+	var key string
+	r, isResponse := msg.(*jsonrpc.Response)
+	if isResponse {
+		key = idLogText(r.ID)
+	}
+	err = c.out.push(ctx, c, key, data)
+	if isResponse && err != nil {
+		c.out.cancel(key) // its bytes are not held any more
+	}
+	if isResponse && err == nil {
 		c.unanswered.Add(-1)
 	}
 	if errors.Is(err, errQueueFull) {
@@ -211,6 +220,15 @@ func (sseTransport) SupportsProtocolVersion(v string) bool { return v < "2026-07
 // bounded in count and in bytes. A message larger than the byte bound
 // still goes when the queue is empty, so the bound is on what waits
 // behind the one being sent.
+//
+// The byte bound is also the session's budget for replies before they
+// exist: a call whose reply can be large reserves the most its reply can
+// be (reserve) before it runs, and is admitted only while the bytes held
+// for the session (reservations, queued messages, the message being
+// written) leave room for it. The reply, once encoded, takes its actual
+// size from the reservation as it is queued (push), and gives the bytes
+// back once written to the stream (written). So a client that reads
+// nothing holds about its budget, however many calls it sends.
 type outQueue struct {
 	mu       sync.Mutex
 	msgs     [][]byte
@@ -219,11 +237,120 @@ type outQueue struct {
 	maxBytes int64
 	ready    chan struct{} // a message was added (capacity 1)
 	room     chan struct{} // a message was taken (capacity 1)
+
+	// reserved sums the reservations of the calls running, listed in
+	// reservations by JSON-RPC id (idLogText; a list, as a client may
+	// reuse an id); writing is the message popped and being written.
+	reserved     int64
+	reservations map[string][]int64
+	writing      int64
+	peak         int64         // the most bytes held at once
+	waiters      int           // calls waiting in reserve
+	freed        chan struct{} // closed, and replaced, when held bytes go down
 }
 
 func newOutQueue(maxMsgs int, maxBytes int64) *outQueue {
 	return &outQueue{maxMsgs: maxMsgs, maxBytes: maxBytes,
-		ready: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+		ready: make(chan struct{}, 1), room: make(chan struct{}, 1),
+		reservations: map[string][]int64{}, freed: make(chan struct{})}
+}
+
+// heldLocked is what the session holds for its stream. q.mu is held.
+func (q *outQueue) heldLocked() int64 { return q.reserved + q.bytes + q.writing }
+
+// freeLocked wakes the calls waiting for bytes. q.mu is held.
+func (q *outQueue) freeLocked() {
+	close(q.freed)
+	q.freed = make(chan struct{})
+}
+
+// held reports the bytes the session holds now and the most it held.
+func (q *outQueue) held() (now, peak int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.heldLocked(), q.peak
+}
+
+// reserve admits a call whose reply (JSON-RPC id key) can be up to n
+// bytes: at once if the session's held bytes leave room for n, or if it
+// holds nothing (so that a call larger than the budget still runs, alone);
+// else once enough bytes come back, waiting at most wait. Past it the
+// call is refused as rate_limited. The reservation ends when the reply
+// is queued (push) or dropped (cancel).
+func (q *outQueue) reserve(ctx context.Context, c *conn, key string, n int64, wait time.Duration) error {
+	var timer *time.Timer
+	for {
+		q.mu.Lock()
+		if held := q.heldLocked(); held == 0 || held+n <= q.maxBytes {
+			q.reserved += n
+			q.reservations[key] = append(q.reservations[key], n)
+			q.peak = max(q.peak, q.heldLocked())
+			q.mu.Unlock()
+			return nil
+		}
+		freed := q.freed
+		if timer == nil {
+			q.waiters++
+			defer func() {
+				q.mu.Lock()
+				q.waiters--
+				q.mu.Unlock()
+			}()
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		q.mu.Unlock()
+		select {
+		case <-freed:
+		case <-c.closed:
+			return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the MCP session closed while the call waited for its replies to be read", Err: mcpsdk.ErrConnectionClosed}
+		case <-ctx.Done():
+			return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the call ended while waiting for the session's replies to be read", Err: ctx.Err()}
+		case <-timer.C:
+			return &lakegate.Error{Kind: lakegate.KindRateLimited,
+				Message: fmt.Sprintf("this session's replies not yet read by its client hold its %d bytes", q.maxBytes),
+				Hint:    "read the event stream: calls are admitted again as its replies are read", RetryAfter: time.Second}
+		}
+	}
+}
+
+// takeLocked ends the oldest reservation of key and returns its bytes
+// (0: none). q.mu is held.
+func (q *outQueue) takeLocked(key string) int64 {
+	rs := q.reservations[key]
+	if len(rs) == 0 {
+		return 0
+	}
+	n := rs[0]
+	if len(rs) == 1 {
+		delete(q.reservations, key)
+	} else {
+		q.reservations[key] = rs[1:]
+	}
+	q.reserved -= n
+	return n
+}
+
+// cancel ends the oldest reservation of key, if any: its reply will not
+// be queued.
+func (q *outQueue) cancel(key string) {
+	if key == "" {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.takeLocked(key) > 0 {
+		q.freeLocked()
+	}
+}
+
+// written gives back the n bytes of the message popped last, now written
+// to the stream (or dropped).
+func (q *outQueue) written(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.writing -= int64(n)
+	q.freeLocked()
 }
 
 func signal(ch chan struct{}) {
@@ -233,8 +360,9 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// tryPush adds data if it fits.
-func (q *outQueue) tryPush(data []byte) bool {
+// tryPush adds data if it fits; data is the reply of the reservation of
+// key, if any, which it ends.
+func (q *outQueue) tryPush(key string, data []byte) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := int64(len(data))
@@ -243,13 +371,18 @@ func (q *outQueue) tryPush(data []byte) bool {
 	}
 	q.msgs = append(q.msgs, data)
 	q.bytes += n
+	if key != "" && q.takeLocked(key) > n {
+		q.freeLocked() // the reply is smaller than the most it could be
+	}
+	q.peak = max(q.peak, q.heldLocked())
 	signal(q.ready)
 	return true
 }
 
-// push adds data, waiting at most c.writeTimeout for room; it fails at
-// once once the session is closed, and with errQueueFull on timeout.
-func (q *outQueue) push(ctx context.Context, c *conn, data []byte) error {
+// push adds data, the message of JSON-RPC id key ("": none), waiting at
+// most c.writeTimeout for room; it fails at once once the session is
+// closed, and with errQueueFull on timeout.
+func (q *outQueue) push(ctx context.Context, c *conn, key string, data []byte) error {
 	var timer *time.Timer
 	for waited := false; ; waited = true {
 		select {
@@ -257,7 +390,7 @@ func (q *outQueue) push(ctx context.Context, c *conn, data []byte) error {
 			return mcpsdk.ErrConnectionClosed
 		default:
 		}
-		if q.tryPush(data) {
+		if q.tryPush(key, data) {
 			if waited {
 				// One wake-up per message taken: pass it on, in case
 				// that left room for another writer waiting too.
@@ -281,7 +414,8 @@ func (q *outQueue) push(ctx context.Context, c *conn, data []byte) error {
 	}
 }
 
-// pop takes the oldest message, if any.
+// pop takes the oldest message, if any. Its bytes stay held until
+// written is called.
 func (q *outQueue) pop() ([]byte, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -292,6 +426,7 @@ func (q *outQueue) pop() ([]byte, bool) {
 	q.msgs[0] = nil
 	q.msgs = q.msgs[1:]
 	q.bytes -= int64(len(data))
+	q.writing += int64(len(data))
 	signal(q.room)
 	return data, true
 }

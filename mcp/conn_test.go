@@ -3,8 +3,11 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +188,172 @@ func TestEncodeMessage(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("id %s: got %s, want %s", id, got, want)
 		}
+	}
+}
+
+// TestSessionAdmitsCallsByReplyBytes: a session's tool calls are admitted
+// by the bytes their replies can take before they run. With a budget of
+// B, calls reserving under B/2 each (the inline bound and their
+// arguments, which a reply may echo: the statement) and replies of about
+// B/3 its client does not read, two calls run at once and a third does
+// not: it waits, and after worker_wait is refused as
+// rate_limited with retry_after; once the stream drains, calls run again.
+func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
+	const budget = 64 << 10
+	call := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_sql","arguments":`+
+			`{"database":"iot","sql":"SELECT '%s' AS pad"}}}`, id, strings.Repeat("x", 12<<10))
+	}
+	for _, tc := range []struct {
+		name string
+		wait time.Duration // worker_wait
+		// drain: read the stream while the third call waits, instead of
+		// letting worker_wait pass.
+		drain bool
+	}{
+		{name: "refused after worker_wait", wait: 50 * time.Millisecond},
+		{name: "admitted once the stream drains", wait: time.Minute, drain: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, eng := newTestPlugin(t, Options{SessionQueueBytes: budget, BlockThreshold: budget / 4, WorkerWait: tc.wait})
+			caller := lakegate.Caller{Subject: "alice", Roles: []string{"reader"}}
+			c, err := p.openSession(caller)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ss, err := p.server.Connect(lakegate.WithCaller(context.WithoutCancel(t.Context()), caller), sseTransport{c}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				c.Close()
+				_ = ss.Close()
+				p.sessions.doneSSE(c)
+			})
+			deliver := func(text string) {
+				t.Helper()
+				msg, err := decodeMessage([]byte(text))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tagMessage(msg, http.Header{})
+				if err := c.deliver(t.Context(), msg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// next reads the stream's next message, as the SSE writer does.
+			next := func() *jsonrpc.Response {
+				t.Helper()
+				for {
+					if data, ok := c.out.pop(); ok {
+						c.out.written(len(data))
+						msg, err := jsonrpc.DecodeMessage(data)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if r, ok := msg.(*jsonrpc.Response); ok {
+							return r
+						}
+						continue // a notification
+					}
+					select {
+					case <-c.out.ready:
+					case <-time.After(5 * time.Second):
+						t.Fatal("no message on the stream within 5s")
+					}
+				}
+			}
+			// queued counts the answers queued (not notifications).
+			queued := func() int {
+				c.out.mu.Lock()
+				defer c.out.mu.Unlock()
+				n := 0
+				for _, data := range c.out.msgs {
+					if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+						if _, ok := msg.(*jsonrpc.Response); ok {
+							n++
+						}
+					}
+				}
+				return n
+			}
+			waiters := func() int {
+				c.out.mu.Lock()
+				defer c.out.mu.Unlock()
+				return c.out.waiters
+			}
+			runs := func() int {
+				eng.mu.Lock()
+				defer eng.mu.Unlock()
+				return len(eng.callers)
+			}
+
+			deliver(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"slow","version":"1"}}}`)
+			if r := next(); r == nil || r.Error != nil {
+				t.Fatalf("initialize: got %+v, want a result", r)
+			}
+			deliver(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+			// Three calls, and a client that reads nothing.
+			for id := 2; id <= 4; id++ {
+				deliver(call(id))
+			}
+			if tc.drain {
+				waitFor(t, func() bool { return queued() == 2 && waiters() == 1 })
+			} else {
+				waitFor(t, func() bool { return queued() == 3 })
+			}
+			if got := runs(); got != 2 {
+				t.Fatalf("calls run with two replies of ~B/2 unread: got %d, want 2", got)
+			}
+			if now, _ := c.out.held(); now > budget {
+				t.Errorf("bytes held: got %d, want at most %d", now, budget)
+			}
+
+			results, refused := 0, 0
+			read := func() {
+				t.Helper()
+				r := next()
+				var res mcpsdk.CallToolResult
+				if r == nil || r.Error != nil || json.Unmarshal(r.Result, &res) != nil {
+					t.Fatalf("got %+v, want a tool result", r)
+				}
+				if !res.IsError {
+					results++
+					return
+				}
+				text := res.Content[0].(*mcpsdk.TextContent).Text
+				if !strings.Contains(text, `"kind":"rate_limited"`) || !strings.Contains(text, `"retry_after"`) {
+					t.Fatalf("refused call: got %s, want rate_limited with retry_after", text)
+				}
+				refused++
+			}
+			if tc.drain {
+				read()
+				read()
+				read() // the third, admitted as the others were read
+			} else {
+				read()
+				read()
+				read()
+			}
+			wantResults, wantRefused := 3, 0
+			if !tc.drain {
+				wantResults, wantRefused = 2, 1
+			}
+			if results != wantResults || refused != wantRefused {
+				t.Errorf("answers: got %d results and %d refusals, want %d and %d", results, refused, wantResults, wantRefused)
+			}
+
+			// The stream drained: a call runs again.
+			deliver(call(5))
+			read()
+			if results != wantResults+1 {
+				t.Errorf("a call after the stream drained: got %d results, want %d", results, wantResults+1)
+			}
+			if now, peak := c.out.held(); now != 0 || peak > budget {
+				t.Errorf("bytes held: got %d now, %d at most; want 0 now, at most %d", now, peak, budget)
+			}
+		})
 	}
 }

@@ -96,10 +96,15 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 		ctx, stop := p.untilCallerGone(ctx, req)
 		defer stop()
 		var out output
-		err := p.withWorker(ctx, func() (err error) {
-			out, err = h.run(ctx, p, call{Caller: caller, timeout: t.timeout, args: t.args}, req.Params.Arguments)
-			return err
-		})
+		// Admitted by the bytes its reply can take before it runs, then
+		// given a worker: a call waiting for bytes holds no worker.
+		err := p.admitReply(ctx, req)
+		if err == nil {
+			err = p.withWorker(ctx, func() (err error) {
+				out, err = h.run(ctx, p, call{Caller: caller, timeout: t.timeout, args: t.args}, req.Params.Arguments)
+				return err
+			})
+		}
 		var res *mcpsdk.CallToolResult
 		var rows int64
 		if err == nil {

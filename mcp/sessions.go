@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -409,4 +410,41 @@ func (p *Plugin) openSession(caller lakegate.Caller) (*conn, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// admitReply reserves, on the SSE session req came on, the most the
+// reply of a tool call can be (mcp_block_threshold, past which a result
+// goes to blocks, plus its arguments) before the call runs; see outQueue.reserve. It waits at most
+// WorkerWait for the session's client to read replies, then refuses the
+// call as rate_limited. Streamable HTTP answers each call on its own POST
+// and stdio has one client: they are admitted at once.
+func (p *Plugin) admitReply(ctx context.Context, req *mcpsdk.CallToolRequest) error {
+	if req.Session == nil {
+		return nil
+	}
+	c := p.sessions.sseSession(req.Session.ID())
+	ex := req.GetExtra()
+	if c == nil || ex == nil || ex.Header == nil {
+		return nil
+	}
+	key := ex.Header.Get(headerJSONRPCID)
+	if key == "" {
+		return nil
+	}
+	// The rows inline, and the arguments, which the reply may echo (the
+	// statement in its metadata).
+	n := p.opts.BlockThreshold + int64(len(req.Params.Arguments))
+	return c.out.reserve(ctx, c, key, n, p.opts.WorkerWait)
+}
+
+// SessionBytes reports the bytes the SSE session id holds for its client
+// now (replies reserved, queued or being written) and the most it held
+// at once; ok is false when no such SSE session is open.
+func (p *Plugin) SessionBytes(id string) (now, peak int64, ok bool) {
+	c := p.sessions.sseSession(id)
+	if c == nil {
+		return 0, 0, false
+	}
+	now, peak = c.out.held()
+	return now, peak, true
 }

@@ -90,10 +90,14 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 			if !ok {
 				return rc.Flush()
 			}
-			if err := deadline(); err != nil {
-				return err
+			err := deadline()
+			if err == nil {
+				err = writeMessageEvent(w, data)
 			}
-			if err := writeMessageEvent(w, data); err != nil {
+			// Written (or the stream ends): its bytes no longer count
+			// against the session's budget (reserve).
+			sess.out.written(len(data))
+			if err != nil {
 				return err
 			}
 		}
