@@ -155,10 +155,12 @@ type Options struct {
 	// AcquireWait bounds the wait for a free connection (default 10s); then
 	// the query is unavailable with a retry_after.
 	AcquireWait time.Duration
-	// MaxRowBytes bounds one row as the database sends it (default 16 MiB,
-	// a size class pgx reads into a reused buffer): a larger row is
-	// refused with a validation error, never read into memory
-	// (PostgreSQL); SQLite rows are refused once read.
+	// MaxRowBytes bounds one row twice (default 16 MiB, a size class pgx
+	// reads into a reused buffer): as the database sends it, so a larger
+	// message is refused before it is read (PostgreSQL), and as decoded
+	// into cells, checked while arrays, records and ranges are decoded, so
+	// a row that grows past it is refused before it is held. Either way
+	// the error is a validation error; SQLite rows are refused once read.
 	MaxRowBytes int64
 	// RetryAttempts is how many times a query is tried when it fails
 	// transiently (lost connection, serialization failure, too many
