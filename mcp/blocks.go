@@ -116,6 +116,12 @@ func (p *Plugin) readBlock(ctx context.Context, req *mcpsdk.ReadResourceRequest)
 	if !ok {
 		return nil, mcpsdk.ResourceNotFoundError(uri)
 	}
+	// Admitted by the bytes its reply can take, as a tool call is; the
+	// inline bound stands for the block (1 MiB by default), whose size is
+	// known only once read. The reply takes its actual size once queued.
+	if err := p.admitReply(ctx, req.Session, req.GetExtra(), p.opts.BlockThreshold); err != nil {
+		return nil, admitErr(err)
+	}
 	caller, _ := lakegate.CallerFrom(ctx)
 	data, m, err := p.blockData(ctx, caller, id, n)
 	if err != nil {

@@ -357,3 +357,76 @@ func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestOutQueueReserve: reservations are admitted while the session's held
+// bytes leave room; a reservation over the whole budget runs alone; a
+// reply takes its actual size and gives back the rest; refusals are
+// rate_limited with retry_after, and a closed session ends the wait.
+func TestOutQueueReserve(t *testing.T) {
+	const budget = 100
+	wait := 20 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		// first is reserved (and, when reply > 0, answered with reply
+		// bytes) before second is asked for.
+		first, reply, second int64
+		closed               bool
+		wantKind             lakegate.Kind // "": admitted
+	}{
+		{name: "both fit", first: 60, second: 40},
+		{name: "over the budget alone", first: 500, second: 0, wantKind: lakegate.KindRateLimited},
+		{name: "second does not fit", first: 60, second: 50, wantKind: lakegate.KindRateLimited},
+		{name: "the reply gives back the rest", first: 60, reply: 10, second: 90},
+		{name: "the reply holds its size", first: 60, reply: 20, second: 90, wantKind: lakegate.KindRateLimited},
+		{name: "session closed while waiting", first: 60, second: 50, closed: true, wantKind: lakegate.KindUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newConn("s1", lakegate.Caller{}, 8, budget, time.Second)
+			if err := c.out.reserve(t.Context(), c, "1", tc.first, wait); err != nil {
+				t.Fatalf("first reservation: got %v, want admitted", err)
+			}
+			if tc.reply > 0 {
+				if err := c.out.push(t.Context(), c, "1", make([]byte, tc.reply)); err != nil {
+					t.Fatal(err)
+				}
+				if now, _ := c.out.held(); now != tc.reply {
+					t.Errorf("held after the reply: got %d, want %d", now, tc.reply)
+				}
+			}
+			if tc.closed {
+				c.Close()
+			}
+			err := c.out.reserve(t.Context(), c, "2", tc.second, wait)
+			if got := lakegate.KindOf(err); (err == nil) != (tc.wantKind == "") || (err != nil && got != tc.wantKind) {
+				t.Fatalf("second reservation: got %v, want kind %q", err, tc.wantKind)
+			}
+			if tc.wantKind == lakegate.KindRateLimited && NewErrorBody(err).RetryAfter == 0 {
+				t.Errorf("refusal: got %+v, want a retry_after", NewErrorBody(err))
+			}
+			c.out.cancel("1")
+			c.out.cancel("2")
+			if data, ok := c.out.pop(); ok {
+				c.out.written(len(data))
+			}
+			if now, _ := c.out.held(); now != 0 {
+				t.Errorf("held once all is done: got %d, want 0", now)
+			}
+		})
+	}
+}
+
+// TestAdmitErr: a refused resources/read is a JSON-RPC error carrying the
+// taxonomy's error body.
+func TestAdmitErr(t *testing.T) {
+	err := admitErr(&lakegate.Error{Kind: lakegate.KindRateLimited, Message: "full", RetryAfter: time.Second})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		t.Fatalf("got %T, want *jsonrpc.Error", err)
+	}
+	if got := rpcErrorKind(err); got != string(lakegate.KindRateLimited) {
+		t.Errorf("kind: got %q, want %q", got, lakegate.KindRateLimited)
+	}
+	if !strings.Contains(string(we.Data), `"retry_after"`) {
+		t.Errorf("data: got %s, want retry_after", we.Data)
+	}
+}

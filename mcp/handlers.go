@@ -98,7 +98,7 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 		var out output
 		// Admitted by the bytes its reply can take before it runs, then
 		// given a worker: a call waiting for bytes holds no worker.
-		err := p.admitReply(ctx, req)
+		err := p.admitReply(ctx, req.Session, req.GetExtra(), p.callReplyBound(req))
 		if err == nil {
 			err = p.withWorker(ctx, func() (err error) {
 				out, err = h.run(ctx, p, call{Caller: caller, timeout: t.timeout, args: t.args}, req.Params.Arguments)

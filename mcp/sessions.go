@@ -2,12 +2,14 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
@@ -412,30 +414,42 @@ func (p *Plugin) openSession(caller lakegate.Caller) (*conn, error) {
 	return c, nil
 }
 
-// admitReply reserves, on the SSE session req came on, the most the
-// reply of a tool call can be (mcp_block_threshold, past which a result
-// goes to blocks, plus its arguments) before the call runs; see outQueue.reserve. It waits at most
-// WorkerWait for the session's client to read replies, then refuses the
-// call as rate_limited. Streamable HTTP answers each call on its own POST
-// and stdio has one client: they are admitted at once.
-func (p *Plugin) admitReply(ctx context.Context, req *mcpsdk.CallToolRequest) error {
-	if req.Session == nil {
+// admitReply reserves n bytes, the most the reply of a request can be,
+// on the SSE session ss it came on (ex carries its JSON-RPC id), before
+// the request runs; see outQueue.reserve. It waits at most WorkerWait for
+// the session's client to read replies, then refuses the request as
+// rate_limited. Streamable HTTP answers each request on its own POST and
+// stdio has one client: they are admitted at once.
+func (p *Plugin) admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, n int64) error {
+	if ss == nil || ex == nil || ex.Header == nil {
 		return nil
 	}
-	c := p.sessions.sseSession(req.Session.ID())
-	ex := req.GetExtra()
-	if c == nil || ex == nil || ex.Header == nil {
-		return nil
-	}
+	c := p.sessions.sseSession(ss.ID())
 	key := ex.Header.Get(headerJSONRPCID)
-	if key == "" {
+	if c == nil || key == "" {
 		return nil
 	}
-	// The rows inline, and the arguments, which the reply may echo (the
-	// statement in its metadata).
-	n := p.opts.BlockThreshold + int64(len(req.Params.Arguments))
 	return c.out.reserve(ctx, c, key, n, p.opts.WorkerWait)
 }
+
+// callReplyBound is the most the reply of tool call req can be: the
+// inline bound (mcp_block_threshold, past which a result goes to blocks)
+// and its arguments, which the reply may echo (the statement).
+func (p *Plugin) callReplyBound(req *mcpsdk.CallToolRequest) int64 {
+	return p.opts.BlockThreshold + int64(len(req.Params.Arguments))
+}
+
+// admitErr is a refused admission (admitReply) as a JSON-RPC error, for
+// requests that answer no tool result: its data is the taxonomy's error
+// body, retry_after included.
+func admitErr(err error) error {
+	body := NewErrorBody(err)
+	data, _ := json.Marshal(body)
+	return &jsonrpc.Error{Code: codeServerError, Message: body.Message, Data: data}
+}
+
+// codeServerError is JSON-RPC's implementation-defined server error.
+const codeServerError = -32000
 
 // SessionBytes reports the bytes the SSE session id holds for its client
 // now (replies reserved, queued or being written) and the most it held
