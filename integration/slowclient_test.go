@@ -117,7 +117,7 @@ func toolCalls(t *testing.T, base, tool, outcome string) float64 {
 }
 
 // A client that reads nothing of its SSE stream while it POSTs run_sql
-// calls of about 2 MB each holds at most its session's byte budget
+// calls of about 600 KB each holds at most its session's byte budget
 // (mcp_session_queue_bytes) of replies: the calls are admitted by the
 // bytes their replies can take before they run, and those that find no
 // room within worker_wait are refused as rate_limited with retry_after
@@ -125,10 +125,10 @@ func toolCalls(t *testing.T, base, tool, outcome string) float64 {
 // every answer.
 func TestSlowSSEReaderAdmittedByBytes(t *testing.T) {
 	const budget = 8 << 20
-	const calls = 12
+	const calls = 30
 	e := start(t, envOptions{writeTimeout: time.Minute, plugin: func(o *mcp.Options) {
 		o.SessionQueueBytes = budget
-		o.BlockThreshold = 3 << 20 // the replies are inline
+		o.BlockThreshold = 1 << 20 // the replies are inline
 		o.WorkerWait = 200 * time.Millisecond
 	}})
 	tok := token(t, "alice", "reader")
@@ -138,7 +138,7 @@ func TestSlowSSEReaderAdmittedByBytes(t *testing.T) {
 	post(t, endpoint, tok, initialize("2025-06-18"))
 	post(t, endpoint, tok, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	big := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_sql","arguments":` +
-		`{"database":"iot","sql":"SELECT repeat('x', 2000000) AS pad","max_rows":1}}}`
+		`{"database":"iot","sql":"SELECT repeat('x', 600000) AS pad","max_rows":1}}}`
 	for i := range calls {
 		if code, body := post(t, endpoint, tok, fmt.Sprintf(big, 100+i)); code != http.StatusAccepted {
 			t.Fatalf("post %d: got %d %s, want 202", i, code, body)

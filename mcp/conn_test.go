@@ -193,13 +193,16 @@ func TestEncodeMessage(t *testing.T) {
 
 // TestSessionAdmitsCallsByReplyBytes: a session's tool calls are admitted
 // by the bytes their replies can take before they run. With a budget of
-// B, calls reserving under B/2 each (the inline bound and their
-// arguments, which a reply may echo: the statement) and replies of about
-// B/3 its client does not read, two calls run at once and a third does
-// not: it waits, and after worker_wait is refused as
+// B, calls reserving about 2B/3 each while they run (buildCopies × the
+// inline bound, and their arguments, which a reply may echo: the
+// statement) and replies of about B/4 its client does not read, two calls
+// run, one after the other, and a third does not: it waits, and after worker_wait is refused as
 // rate_limited with retry_after; once the stream drains, calls run again.
 func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
-	const budget = 64 << 10
+	// Each call reserves 3 × 16 KiB and its arguments (~12 KiB): one
+	// builds at a time, and a second fits beside one reply (~25 KiB), not
+	// beside two.
+	const budget = 96 << 10
 	call := func(id int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_sql","arguments":`+
 			`{"database":"iot","sql":"SELECT '%s' AS pad"}}}`, id, strings.Repeat("x", 12<<10))
@@ -211,11 +214,12 @@ func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
 		// letting worker_wait pass.
 		drain bool
 	}{
-		{name: "refused after worker_wait", wait: 50 * time.Millisecond},
+		// Long enough for the second call to wait for the first.
+		{name: "refused after worker_wait", wait: time.Second},
 		{name: "admitted once the stream drains", wait: time.Minute, drain: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, eng := newTestPlugin(t, Options{SessionQueueBytes: budget, BlockThreshold: budget / 4, WorkerWait: tc.wait})
+			p, eng := newTestPlugin(t, Options{SessionQueueBytes: budget, BlockThreshold: 16 << 10, WorkerWait: tc.wait})
 			caller := lakegate.Caller{Subject: "alice", Roles: []string{"reader"}}
 			c, err := p.openSession(caller)
 			if err != nil {
