@@ -5,7 +5,7 @@
 // why when the server broke a promise or the attack could not run). The
 // integration tests run the slowloris child on its own, which prints JSON.
 //
-//	chaos all -bin bin/lakegate -db postgres://... [slowloris trickle noisy vanish stale sigterm oversized]
+//	chaos all -bin bin/lakegate -db postgres://... [slowloris trickle noisy vanish stale sigterm oversized slowsse]
 //	chaos slowloris -target 127.0.0.1:8080 [-conns N -from 127.0.0.2 -addrs N -hold D]
 package main
 
@@ -60,6 +60,7 @@ func attacks() []attack {
 		{"stale", "stale sessions", staleSessions},
 		{"sigterm", "SIGTERM mid-query", sigtermMidQuery},
 		{"oversized", "oversized inputs", oversizedInputs},
+		{"slowsse", "slow SSE reader, 100 × 9 MB run_sql", slowSSEReader},
 	}
 }
 
