@@ -40,25 +40,12 @@ func appendJSONCell(dst []byte, c *Cell) []byte {
 	return appendJSONString(dst, c.B)
 }
 
-// appendCSVCell appends c as one CSV field.
+// appendCSVCell appends c as one CSV field: NULL, numbers and booleans
+// as plain text, text quoted as CSV needs.
 func appendCSVCell(dst []byte, c *Cell) []byte {
 	switch c.Kind {
-	case CellNull:
-		return dst
-	case CellInt:
-		return strconv.AppendInt(dst, c.I, 10)
-	case CellFloat:
-		if math.IsNaN(c.F) || math.IsInf(c.F, 0) {
-			return appendNonFinite(dst, c.F)
-		}
-		return appendFloat(dst, c.F, c.Bits)
-	case CellBool:
-		if c.I != 0 {
-			return append(dst, "true"...)
-		}
-		return append(dst, "false"...)
-	case CellNumber:
-		return append(dst, c.B...)
+	case CellNull, CellInt, CellFloat, CellBool, CellNumber:
+		return appendCellText(dst, c)
 	}
 	return appendCSVField(dst, c.B, true)
 }
