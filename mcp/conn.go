@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,7 +73,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // Write queues msg for the event stream. When the queue stays full for
 // writeTimeout the client is not reading: the session is closed.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	data, err := encodeMessage(msg)
+	data, err := encodeFrame(msg)
 	if err != nil {
 		return err
 	}
@@ -95,23 +96,51 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return err
 }
 
-// encodeMessage is jsonrpc.EncodeMessage, except that a successful
+// frame is one encoded message in parts, to be written one after the
+// other: a reply's result (the SDK's bytes, a whole query result) goes to
+// the stream without being copied into one slice.
+type frame [][]byte
+
+// size is the frame's length in bytes.
+func (f frame) size() int {
+	n := 0
+	for _, p := range f {
+		n += len(p)
+	}
+	return n
+}
+
+// encodeMessage is encodeFrame in one slice.
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	f, err := encodeFrame(msg)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(f) == 1:
+		return f[0], nil
+	}
+	return bytes.Join(f, nil), nil
+}
+
+// encodeFrame is jsonrpc.EncodeMessage, except that a successful
 // response is framed around its result as it is: the SDK has marshalled the
 // result already, and encoding/json would scan all of it (a whole query
-// result) once more to compact it. A response's aliased id goes out as the
-// client wrote it (see idAliasPrefix).
-func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+// result) once more to compact it, and a copy would double it. A
+// response's aliased id goes out as the client wrote it (see
+// idAliasPrefix).
+func encodeFrame(msg jsonrpc.Message) (frame, error) {
 	r, ok := msg.(*jsonrpc.Response)
 	if !ok {
-		return jsonrpc.EncodeMessage(msg)
+		data, err := jsonrpc.EncodeMessage(msg)
+		return frame{data}, err
 	}
 	text, aliased := aliasText(r.ID)
 	if r.Error != nil || len(r.Result) == 0 {
 		data, err := jsonrpc.EncodeMessage(msg)
 		if err != nil || !aliased {
-			return data, err
+			return frame{data}, err
 		}
-		return restoreIDs(data), nil
+		return frame{restoreIDs(data)}, nil
 	}
 	var id []byte
 	if aliased {
@@ -122,12 +151,11 @@ func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b := make([]byte, 0, len(r.Result)+len(id)+32)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, r.Result...)
-	return append(b, '}'), nil
+	head := make([]byte, 0, len(id)+32)
+	head = append(head, `{"jsonrpc":"2.0","id":`...)
+	head = append(head, id...)
+	head = append(head, `,"result":`...)
+	return frame{head, r.Result, []byte("}")}, nil
 }
 
 // deliver hands a POSTed message to the protocol server. It waits at most
@@ -231,7 +259,7 @@ func (sseTransport) SupportsProtocolVersion(v string) bool { return v < "2026-07
 // nothing holds about its budget, however many calls it sends.
 type outQueue struct {
 	mu       sync.Mutex
-	msgs     [][]byte
+	msgs     []frame
 	bytes    int64
 	maxMsgs  int
 	maxBytes int64
@@ -362,10 +390,10 @@ func signal(ch chan struct{}) {
 
 // tryPush adds data if it fits; data is the reply of the reservation of
 // key, if any, which it ends.
-func (q *outQueue) tryPush(key string, data []byte) bool {
+func (q *outQueue) tryPush(key string, data frame) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n := int64(len(data))
+	n := int64(data.size())
 	if len(q.msgs) > 0 && (len(q.msgs) >= q.maxMsgs || q.bytes+n > q.maxBytes) {
 		return false
 	}
@@ -382,7 +410,7 @@ func (q *outQueue) tryPush(key string, data []byte) bool {
 // push adds data, the message of JSON-RPC id key ("": none), waiting at
 // most c.writeTimeout for room; it fails at once once the session is
 // closed, and with errQueueFull on timeout.
-func (q *outQueue) push(ctx context.Context, c *conn, key string, data []byte) error {
+func (q *outQueue) push(ctx context.Context, c *conn, key string, data frame) error {
 	var timer *time.Timer
 	for waited := false; ; waited = true {
 		select {
@@ -416,7 +444,7 @@ func (q *outQueue) push(ctx context.Context, c *conn, key string, data []byte) e
 
 // pop takes the oldest message, if any. Its bytes stay held until
 // written is called.
-func (q *outQueue) pop() ([]byte, bool) {
+func (q *outQueue) pop() (frame, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.msgs) == 0 {
@@ -425,8 +453,8 @@ func (q *outQueue) pop() ([]byte, bool) {
 	data := q.msgs[0]
 	q.msgs[0] = nil
 	q.msgs = q.msgs[1:]
-	q.bytes -= int64(len(data))
-	q.writing += int64(len(data))
+	q.bytes -= int64(data.size())
+	q.writing += int64(data.size())
 	signal(q.room)
 	return data, true
 }

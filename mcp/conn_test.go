@@ -79,7 +79,7 @@ func TestConnQueueBytes(t *testing.T) {
 	if err := big.Write(ctx, msg); err != nil {
 		t.Fatalf("a message larger than the bound into an empty queue: %v", err)
 	}
-	if got, ok := big.out.pop(); !ok || !bytes.Equal(got, data) {
+	if got, ok := big.out.pop(); !ok || !bytes.Equal(bytes.Join(got, nil), data) {
 		t.Fatalf("pop: got %q %v, want the message", got, ok)
 	}
 	if err := big.Write(ctx, msg); err != nil {
@@ -123,14 +123,26 @@ func TestConnReadAndDeliver(t *testing.T) {
 // The writer's exact bytes, so compared raw rather than read back with
 // internal/ssetest, which would accept other framings of the same event.
 func TestMessageEventFraming(t *testing.T) {
-	for _, tc := range []struct{ name, in, want string }{
-		{"one line", `{"a":1}`, "event: message\ndata: {\"a\":1}\n\n"},
-		{"newlines get their own data field", "{\n\"a\":1\r\n}", "event: message\ndata: {\ndata: \"a\":1\ndata: }\n\n"},
-		{"an empty line cannot end the event", "a\n\nb", "event: message\ndata: a\ndata: \ndata: b\n\n"},
+	for _, tc := range []struct {
+		name, in, want string
+		parts          []string // the message in parts (a frame), instead of in
+	}{
+		{name: "parts are one message", parts: []string{`{"a":`, "1\r\n", "}"}, want: "event: message\ndata: {\"a\":1\ndata: }\n\n"},
+		{name: "a line across parts", parts: []string{"a\nb", "c\r"}, want: "event: message\ndata: a\ndata: bc\n\n"},
+		{"one line", `{"a":1}`, "event: message\ndata: {\"a\":1}\n\n", nil},
+		{"newlines get their own data field", "{\n\"a\":1\r\n}", "event: message\ndata: {\ndata: \"a\":1\ndata: }\n\n", nil},
+		{"an empty line cannot end the event", "a\n\nb", "event: message\ndata: a\ndata: \ndata: b\n\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := writeMessageEvent(&b, []byte(tc.in)); err != nil {
+			parts := [][]byte{[]byte(tc.in)}
+			if tc.parts != nil {
+				parts = parts[:0]
+				for _, p := range tc.parts {
+					parts = append(parts, []byte(p))
+				}
+			}
+			if err := writeMessageEvent(&b, parts...); err != nil {
 				t.Fatal(err)
 			}
 			if got := b.String(); got != tc.want {
@@ -249,9 +261,9 @@ func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
 			next := func() *jsonrpc.Response {
 				t.Helper()
 				for {
-					if data, ok := c.out.pop(); ok {
-						c.out.written(len(data))
-						msg, err := jsonrpc.DecodeMessage(data)
+					if f, ok := c.out.pop(); ok {
+						c.out.written(f.size())
+						msg, err := jsonrpc.DecodeMessage(bytes.Join(f, nil))
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -272,8 +284,8 @@ func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
 				c.out.mu.Lock()
 				defer c.out.mu.Unlock()
 				n := 0
-				for _, data := range c.out.msgs {
-					if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+				for _, f := range c.out.msgs {
+					if msg, err := jsonrpc.DecodeMessage(bytes.Join(f, nil)); err == nil {
 						if _, ok := msg.(*jsonrpc.Response); ok {
 							n++
 						}
@@ -390,7 +402,7 @@ func TestOutQueueReserve(t *testing.T) {
 				t.Fatalf("first reservation: got %v, want admitted", err)
 			}
 			if tc.reply > 0 {
-				if err := c.out.push(t.Context(), c, "1", make([]byte, tc.reply)); err != nil {
+				if err := c.out.push(t.Context(), c, "1", frame{make([]byte, tc.reply)}); err != nil {
 					t.Fatal(err)
 				}
 				if now, _ := c.out.held(); now != tc.reply {
@@ -409,8 +421,8 @@ func TestOutQueueReserve(t *testing.T) {
 			}
 			c.out.cancel("1")
 			c.out.cancel("2")
-			if data, ok := c.out.pop(); ok {
-				c.out.written(len(data))
+			if f, ok := c.out.pop(); ok {
+				c.out.written(f.size())
 			}
 			if now, _ := c.out.held(); now != 0 {
 				t.Errorf("held once all is done: got %d, want 0", now)

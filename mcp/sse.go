@@ -92,11 +92,11 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 			}
 			err := deadline()
 			if err == nil {
-				err = writeMessageEvent(w, data)
+				err = writeMessageEvent(w, data...)
 			}
 			// Written (or the stream ends): its bytes no longer count
 			// against the session's budget (reserve).
-			sess.out.written(len(data))
+			sess.out.written(data.size())
 			if err != nil {
 				return err
 			}
@@ -145,26 +145,35 @@ func endpointEvent(id string) []byte {
 	return []byte("event: endpoint\ndata: /mcp/messages/?session_id=" + id + "\n\n")
 }
 
-// writeMessageEvent frames one JSON-RPC message as it writes it, without
-// a copy; every line gets its own data: field so a message can never end
-// an event early (encoding/json writes none, but the framing must not
-// depend on it).
-func writeMessageEvent(w io.Writer, data []byte) error {
-	if _, err := io.WriteString(w, "event: message\n"); err != nil {
+// writeMessageEvent frames one JSON-RPC message, given in parts (a
+// frame), as it writes it, without a copy; every line gets its own data:
+// field so a message can never end an event early (encoding/json writes
+// none, but the framing must not depend on it).
+func writeMessageEvent(w io.Writer, parts ...[]byte) error {
+	if _, err := io.WriteString(w, "event: message\ndata: "); err != nil {
 		return err
 	}
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		if _, err := io.WriteString(w, "data: "); err != nil {
-			return err
-		}
-		if _, err := w.Write(bytes.TrimSuffix(line, []byte("\r"))); err != nil {
-			return err
-		}
-		if _, err := io.WriteString(w, "\n"); err != nil {
-			return err
+	for i, part := range parts {
+		for {
+			line, rest, more := bytes.Cut(part, []byte("\n"))
+			// A line ends here unless the part ends first and another
+			// follows: drop the \r of a \r\n ending.
+			if more || i == len(parts)-1 {
+				line = bytes.TrimSuffix(line, []byte("\r"))
+			}
+			if _, err := w.Write(line); err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+			if _, err := io.WriteString(w, "\ndata: "); err != nil {
+				return err
+			}
+			part = rest
 		}
 	}
-	_, err := io.WriteString(w, "\n")
+	_, err := io.WriteString(w, "\n\n")
 	return err
 }
 
