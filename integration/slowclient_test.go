@@ -125,7 +125,7 @@ func toolCalls(t *testing.T, base, tool, outcome string) float64 {
 // every answer.
 func TestSlowSSEReaderAdmittedByBytes(t *testing.T) {
 	const budget = 8 << 20
-	const calls = 30
+	const calls = 40
 	e := start(t, envOptions{writeTimeout: time.Minute, plugin: func(o *mcp.Options) {
 		o.SessionQueueBytes = budget
 		o.BlockThreshold = 1 << 20 // the replies are inline

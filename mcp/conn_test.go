@@ -205,16 +205,15 @@ func TestEncodeMessage(t *testing.T) {
 
 // TestSessionAdmitsCallsByReplyBytes: a session's tool calls are admitted
 // by the bytes their replies can take before they run. With a budget of
-// B, calls reserving about 2B/3 each while they run (buildCopies × the
-// inline bound, and their arguments, which a reply may echo: the
-// statement) and replies of about B/4 its client does not read, two calls
-// run, one after the other, and a third does not: it waits, and after worker_wait is refused as
+// B, calls reserving under B/2 each while they run (the inline bound, and
+// their arguments, which a reply may echo: the statement) and replies of
+// about B/3 its client does not read, two calls run and a third does not: it waits, and after worker_wait is refused as
 // rate_limited with retry_after; once the stream drains, calls run again.
 func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
-	// Each call reserves 3 × 16 KiB and its arguments (~12 KiB): one
-	// builds at a time, and a second fits beside one reply (~25 KiB), not
-	// beside two.
-	const budget = 96 << 10
+	// Each call reserves 16 KiB and its arguments (~12 KiB): two run at
+	// once; a third fits beside neither two replies (~25 KiB each) nor one
+	// reply and one call.
+	const budget = 64 << 10
 	call := func(id int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_sql","arguments":`+
 			`{"database":"iot","sql":"SELECT '%s' AS pad"}}}`, id, strings.Repeat("x", 12<<10))
@@ -226,8 +225,7 @@ func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
 		// letting worker_wait pass.
 		drain bool
 	}{
-		// Long enough for the second call to wait for the first.
-		{name: "refused after worker_wait", wait: time.Second},
+		{name: "refused after worker_wait", wait: 100 * time.Millisecond},
 		{name: "admitted once the stream drains", wait: time.Minute, drain: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

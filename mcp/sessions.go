@@ -433,20 +433,18 @@ func (p *Plugin) admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *m
 }
 
 // callReplyBound is what tool call req reserves while it runs: the most
-// its reply can be (the inline bound, mcp_block_threshold, past which a
-// result goes to blocks, and its arguments, which the reply may echo: the
-// statement), times buildCopies. Once queued, the reply holds only its
-// actual size.
+// its reply can be, the inline bound (mcp_block_threshold, past which a
+// result goes to blocks) and its arguments, which the reply may echo (the
+// statement). Once queued, the reply holds only its actual size.
+//
+// Building a reply holds several copies of it at once (the rows, their
+// CSV text, the SDK's JSON of the result), which this does not count:
+// reserving three copies kept a slow reader's 9 MB calls near 110 MiB of
+// peak memory, but ran one call at a time per SSE session at the default
+// budget, so that a long query held up the session's other calls.
 func (p *Plugin) callReplyBound(req *mcpsdk.CallToolRequest) int64 {
-	return buildCopies*p.opts.BlockThreshold + int64(len(req.Params.Arguments))
+	return p.opts.BlockThreshold + int64(len(req.Params.Arguments))
 }
-
-// buildCopies is how many copies of its rows a reply being built holds at
-// once, as the server's peak memory shows: the rows, their CSV text, the
-// SDK's JSON of the result. Reserving the reply's size alone let four
-// 9 MB calls build at once on a client reading nothing, for 282 MiB of
-// peak memory (make chaos, slowsse); three copies keep it near 110 MiB.
-const buildCopies = 3
 
 // admitErr is a refused admission (admitReply) as a JSON-RPC error, for
 // requests that answer no tool result: its data is the taxonomy's error
