@@ -7,6 +7,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// pgNotOwn leaves lakegate's own tables out of a pg_class c joined to
+// its pg_namespace n: they are no data of the caller's.
+const pgNotOwn = `NOT (n.nspname = 'public' AND c.relname IN ('` + KeyTable + `', 'lakegate_cluster_state', 'lakegate_cluster_replicas'))`
+
 // Catalog queries: non-system schemas, tables, views, materialized views,
 // foreign and partitioned tables (partitions are left out).
 const (
@@ -15,7 +19,7 @@ SELECT c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text, c.reltupl
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
   AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
-  AND NOT (n.nspname = 'public' AND c.relname IN ('` + KeyTable + `', 'lakegate_cluster_state', 'lakegate_cluster_replicas'))
+  AND ` + pgNotOwn + `
 ORDER BY n.nspname, c.relname`
 	pgColumnsSQL = `
 SELECT a.attrelid::int8, a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,

@@ -30,14 +30,13 @@ var privilegedMemberships = []string{
 	"pg_signal_backend", "pg_write_all_data", "pg_write_server_files",
 }
 
-// servedRelations lists the relations a request may name (as the catalog
-// does, lakegate's own tables left out), with $1, a role, the owner or a
-// member of whose owner may be asked for.
+// servedRelations lists the relations a request may name, as the
+// catalog does (pgTablesSQL): lakegate's own tables left out.
 const servedRelations = `
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
   AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
-  AND c.relname NOT LIKE 'lakegate\_%'`
+  AND ` + pgNotOwn
 
 // roleCheckSQL reads what makes role $1 privileged; $2 are
 // privilegedMemberships. No row: the role does not exist.
