@@ -299,22 +299,34 @@ func (q *outQueue) held() (now, peak int64) {
 	return q.heldLocked(), q.peak
 }
 
-// reserve admits a call whose reply (JSON-RPC id key) can be up to n
-// bytes: at once if the session's held bytes leave room for n, or if it
-// holds nothing (so that a call larger than the budget still runs, alone);
-// else once enough bytes come back, waiting at most wait. Past it the
-// call is refused as rate_limited. The reservation ends when the reply
-// is queued (push) or dropped (cancel).
-func (q *outQueue) reserve(ctx context.Context, c *conn, key string, n int64, wait time.Duration) error {
+// reserve admits a call whose reply (JSON-RPC id key) may take up to
+// want bytes and needs at least least (<= want) to run, and returns the
+// bytes granted: up to want, leaving room for one more call's least;
+// else, when the room left is at least least, up to want of it; else, on a
+// session that holds nothing, want (a call larger than the budget runs
+// alone). With less room than that it waits for bytes to come back, at
+// most wait. Past it the call is refused as rate_limited. The
+// reservation ends when the reply is queued (push) or dropped (cancel).
+func (q *outQueue) reserve(ctx context.Context, c *conn, key string, want, least int64, wait time.Duration) (int64, error) {
+	least = min(least, want)
 	var timer *time.Timer
 	for {
 		q.mu.Lock()
-		if held := q.heldLocked(); held == 0 || held+n <= q.maxBytes {
+		held := q.heldLocked()
+		room := q.maxBytes - held
+		n := min(want, room-least)
+		if n < least {
+			n = min(want, room)
+		}
+		if n < least && held == 0 {
+			n = want
+		}
+		if n >= least && n > 0 {
 			q.reserved += n
 			q.reservations[key] = append(q.reservations[key], n)
 			q.peak = max(q.peak, q.heldLocked())
 			q.mu.Unlock()
-			return nil
+			return n, nil
 		}
 		freed := q.freed
 		if timer == nil {
@@ -331,11 +343,11 @@ func (q *outQueue) reserve(ctx context.Context, c *conn, key string, n int64, wa
 		select {
 		case <-freed:
 		case <-c.closed:
-			return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the MCP session closed while the call waited for its replies to be read", Err: mcpsdk.ErrConnectionClosed}
+			return 0, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the MCP session closed while the call waited for its replies to be read", Err: mcpsdk.ErrConnectionClosed}
 		case <-ctx.Done():
-			return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the call ended while waiting for the session's replies to be read", Err: ctx.Err()}
+			return 0, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the call ended while waiting for the session's replies to be read", Err: ctx.Err()}
 		case <-timer.C:
-			return &lakegate.Error{Kind: lakegate.KindRateLimited,
+			return 0, &lakegate.Error{Kind: lakegate.KindRateLimited,
 				Message: fmt.Sprintf("this session's replies not yet read by its client hold its %d bytes", q.maxBytes),
 				Hint:    "read the event stream: calls are admitted again as its replies are read", RetryAfter: time.Second}
 		}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -203,21 +205,123 @@ func TestEncodeMessage(t *testing.T) {
 	}
 }
 
-// TestSessionAdmitsCallsByReplyBytes: a session's tool calls are admitted
-// by the bytes their replies can take before they run. With a budget of
-// B, calls reserving under B/2 each while they run (the inline bound, and
-// their arguments, which a reply may echo: the statement) and replies of
-// about B/3 its client does not read, two calls run and a third does not: it waits, and after worker_wait is refused as
-// rate_limited with retry_after; once the stream drains, calls run again.
-func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
-	// Each call reserves 16 KiB and its arguments (~12 KiB): two run at
-	// once; a third fits beside neither two replies (~25 KiB each) nor one
-	// reply and one call.
-	const budget = 64 << 10
-	call := func(id int) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_sql","arguments":`+
-			`{"database":"iot","sql":"SELECT '%s' AS pad"}}}`, id, strings.Repeat("x", 12<<10))
+// stalledClient is an SSE session of p whose stream the test reads only
+// when it asks (next): a client slow to read, or reading nothing.
+type stalledClient struct {
+	t *testing.T
+	c *conn
+}
+
+func newStalledClient(t *testing.T, p *Plugin) *stalledClient {
+	t.Helper()
+	caller := lakegate.Caller{Subject: "alice", Roles: []string{"reader"}}
+	c, err := p.openSession(caller)
+	if err != nil {
+		t.Fatal(err)
 	}
+	ss, err := p.server.Connect(lakegate.WithCaller(context.WithoutCancel(t.Context()), caller), sseTransport{c}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		_ = ss.Close()
+		p.sessions.doneSSE(c)
+	})
+	s := &stalledClient{t: t, c: c}
+	s.deliver(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"slow","version":"1"}}}`)
+	if r := s.next(); r == nil || r.Error != nil {
+		t.Fatalf("initialize: got %+v, want a result", r)
+	}
+	s.deliver(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+// deliver hands the session one message, as a POST does.
+func (s *stalledClient) deliver(text string) {
+	s.t.Helper()
+	msg, err := decodeMessage([]byte(text))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	tagMessage(msg, http.Header{})
+	if err := s.c.deliver(s.t.Context(), msg); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// next reads the stream's next response, as the SSE writer does.
+func (s *stalledClient) next() *jsonrpc.Response {
+	s.t.Helper()
+	for {
+		if f, ok := s.c.out.pop(); ok {
+			s.c.out.written(f.size())
+			msg, err := jsonrpc.DecodeMessage(bytes.Join(f, nil))
+			if err != nil {
+				s.t.Fatal(err)
+			}
+			if r, ok := msg.(*jsonrpc.Response); ok {
+				return r
+			}
+			continue // a notification
+		}
+		select {
+		case <-s.c.out.ready:
+		case <-time.After(5 * time.Second):
+			s.t.Fatal("no message on the stream within 5s")
+		}
+	}
+}
+
+// result reads the next response as a tool result.
+func (s *stalledClient) result() *mcpsdk.CallToolResult {
+	s.t.Helper()
+	r := s.next()
+	var res mcpsdk.CallToolResult
+	if r == nil || r.Error != nil || json.Unmarshal(r.Result, &res) != nil {
+		s.t.Fatalf("got %+v, want a tool result", r)
+	}
+	return &res
+}
+
+// queued counts the answers queued (not notifications).
+func (s *stalledClient) queued() int {
+	s.c.out.mu.Lock()
+	defer s.c.out.mu.Unlock()
+	n := 0
+	for _, f := range s.c.out.msgs {
+		if msg, err := jsonrpc.DecodeMessage(bytes.Join(f, nil)); err == nil {
+			if _, ok := msg.(*jsonrpc.Response); ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (s *stalledClient) waiters() int {
+	s.c.out.mu.Lock()
+	defer s.c.out.mu.Unlock()
+	return s.c.out.waiters
+}
+
+// runSQLCall is a tools/call of run_sql with id, selecting pad.
+func runSQLCall(id int, pad string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_sql","arguments":`+
+		`{"database":"iot","sql":"SELECT '%s' AS pad"}}}`, id, pad)
+}
+
+// TestSessionAdmitsCallsByReplyBytes: a session's tool calls are admitted
+// by the bytes building and holding their replies can take before they
+// run. A call that finds no room waits, and after worker_wait is refused
+// as rate_limited with retry_after; once the stream drains, calls run
+// again.
+func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
+	// No block store: each call reserves the 16 KiB inline bound and its
+	// arguments (~12 KiB) while it runs: two run at once; a third fits
+	// beside neither two replies (~25 KiB each) nor one reply and one call.
+	const budget = 64 << 10
+	pad := strings.Repeat("x", 12<<10)
 	for _, tc := range []struct {
 		name string
 		wait time.Duration // worker_wait
@@ -230,108 +334,32 @@ func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, eng := newTestPlugin(t, Options{SessionQueueBytes: budget, BlockThreshold: 16 << 10, WorkerWait: tc.wait})
-			caller := lakegate.Caller{Subject: "alice", Roles: []string{"reader"}}
-			c, err := p.openSession(caller)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ss, err := p.server.Connect(lakegate.WithCaller(context.WithoutCancel(t.Context()), caller), sseTransport{c}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				c.Close()
-				_ = ss.Close()
-				p.sessions.doneSSE(c)
-			})
-			deliver := func(text string) {
-				t.Helper()
-				msg, err := decodeMessage([]byte(text))
-				if err != nil {
-					t.Fatal(err)
-				}
-				tagMessage(msg, http.Header{})
-				if err := c.deliver(t.Context(), msg); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// next reads the stream's next message, as the SSE writer does.
-			next := func() *jsonrpc.Response {
-				t.Helper()
-				for {
-					if f, ok := c.out.pop(); ok {
-						c.out.written(f.size())
-						msg, err := jsonrpc.DecodeMessage(bytes.Join(f, nil))
-						if err != nil {
-							t.Fatal(err)
-						}
-						if r, ok := msg.(*jsonrpc.Response); ok {
-							return r
-						}
-						continue // a notification
-					}
-					select {
-					case <-c.out.ready:
-					case <-time.After(5 * time.Second):
-						t.Fatal("no message on the stream within 5s")
-					}
-				}
-			}
-			// queued counts the answers queued (not notifications).
-			queued := func() int {
-				c.out.mu.Lock()
-				defer c.out.mu.Unlock()
-				n := 0
-				for _, f := range c.out.msgs {
-					if msg, err := jsonrpc.DecodeMessage(bytes.Join(f, nil)); err == nil {
-						if _, ok := msg.(*jsonrpc.Response); ok {
-							n++
-						}
-					}
-				}
-				return n
-			}
-			waiters := func() int {
-				c.out.mu.Lock()
-				defer c.out.mu.Unlock()
-				return c.out.waiters
-			}
+			s := newStalledClient(t, p)
 			runs := func() int {
 				eng.mu.Lock()
 				defer eng.mu.Unlock()
 				return len(eng.callers)
 			}
-
-			deliver(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"slow","version":"1"}}}`)
-			if r := next(); r == nil || r.Error != nil {
-				t.Fatalf("initialize: got %+v, want a result", r)
-			}
-			deliver(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-
 			// Three calls, and a client that reads nothing.
 			for id := 2; id <= 4; id++ {
-				deliver(call(id))
+				s.deliver(runSQLCall(id, pad))
 			}
 			if tc.drain {
-				waitFor(t, func() bool { return queued() == 2 && waiters() == 1 })
+				waitFor(t, func() bool { return s.queued() == 2 && s.waiters() == 1 })
 			} else {
-				waitFor(t, func() bool { return queued() == 3 })
+				waitFor(t, func() bool { return s.queued() == 3 })
 			}
 			if got := runs(); got != 2 {
 				t.Fatalf("calls run with two replies of ~B/2 unread: got %d, want 2", got)
 			}
-			if now, _ := c.out.held(); now > budget {
+			if now, _ := s.c.out.held(); now > budget {
 				t.Errorf("bytes held: got %d, want at most %d", now, budget)
 			}
 
 			results, refused := 0, 0
 			read := func() {
 				t.Helper()
-				r := next()
-				var res mcpsdk.CallToolResult
-				if r == nil || r.Error != nil || json.Unmarshal(r.Result, &res) != nil {
-					t.Fatalf("got %+v, want a tool result", r)
-				}
+				res := s.result()
 				if !res.IsError {
 					results++
 					return
@@ -342,13 +370,7 @@ func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
 				}
 				refused++
 			}
-			if tc.drain {
-				read()
-				read()
-				read() // the third, admitted as the others were read
-			} else {
-				read()
-				read()
+			for range 3 { // with drain, the third is admitted as the others are read
 				read()
 			}
 			wantResults, wantRefused := 3, 0
@@ -360,44 +382,95 @@ func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
 			}
 
 			// The stream drained: a call runs again.
-			deliver(call(5))
+			s.deliver(runSQLCall(5, pad))
 			read()
 			if results != wantResults+1 {
 				t.Errorf("a call after the stream drained: got %d results, want %d", results, wantResults+1)
 			}
-			if now, peak := c.out.held(); now != 0 || peak > budget {
+			if now, peak := s.c.out.held(); now != 0 || peak > budget {
 				t.Errorf("bytes held: got %d now, %d at most; want 0 now, at most %d", now, peak, budget)
 			}
 		})
 	}
 }
 
+// TestBusySessionShrinksInline: with a block store, a call on a session
+// whose budget is partly taken is not made to wait: it runs with a
+// smaller inline bound, and a result past it goes to blocks, so what
+// the session holds stays within its budget while its calls go on.
+func TestBusySessionShrinksInline(t *testing.T) {
+	const threshold = 1 << 20
+	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	// A 4 MiB budget; each call wants replyCopies (4) times the 1 MiB
+	// bound and needs at least 4 times 256 KiB (1 MiB); its reply (a
+	// 600 KiB row) holds ~0.6 MiB once queued. Each gets the room left
+	// less 1 MiB: the first 3 MiB (750 KiB inline: its row fits), the
+	// third, beside two replies, 1.8 MiB at most (450 KiB inline: its row
+	// goes to blocks), and so on.
+	p, _ := newTestPlugin(t, Options{SessionQueueBytes: 4 * threshold, BlockThreshold: threshold, Blocks: store, WorkerWait: time.Minute})
+	s := newStalledClient(t, p)
+	const calls = 6
+	for i := range calls {
+		s.deliver(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_sql","arguments":`+
+			`{"database":"iot","sql":"SELECT replace(hex(zeroblob(307200)), '0', 'y') AS pad"}}}`, i+2))
+		waitFor(t, func() bool { return s.queued() == i+1 })
+	}
+	modes := []string{}
+	for range calls {
+		res := s.result()
+		if res.IsError {
+			t.Fatalf("got %v, want a result", res.Content[0].(*mcpsdk.TextContent).Text)
+		}
+		var meta ResultMeta
+		raw, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			t.Fatal(err)
+		}
+		modes = append(modes, meta.Mode)
+	}
+	if modes[0] != ModeInline || modes[calls-1] != ModeBlocks {
+		t.Errorf("modes: got %v, want the first inline and the last in blocks (its session's budget mostly taken)", modes)
+	}
+	if _, peak := s.c.out.held(); peak > 4*threshold {
+		t.Errorf("peak bytes held: got %d, want at most %d", peak, 4*threshold)
+	}
+}
+
 // TestOutQueueReserve: reservations are admitted while the session's held
-// bytes leave room; a reservation over the whole budget runs alone; a
-// reply takes its actual size and gives back the rest; refusals are
-// rate_limited with retry_after, and a closed session ends the wait.
+// bytes leave room, granted what room there is down to their least; a
+// reservation over the whole budget runs alone; a reply takes its actual
+// size and gives back the rest; refusals are rate_limited with
+// retry_after, and a closed session ends the wait.
 func TestOutQueueReserve(t *testing.T) {
 	const budget = 100
 	wait := 20 * time.Millisecond
 	for _, tc := range []struct {
 		name string
 		// first is reserved (and, when reply > 0, answered with reply
-		// bytes) before second is asked for.
-		first, reply, second int64
-		closed               bool
-		wantKind             lakegate.Kind // "": admitted
+		// bytes) before second (at least least; 0: second) is asked for.
+		first, reply, second, least int64
+		closed                      bool
+		wantKind                    lakegate.Kind // "": admitted
+		wantGranted                 int64         // of second, when admitted
 	}{
-		{name: "both fit", first: 60, second: 40},
-		{name: "over the budget alone", first: 500, second: 0, wantKind: lakegate.KindRateLimited},
+		{name: "both fit", first: 60, second: 40, wantGranted: 40},
+		{name: "over the budget alone", first: 500, second: 1, wantKind: lakegate.KindRateLimited},
 		{name: "second does not fit", first: 60, second: 50, wantKind: lakegate.KindRateLimited},
-		{name: "the reply gives back the rest", first: 60, reply: 10, second: 90},
+		{name: "second granted the room left", first: 60, second: 50, least: 30, wantGranted: 40},
+		{name: "second leaves room for one more call's least", first: 20, second: 100, least: 10, wantGranted: 70},
+		{name: "less room than the least", first: 80, second: 50, least: 30, wantKind: lakegate.KindRateLimited},
+		{name: "the reply gives back the rest", first: 60, reply: 10, second: 90, wantGranted: 90},
 		{name: "the reply holds its size", first: 60, reply: 20, second: 90, wantKind: lakegate.KindRateLimited},
 		{name: "session closed while waiting", first: 60, second: 50, closed: true, wantKind: lakegate.KindUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newConn("s1", lakegate.Caller{}, 8, budget, time.Second)
-			if err := c.out.reserve(t.Context(), c, "1", tc.first, wait); err != nil {
-				t.Fatalf("first reservation: got %v, want admitted", err)
+			if n, err := c.out.reserve(t.Context(), c, "1", tc.first, tc.first, wait); err != nil || n != tc.first {
+				t.Fatalf("first reservation: got %d, %v, want %d admitted", n, err, tc.first)
 			}
 			if tc.reply > 0 {
 				if err := c.out.push(t.Context(), c, "1", frame{make([]byte, tc.reply)}); err != nil {
@@ -410,9 +483,12 @@ func TestOutQueueReserve(t *testing.T) {
 			if tc.closed {
 				c.Close()
 			}
-			err := c.out.reserve(t.Context(), c, "2", tc.second, wait)
+			granted, err := c.out.reserve(t.Context(), c, "2", tc.second, cmp.Or(tc.least, tc.second), wait)
 			if got := lakegate.KindOf(err); (err == nil) != (tc.wantKind == "") || (err != nil && got != tc.wantKind) {
 				t.Fatalf("second reservation: got %v, want kind %q", err, tc.wantKind)
+			}
+			if err == nil && granted != tc.wantGranted {
+				t.Errorf("second reservation: got %d bytes, want %d", granted, tc.wantGranted)
 			}
 			if tc.wantKind == lakegate.KindRateLimited && NewErrorBody(err).RetryAfter == 0 {
 				t.Errorf("refusal: got %+v, want a retry_after", NewErrorBody(err))

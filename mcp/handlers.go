@@ -55,6 +55,9 @@ type call struct {
 	lakegate.Caller
 	timeout time.Duration
 	args    *argsSchema
+	// inline bounds the bytes of an inline answer (at most
+	// mcp_block_threshold; less on a session slow to read its replies).
+	inline int64
 }
 
 // handlers maps the handler names usable in tools.json to their code.
@@ -98,10 +101,15 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 		var out output
 		// Admitted by the bytes its reply can take before it runs, then
 		// given a worker: a call waiting for bytes holds no worker.
-		err := p.admitReply(ctx, req.Session, req.GetExtra(), p.callReplyBound(req))
+		// On a session whose client is slow to read, the inline bound
+		// shrinks to what its budget has room for (a larger result goes
+		// to blocks).
+		want, least := p.callReplyBounds(req)
+		reserved, err := p.admitReply(ctx, req.Session, req.GetExtra(), want, least)
 		if err == nil {
+			c := call{Caller: caller, timeout: t.timeout, args: t.args, inline: p.inlineBound(reserved, len(req.Params.Arguments))}
 			err = p.withWorker(ctx, func() (err error) {
-				out, err = h.run(ctx, p, call{Caller: caller, timeout: t.timeout, args: t.args}, req.Params.Arguments)
+				out, err = h.run(ctx, p, c, req.Params.Arguments)
 				return err
 			})
 		}

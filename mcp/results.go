@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,7 +88,7 @@ func (p *Plugin) answer(ctx context.Context, c call, st *query.Stmt, f query.For
 	reportRows(ctx, prog)
 	var sp *blockSpill
 	res, err := st.Auto(ctx, query.AutoOptions{
-		InlineBytes:      p.opts.BlockThreshold,
+		InlineBytes:      cmp.Or(c.inline, p.opts.BlockThreshold),
 		PreviewRows:      p.opts.PreviewRows,
 		PreviewBytes:     p.opts.PreviewBytes,
 		PreviewCellBytes: p.opts.PreviewCellBytes,

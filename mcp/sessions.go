@@ -414,36 +414,60 @@ func (p *Plugin) openSession(caller lakegate.Caller) (*conn, error) {
 	return c, nil
 }
 
-// admitReply reserves n bytes, the most the reply of a request can be,
-// on the SSE session ss it came on (ex carries its JSON-RPC id), before
-// the request runs; see outQueue.reserve. It waits at most WorkerWait for
-// the session's client to read replies, then refuses the request as
-// rate_limited. Streamable HTTP answers each request on its own POST and
-// stdio has one client: they are admitted at once.
-func (p *Plugin) admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, n int64) error {
+// admitReply reserves, on the SSE session ss a request came on (ex
+// carries its JSON-RPC id), the bytes building and holding its reply may
+// take, before the request runs: want if there is room, else at least
+// least (see outQueue.reserve), and returns what it reserved. It waits at
+// most WorkerWait for the session's client to read replies, then refuses
+// the request as rate_limited. Streamable HTTP answers each request on
+// its own POST and stdio has one client: they are granted want at once.
+func (p *Plugin) admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, want, least int64) (int64, error) {
 	if ss == nil || ex == nil || ex.Header == nil {
-		return nil
+		return want, nil
 	}
 	c := p.sessions.sseSession(ss.ID())
 	key := ex.Header.Get(headerJSONRPCID)
 	if c == nil || key == "" {
-		return nil
+		return want, nil
 	}
-	return c.out.reserve(ctx, c, key, n, p.opts.WorkerWait)
+	return c.out.reserve(ctx, c, key, want, least, p.opts.WorkerWait)
 }
 
-// callReplyBound is what tool call req reserves while it runs: the most
-// its reply can be, the inline bound (mcp_block_threshold, past which a
-// result goes to blocks) and its arguments, which the reply may echo (the
-// statement). Once queued, the reply holds only its actual size.
-//
-// Building a reply holds several copies of it at once (the rows, their
-// CSV text, the SDK's JSON of the result), which this does not count:
-// reserving three copies kept a slow reader's 9 MB calls near 110 MiB of
-// peak memory, but ran one call at a time per SSE session at the default
-// budget, so that a long query held up the session's other calls.
-func (p *Plugin) callReplyBound(req *mcpsdk.CallToolRequest) int64 {
-	return p.opts.BlockThreshold + int64(len(req.Params.Arguments))
+// replyCopies is how many times its inline bound building a reply may
+// hold at once: its rows, their CSV text, the SDK's JSON of the result,
+// and their garbage. Measured on make chaos's slow SSE reader (100 × 9 MB
+// run_sql, nothing read): with 3 the server's peak grew by 124–136 MiB,
+// with 4 by 111–117 MiB (three runs each).
+const replyCopies = 4
+
+// minInline is the smallest inline bound a call on a busy session runs
+// with: a result past it goes to blocks, and its reply is a preview.
+const minInline = 256 << 10
+
+// callReplyBounds are the bytes tool call req reserves while it runs
+// (admitReply), its arguments (which the reply may echo) included. With
+// a block store: up to replyCopies times the inline bound
+// (mcp_block_threshold, past which a result goes to blocks), and at
+// least replyCopies times minInline; a call granted less runs with a
+// smaller inline bound (inlineBound). Without one a result cannot go
+// elsewhere: the threshold, once. Once queued, a reply holds only its
+// actual size.
+func (p *Plugin) callReplyBounds(req *mcpsdk.CallToolRequest) (want, least int64) {
+	args := int64(len(req.Params.Arguments))
+	if p.opts.Blocks == nil {
+		return p.opts.BlockThreshold + args, p.opts.BlockThreshold + args
+	}
+	return replyCopies*p.opts.BlockThreshold + args, replyCopies*min(minInline, p.opts.BlockThreshold) + args
+}
+
+// inlineBound is the inline bound of a call granted reserved bytes by
+// admitReply for a request of args bytes of arguments: the threshold
+// without a block store, else what replyCopies copies fit in.
+func (p *Plugin) inlineBound(reserved int64, args int) int64 {
+	if p.opts.Blocks == nil {
+		return p.opts.BlockThreshold
+	}
+	return min(p.opts.BlockThreshold, max(1, (reserved-int64(args))/replyCopies))
 }
 
 // admitErr is a refused admission (admitReply) as a JSON-RPC error, for
