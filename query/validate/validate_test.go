@@ -417,20 +417,14 @@ func TestServerInfo(t *testing.T) {
 // TestServerInfoNotNames checks that names like the server-information
 // functions are accepted where they cannot call one.
 func TestServerInfoNotNames(t *testing.T) {
-	for _, sql := range []string{
+	acceptAll(t, []string{
 		"SELECT version FROM deployments",
 		"SELECT d.version, d.setting FROM deployments d",
 		"SELECT count(*) AS version FROM t",
 		"SELECT 'version()', 'current_setting(''data_directory'')', 'the pragma_database_list'",
 		"SELECT current_user, session_user, current_database(), current_schema, current_schemas(true)",
 		"SELECT t.sqlite_version FROM t",
-	} {
-		t.Run(sql, func(t *testing.T) {
-			if _, err := Check(sql, nil); err != nil {
-				t.Errorf("got %v, want nil", err)
-			}
-		})
-	}
+	})
 }
 
 // TestRefusedWhateverServerInfo checks that Options.ServerInfo opens no
@@ -506,5 +500,17 @@ func TestOwnTablesRefused(t *testing.T) {
 		if _, err := Check(sql, nil); err == nil || !strings.Contains(err.Error(), "not accepted") {
 			t.Errorf("%s: got %v, want it refused", sql, err)
 		}
+	}
+}
+
+// acceptAll checks that each of sqls passes Check with the defaults.
+func acceptAll(t *testing.T, sqls []string) {
+	t.Helper()
+	for _, sql := range sqls {
+		t.Run(sql, func(t *testing.T) {
+			if _, err := Check(sql, nil); err != nil {
+				t.Errorf("got %v, want nil", err)
+			}
+		})
 	}
 }
