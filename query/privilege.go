@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -122,17 +123,17 @@ func (e *Engine) checkPrivileges(ctx context.Context, name string, src *pgSource
 		}
 	}
 	var findings []string
-	checked := map[string]bool{}
+	exists := map[string]bool{} // by role, once inspected
 	for _, u := range e.roleUses(name, logins) {
-		if !checked[u.role] {
-			checked[u.role] = true
-			f, err := roleFindings(ctx, src.pool, u)
+		if _, seen := exists[u.role]; !seen {
+			f, ok, err := roleFindings(ctx, src.pool, u)
 			if err != nil {
 				return nil, fmt.Errorf("database %q: inspect PostgreSQL role %q: %w", name, u.role, err)
 			}
+			exists[u.role] = ok
 			findings = append(findings, f...)
 		}
-		if u.tables == nil {
+		if u.tables == nil || !exists[u.role] {
 			continue
 		}
 		rows, _ := src.pool.Query(ctx, readableSQL, u.role)
@@ -152,16 +153,16 @@ func (e *Engine) checkPrivileges(ctx context.Context, name string, src *pgSource
 	return findings, nil
 }
 
-// roleFindings says what makes u.role privileged.
-func roleFindings(ctx context.Context, pool *pgxpool.Pool, u roleUse) ([]string, error) {
+// roleFindings says what makes u.role privileged, and whether it exists.
+func roleFindings(ctx context.Context, pool *pgxpool.Pool, u roleUse) ([]string, bool, error) {
 	var super, bypass, createRole bool
 	var members, owns []string
 	err := pool.QueryRow(ctx, roleCheckSQL, u.role, privilegedMemberships).Scan(&super, &bypass, &createRole, &members, &owns)
-	if err == pgx.ErrNoRows {
-		return []string{fmt.Sprintf("%s %q, which does not exist", u.as, u.role)}, nil
+	if errors.Is(err, pgx.ErrNoRows) {
+		return []string{fmt.Sprintf("%s %q, which does not exist", u.as, u.role)}, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var what []string
 	if super {
@@ -180,9 +181,9 @@ func roleFindings(ctx context.Context, pool *pgxpool.Pool, u roleUse) ([]string,
 		what = append(what, "owns served relations ("+few(owns)+"): an owner passes every grant and can run maintenance functions")
 	}
 	if len(what) == 0 {
-		return nil, nil
+		return nil, true, nil
 	}
-	return []string{fmt.Sprintf("%s %q, which %s", u.as, u.role, strings.Join(what, "; "))}, nil
+	return []string{fmt.Sprintf("%s %q, which %s", u.as, u.role, strings.Join(what, "; "))}, true, nil
 }
 
 // few names at most five of names.
