@@ -114,8 +114,10 @@ func TestResultMemory(t *testing.T) {
 	})
 	// A numeric array of 400,000 elements: about 6 MB on the wire, 15 MB
 	// as JSON, so within max_row_bytes (16 MiB) counted either way; the
-	// decoding itself is measured. 1,000,000 elements (about 40 MB as
-	// JSON) are refused by the row bound. Target: 256 MiB for eight.
+	// decoding itself is measured. /rest/sql streams it (decoded as it is
+	// written), run_sql holds it. 1,000,000 elements (14 MB on the wire,
+	// 37 MB as JSON) stream too, and are refused where rows are held.
+	// Target: 256 MiB for eight.
 	arrays := func(n int) string {
 		return fmt.Sprintf("SELECT array_agg(g::numeric*1e30) AS a FROM generate_series(1, %d) g", n)
 	}
@@ -164,11 +166,11 @@ func TestResultMemory(t *testing.T) {
 		t.Logf("8 x run_sql a 400,000-element numeric array at once, one reader: server peak RSS %s (target 256 MiB)",
 			mib(hwm(t, p.cmd.Process.Pid)))
 	})
-	t.Run("eight readers of an array past max_row_bytes on /rest/sql", func(t *testing.T) {
+	t.Run("eight readers of an array past max_row_bytes decoded on /rest/sql", func(t *testing.T) {
 		p, _ := serve(t)
-		restReaders(t, p, arrays(1000000), http.StatusBadRequest)
-		t.Logf("8 x /rest/sql a 1,000,000-element numeric array at once: refused (max_row_bytes), server peak RSS %s",
-			mib(hwm(t, p.cmd.Process.Pid)))
+		n := restReaders(t, p, arrays(1000000), http.StatusOK)
+		t.Logf("8 x /rest/sql a 1,000,000-element numeric array at once (%d MB of JSON in all, streamed): server peak RSS %s",
+			n/1000000, mib(hwm(t, p.cmd.Process.Pid)))
 	})
 }
 

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -58,6 +59,11 @@ type pgColumn struct {
 	scratch   []byte
 	limit     int              // the most bytes this cell may take (its row's bound, less the cells before it)
 	container *containerWriter // for arrays, records, ranges: made on first use
+	// stream, when set, is the statement's context and large arrays and
+	// records are streamed (streamedValue), rowMax their row's bound.
+	stream   context.Context
+	rowMax   int64
+	streamed streamedValue
 }
 
 // scratchKeep is the scratch space a column keeps from one row to the
@@ -86,6 +92,15 @@ func newPGRow(fields []pgconn.FieldDescription, m *pgtype.Map, maxBytes int64) *
 		cols[i] = pgColumn{oid: f.DataTypeOID, format: f.Format, m: m, decode: pgDecoder(f.DataTypeOID, f.Format, m)}
 	}
 	return &pgRow{cols: cols, max: maxBytes}
+}
+
+// streamTo makes the row's large arrays and records streamed values,
+// decoded as the sink writes them, within ctx: for a sink that writes
+// parts (partSink).
+func (r *pgRow) streamTo(ctx context.Context) {
+	for i := range r.cols {
+		r.cols[i].stream, r.cols[i].rowMax = ctx, r.max
+	}
 }
 
 // decode fills cells (one per column) from the row's raw values. The

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -90,10 +91,73 @@ type containerWriter struct {
 	cell  Cell     // the scalar element last decoded
 	text  []byte   // a range's or multirange's text
 	depth int
+	// emit, when set, takes the output so far at element boundaries once
+	// it reaches partAt bytes (see streamedValue); nil: hold it whole.
+	emit   func([]byte) error
+	partAt int // the output emit is given at least, but the last (0: encChunk)
+}
+
+// streamedValue is an array or record too large to hold (over sizeProbe
+// on the wire) on its way to an encoder, which writes it in parts as it
+// is decoded (writeTo): the server holds its wire bytes and one part,
+// never its whole output. Only sinks that write parts get one (partSink);
+// a sink that keeps rows gets the value decoded whole, within the row
+// bound. The statement's context bounds the decoding's time.
+type streamedValue struct {
+	col *pgColumn
+	raw []byte
+}
+
+// partSink is a Sink that writes a large cell in parts as it is decoded
+// (the encoders), so that it may be given streamed values.
+type partSink interface {
+	Sink
+	writesParts()
+}
+
+// writeTo decodes the value, handing emit its output a part at a time,
+// and stops at emit's first error or when the statement's context ends.
+func (v *streamedValue) writeTo(emit func([]byte) error) error {
+	c := v.col
+	w := c.container
+	w.limit, w.depth = c.limit, 0
+	if w.partAt == 0 {
+		w.partAt = encChunk
+	}
+	w.emit = func(p []byte) error {
+		if err := c.stream.Err(); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return timeoutErr(err)
+			}
+			return err
+		}
+		return emit(p)
+	}
+	defer func() { w.emit = nil }()
+	b, err := w.appendJSON(c.scratch[:0], c.oid, v.raw)
+	c.scratch = b[:0]
+	if err == nil && len(b) > 0 {
+		err = w.emit(b)
+	}
+	if errors.Is(err, errContainerTooBig) {
+		return rowTooBig(c.rowMax, err)
+	}
+	return err
+}
+
+// part hands the output so far to emit, when there is one and enough of
+// it, and returns what is left to append to.
+func (w *containerWriter) part(dst []byte) ([]byte, error) {
+	if w.emit == nil || len(dst) < w.partAt {
+		return dst, nil
+	}
+	return dst[:0], w.emit(dst)
 }
 
 // decContainer decodes a binary array or record as a JSON cell, and a
-// range or multirange as a text cell, into c.scratch, within c.limit.
+// range or multirange as a text cell, into c.scratch, within c.limit; a
+// large array or record for a sink that writes parts is left to be
+// decoded as it is written (streamedValue).
 func decContainer(c *pgColumn, raw []byte, cell *Cell) error {
 	w := c.container
 	if w == nil {
@@ -102,6 +166,11 @@ func decContainer(c *pgColumn, raw []byte, cell *Cell) error {
 	}
 	w.limit, w.depth = c.limit, 0
 	kind, sub := containerOf(c.oid, c.m)
+	if c.stream != nil && len(raw) > sizeProbe && (kind == containerArray || kind == containerRecord) {
+		c.streamed = streamedValue{col: c, raw: raw}
+		*cell = Cell{Kind: CellJSON, stream: &c.streamed}
+		return nil
+	}
 	if kind == containerRange || kind == containerMultirange {
 		b, err := w.appendRangeText(c.scratch[:0], kind, sub, raw)
 		c.scratch = b
@@ -202,6 +271,10 @@ func (w *containerWriter) appendString(dst, s []byte) ([]byte, error) {
 		if len(dst) > w.limit {
 			return dst, errContainerTooBig
 		}
+		var err error
+		if dst, err = w.part(dst); err != nil {
+			return dst, err
+		}
 	}
 	return w.check(append(dst, '"'))
 }
@@ -281,7 +354,7 @@ func (w *containerWriter) appendArray(dst, raw []byte) ([]byte, error) {
 		return dst, fmt.Errorf("decode array: bad dimensions")
 	}
 	dst = append(dst, '[')
-	start, sized := len(dst), w.depth > 1 || len(raw) <= sizeProbe
+	start, sized := len(dst), w.depth > 1 || len(raw) <= sizeProbe || w.emit != nil
 	for i := range n {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -305,6 +378,9 @@ func (w *containerWriter) appendArray(dst, raw []byte) ([]byte, error) {
 			dst, err = w.check(append(dst, "null"...))
 		} else {
 			dst, err = w.appendValue(dst, &elem, v)
+		}
+		if err == nil {
+			dst, err = w.part(dst)
 		}
 		if err != nil {
 			return dst, err
@@ -344,6 +420,9 @@ func (w *containerWriter) appendRecord(dst, raw []byte) ([]byte, error) {
 			dst, err = w.check(append(dst, "null"...))
 		} else {
 			dst, err = w.appendJSON(dst, oid, v)
+		}
+		if err == nil {
+			dst, err = w.part(dst)
 		}
 		if err != nil {
 			return dst, err
@@ -439,9 +518,14 @@ func (w *containerWriter) appendBoundAt(dst []byte, sub *elemType, r *wireReader
 		tmp [32]byte
 	)
 	if sub.kind != notContainer {
-		// A range over a container type: its JSON stands as the text.
+		// A range over a container type: its JSON stands as the text,
+		// held whole to be quoted.
+		emit := w.emit
+		w.emit = nil
 		var err error
-		if s, err = w.appendValue(nil, sub, raw); err != nil {
+		s, err = w.appendValue(nil, sub, raw)
+		w.emit = emit
+		if err != nil {
 			return dst, err
 		}
 	} else {

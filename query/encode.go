@@ -70,6 +70,9 @@ type Cell struct {
 	I    int64
 	F    float64
 	B    []byte
+	// stream, for a sink that writes parts, is a large array or record
+	// decoded as it is written (B is nil).
+	stream *streamedValue
 }
 
 // Encoder is a Sink that writes rows to an io.Writer in one [Format]. It
@@ -118,8 +121,11 @@ func NewEncoder(f Format, w io.Writer) (Encoder, error) {
 }
 
 var (
-	_ Encoder = (*jsonEncoder)(nil)
-	_ Encoder = (*csvEncoder)(nil)
+	_ Encoder  = (*jsonEncoder)(nil)
+	_ Encoder  = (*csvEncoder)(nil)
+	_ partSink = (*jsonEncoder)(nil)
+	_ partSink = (*csvEncoder)(nil)
+	_ partSink = (*objectEncoder)(nil)
 )
 
 // encBase buffers output and flushes it at row boundaries.
@@ -132,6 +138,26 @@ type encBase struct {
 }
 
 func (b *encBase) Written() int64 { return b.written }
+
+// writesParts marks the encoders as sinks that take streamed values.
+func (b *encBase) writesParts() {}
+
+// appendStreamed appends a streamed value through enc as it is decoded,
+// writing parts as the buffer fills; its error, like a write's, fails
+// every later call.
+func (b *encBase) appendStreamed(v *streamedValue, enc func(dst, s []byte) []byte) {
+	if b.err != nil {
+		return
+	}
+	err := v.writeTo(func(p []byte) error {
+		b.buf = enc(b.buf, p)
+		b.maybePart()
+		return b.err
+	})
+	if b.err == nil {
+		b.err = err
+	}
+}
 
 // flush writes the buffer, which ends a row; after a failed write every
 // later call fails.
@@ -230,6 +256,8 @@ func (b *encBase) appendRow(cells []Cell) {
 // appendJSON appends c as a JSON value.
 func (b *encBase) appendJSON(c *Cell) {
 	switch {
+	case c.stream != nil:
+		b.appendStreamed(c.stream, appendBytes)
 	case len(c.B) <= encChunk:
 		b.buf = appendJSONCell(b.buf, c)
 	case c.Kind == CellText:
@@ -274,7 +302,12 @@ func (e *csvEncoder) Row(cells []Cell) error {
 			e.buf = append(e.buf, ',')
 		}
 		c := &cells[i]
-		if len(c.B) <= encChunk || c.Kind == CellNumber {
+		if c.stream != nil {
+			// An array's or record's JSON has commas: always quoted.
+			e.buf = append(e.buf, '"')
+			e.appendStreamed(c.stream, appendCSVQuoted)
+			e.buf = append(e.buf, '"')
+		} else if len(c.B) <= encChunk || c.Kind == CellNumber {
 			e.buf = appendCSVCell(e.buf, c)
 		} else if csvNeedsQuotes(c.B, true) {
 			e.buf = append(e.buf, '"')

@@ -62,15 +62,23 @@ func appendNumeric(dst, raw []byte) ([]byte, error) {
 		}
 		return int(binary.BigEndian.Uint16(raw[8+2*i:]))
 	}
+	for i := range n {
+		if digit(i) >= 10000 {
+			return dst, fmt.Errorf("decode numeric: bad digit")
+		}
+	}
+	// The integer part from its first digit that is not zero: PostgreSQL
+	// sends none, but a made-up value may.
+	first := 0
+	for first < weight && digit(first) == 0 {
+		first++
+	}
 	if weight < 0 {
 		dst = append(dst, '0')
 	} else {
-		for d := 0; d <= weight; d++ {
-			if d == 0 {
-				dst = strconv.AppendInt(dst, int64(digit(0)), 10)
-			} else {
-				dst = append4(dst, digit(d), 4)
-			}
+		dst = strconv.AppendInt(dst, int64(digit(first)), 10)
+		for d := first + 1; d <= weight; d++ {
+			dst = append4(dst, digit(d), 4)
 		}
 	}
 	if dscale > 0 {

@@ -150,6 +150,9 @@ func (s *pgSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error
 		unknown = unknown || res.Columns[i].Type == ""
 	}
 	row := newPGRow(fields, m, st.maxRowBytes())
+	if writesParts(sink) {
+		row.streamTo(ctx)
+	}
 	cells := make([]Cell, len(fields))
 	// The first row comes before any output, so that a failure to run
 	// at all can still be retried.

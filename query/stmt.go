@@ -199,6 +199,16 @@ func (t *trackSink) Row(cells []Cell) error {
 
 func (t *trackSink) End(*Result) error { return nil }
 
+// writesParts reports whether s (or the sink a trackSink wraps) takes
+// streamed values.
+func writesParts(s Sink) bool {
+	if t, ok := s.(*trackSink); ok {
+		s = t.Sink
+	}
+	_, ok := s.(partSink)
+	return ok
+}
+
 // sinkErr is a failure of the sink (the reader went away, a bound was
 // hit): never retried, and returned to the caller as the sink made it.
 type sinkErr struct{ err error }

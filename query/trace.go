@@ -49,9 +49,12 @@ func endSpan(span trace.Span, res *Result, bytes int64, err error) {
 func cellBytes(cells []Cell) int64 {
 	var n int64
 	for i := range cells {
-		if cells[i].B != nil {
+		switch {
+		case cells[i].B != nil:
 			n += int64(len(cells[i].B))
-		} else {
+		case cells[i].stream != nil: // held as it came on the wire
+			n += int64(len(cells[i].stream.raw))
+		default:
 			n += 8
 		}
 	}
