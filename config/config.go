@@ -1,7 +1,8 @@
 // Package config holds lakegate's one Config struct: its defaults, loading
 // from a file (JSON or YAML), the environment (LAKEGATE_*) and validation.
 //
-// It is a leaf: it imports nothing of lakegate's, and every package may read it.
+// It is a leaf: it imports nothing of lakegate's but the did-you-mean of
+// internal/suggest, and every package may read it.
 package config
 
 import (
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/lakegate/lakegate/internal/suggest"
 )
 
 // Defaults of the settings that have one.
@@ -78,12 +81,12 @@ type Duration time.Duration
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
+		v, ok := parseDuration(s)
+		if !ok {
 			// A type error lets encoding/json name the setting and offset.
-			return &json.UnmarshalTypeError{Value: "string " + strconv.Quote(s), Type: reflect.TypeFor[Duration]()}
+			return &json.UnmarshalTypeError{Value: strconv.Quote(s), Type: reflect.TypeFor[Duration]()}
 		}
-		*d = Duration(v)
+		*d = v
 		return nil
 	}
 	var n float64
@@ -294,6 +297,10 @@ type Config struct {
 	LogFormat string `json:"log_format" help:"text or json (to stderr)"`
 	// LogLevel is "debug", "info", "warn" or "error".
 	LogLevel string `json:"log_level" help:"debug, info, warn or error"`
+
+	// IgnoreEnv names LAKEGATE_* variables that are no setting and must
+	// not stop start-up (see CheckEnviron).
+	IgnoreEnv []string `json:"ignore_env" help:"LAKEGATE_* variables of other tools to let pass (names, or prefixes ending in *)"`
 }
 
 // Default returns a Config with every default filled in.
@@ -366,10 +373,14 @@ func (c *Config) readFile(file string) error {
 		return fmt.Errorf("config: %w", err)
 	}
 	ext := strings.ToLower(filepath.Ext(file))
-	isYAML := ext == ".yaml" || ext == ".yml"
-	if isYAML {
+	lineOf := func(off int64, key string) int { return jsonLine(data, off, key) }
+	if ext == ".yaml" || ext == ".yml" {
+		var root yaml.Node
+		if err := yaml.Unmarshal(data, &root); err != nil {
+			return fmt.Errorf("config %s: %w", file, err)
+		}
 		var doc any
-		if err := yaml.Unmarshal(data, &doc); err != nil {
+		if err := root.Decode(&doc); err != nil {
 			return fmt.Errorf("config %s: %w", file, err)
 		}
 		if doc == nil {
@@ -378,40 +389,104 @@ func (c *Config) readFile(file string) error {
 		if data, err = json.Marshal(doc); err != nil {
 			return fmt.Errorf("config %s: %w", file, err)
 		}
+		// Offsets would point into the re-encoded JSON: the line is the
+		// key's in the YAML.
+		lineOf = func(_ int64, key string) int { return yamlLine(&root, key) }
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
-		if isYAML {
-			// Line numbers would point into the re-encoded JSON, not the file.
-			data = nil
-		}
-		return fmt.Errorf("config %s: %s", file, describeJSONError(data, err))
+		return fmt.Errorf("config %s: %s", file, describeJSONError(err, lineOf))
 	}
 	return nil
 }
 
-// describeJSONError adds the line of a syntax or type error.
-func describeJSONError(data []byte, err error) string {
-	var off int64 = -1
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
+// describeJSONError says what is wrong with a setting in the words the
+// environment's errors use (see want), with its line (lineOf: 0 when
+// unknown) and, for an unknown key, the keys it may have meant.
+func describeJSONError(err error, lineOf func(off int64, key string) int) string {
+	var (
+		se   *json.SyntaxError
+		te   *json.UnmarshalTypeError
+		line int
+	)
 	switch {
 	case errors.As(err, &se):
-		off = se.Offset
+		line = lineOf(se.Offset, "")
 	case errors.As(err, &te):
-		off = te.Offset
-		want := te.Type.String()
-		if te.Type == reflect.TypeFor[Duration]() {
-			want = `a duration like "30s" or a number of seconds`
+		path := te.Field
+		key := path[strings.LastIndexByte(path, '.')+1:]
+		if line = lineOf(-1, key); line == 0 {
+			line = lineOf(te.Offset, "")
 		}
-		err = fmt.Errorf("setting %q: got a JSON %s, want %s", te.Field, te.Value, want)
+		err = fmt.Errorf("setting %q: got %s, want %s", path, te.Value, want(te.Type))
+	default:
+		if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			key, _ = strconv.Unquote(key)
+			line = lineOf(-1, key)
+			err = fmt.Errorf("unknown setting %q", key)
+			if dym := suggest.DidYouMean(key, settingKeys()); dym != "" {
+				err = fmt.Errorf("%w; %s", err, dym)
+			}
+		}
 	}
-	if off < 0 || data == nil {
+	if line <= 0 {
 		return err.Error()
 	}
-	line := 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n"))
 	return fmt.Sprintf("line %d: %v", line, err)
+}
+
+// jsonLine is the line of offset off in data or, when off < 0, of the
+// first "key": in it; 0 when neither is found.
+func jsonLine(data []byte, off int64, key string) int {
+	if off < 0 && key != "" {
+		q, _ := json.Marshal(key)
+		for i := 0; i < len(data); {
+			j := bytes.Index(data[i:], q)
+			if j < 0 {
+				break
+			}
+			i += j + len(q)
+			if rest := bytes.TrimLeft(data[i:], " \t\r\n"); len(rest) > 0 && rest[0] == ':' {
+				off = int64(i - len(q))
+				break
+			}
+		}
+	}
+	if off < 0 {
+		return 0
+	}
+	return 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n"))
+}
+
+// yamlLine is the line of the first mapping key named key in the YAML
+// document under n (depth first), 0 when there is none.
+func yamlLine(n *yaml.Node, key string) int {
+	if key == "" {
+		return 0
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				return n.Content[i].Line
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if line := yamlLine(c, key); line > 0 {
+			return line
+		}
+	}
+	return 0
+}
+
+// settingKeys are the config file's keys.
+func settingKeys() []string {
+	var keys []string
+	for _, s := range Settings() {
+		keys = append(keys, s.Key)
+	}
+	return keys
 }
 
 // BlockDir is the spool directory of block files.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -40,41 +41,47 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	return nil
 }
 
-// setFromEnv parses v, the value of s's variable, into the field f.
+// setFromEnv parses v, the value of s's variable, into the field f. A
+// value is read as the config file reads it, and refused in the same
+// words (want).
 func setFromEnv(f reflect.Value, s Setting, v string) error {
+	bad := func() error { return fmt.Errorf("%s=%q: want %s", s.Env, v, want(f.Type())) }
 	switch p := f.Addr().Interface().(type) {
 	case *string:
 		*p = v
 	case *bool:
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%s=%q: want true or false", s.Env, v)
+		switch strings.ToLower(v) {
+		case "true":
+			*p = true
+		case "false":
+			*p = false
+		default:
+			return bad()
 		}
-		*p = b
 	case *int:
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return fmt.Errorf("%s=%q: want a whole number", s.Env, v)
+			return bad()
 		}
 		*p = n
 	case *int64: // the int64 settings count bytes
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return fmt.Errorf("%s=%q: want a number of bytes", s.Env, v)
+			return bad()
 		}
 		*p = n
 	case *float64:
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return fmt.Errorf("%s=%q: want a number, e.g. 50 or 0.5", s.Env, v)
+			return bad()
 		}
 		*p = n
 	case *Duration:
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("%s=%q: want a duration like 30s", s.Env, v)
+		d, ok := parseDuration(v)
+		if !ok {
+			return bad()
 		}
-		*p = Duration(d)
+		*p = d
 	case *[]string:
 		*p = splitList(v)
 	case *[]Database:
@@ -93,6 +100,43 @@ func setFromEnv(f reflect.Value, s Setting, v string) error {
 		f.Set(fresh.Elem())
 	}
 	return nil
+}
+
+// want says what a setting of type t takes, for the errors of the file
+// and of the environment alike.
+func want(t reflect.Type) string {
+	switch t {
+	case reflect.TypeFor[Duration]():
+		return "a duration like 30s or a number of seconds"
+	case reflect.TypeFor[int64]():
+		return "a whole number of bytes"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number, e.g. 50 or 0.5"
+	case reflect.String:
+		return "text"
+	case reflect.Slice:
+		return "a list"
+	}
+	return t.String()
+}
+
+// parseDuration reads a Go duration ("30s", "1m30s") or a number of
+// seconds ("30", "0.5").
+func parseDuration(s string) (Duration, bool) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return Duration(d), true
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+		return 0, false
+	}
+	return Duration(time.Duration(n * float64(time.Second))), true
 }
 
 // splitList reads "a, b,c" as [a b c].

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,19 +41,28 @@ var version = "dev"
 
 func main() {
 	gin.SetMode(gin.ReleaseMode)
-	if err := newRoot(os.Stdout, os.Stderr, os.Getenv).Execute(); err != nil {
+	if err := newRoot(os.Stdout, os.Stderr, os.Environ()).Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "lakegate:", err)
 		os.Exit(1)
 	}
 }
 
-func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+// clientEnv are the LAKEGATE_* variables the client commands (admin,
+// fetch) read; they are no server setting.
+var clientEnv = []string{"LAKEGATE_SERVER", "LAKEGATE_TOKEN"}
+
+// newRoot builds the CLI over the process environment environ (as
+// os.Environ gives it).
+func newRoot(stdout, stderr io.Writer, environ []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "lakegate",
 		Short:         "HTTP data server for SQL data with an MCP plugin for AI agents",
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("lakegate {{.Version}}\n")
+	getenv := lookupEnv(environ)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	var configFile string
@@ -71,18 +81,13 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 			if conformance && !mcp.ConformanceFixtures {
 				return errors.New("--conformance: this binary was built without the conformance fixtures; build with -tags conformance")
 			}
+			env := environ
 			if cmd.Flags().Changed("listen") {
 				// The flag outranks the environment, as the environment
 				// outranks the file.
-				env := getenv
-				getenv = func(k string) string {
-					if k == "LAKEGATE_LISTEN" {
-						return listen
-					}
-					return env(k)
-				}
+				env = append(slices.Clip(environ), "LAKEGATE_LISTEN="+listen)
 			}
-			cfg, err := config.Load(configFile, getenv)
+			cfg, err := loadConfig(configFile, env)
 			if err != nil {
 				return err
 			}
@@ -100,7 +105,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 		writeSettings(cmd.OutOrStdout())
 	})
 	root.AddCommand(serveCmd)
-	root.AddCommand(newStdioCommand(&configFile, stderr, getenv))
+	root.AddCommand(newStdioCommand(&configFile, stderr, environ))
 	root.AddCommand(newAdminCommand(stdout, getenv))
 	root.AddCommand(newFetchCommand(stdout, stderr, getenv))
 
@@ -111,7 +116,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 		Short: "Print an HS256 JWT signed with the configured secret",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(configFile, getenv)
+			cfg, err := loadConfig(configFile, environ)
 			if err != nil {
 				return err
 			}
@@ -478,4 +483,29 @@ func writeSettings(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s, %s (default: %s)\n      %s\n", s.Key, s.Env, def, s.Help)
 	}
+}
+
+// loadConfig reads the configuration from file and environ, refusing
+// LAKEGATE_* variables that name nothing lakegate reads.
+func loadConfig(file string, environ []string) (config.Config, error) {
+	cfg, err := config.Load(file, lookupEnv(environ))
+	if err != nil {
+		return config.Config{}, err
+	}
+	if err := config.CheckEnviron(environ, cfg.IgnoreEnv, clientEnv...); err != nil {
+		return config.Config{}, err
+	}
+	return cfg, nil
+}
+
+// lookupEnv reads environ as os.Getenv reads the process's: the last
+// value of a name wins.
+func lookupEnv(environ []string) func(string) string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) string { return m[k] }
 }

@@ -35,16 +35,39 @@ const secret = "cmd-test-secret-0123456789abcdef0123"
 func run(t *testing.T, env map[string]string, args ...string) (string, string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	root := newRoot(&stdout, &stderr, func(k string) string { return env[k] })
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	root := newRoot(&stdout, &stderr, environ)
 	root.SetArgs(args)
 	err := root.ExecuteContext(t.Context())
 	return stdout.String(), stderr.String(), err
 }
 
 func TestVersion(t *testing.T) {
-	out, _, err := run(t, nil, "version")
-	if err != nil || out != "lakegate dev\n" {
-		t.Errorf("got %q, %v, want \"lakegate dev\\n\", nil", out, err)
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, _, err := run(t, nil, args...)
+		if err != nil || out != "lakegate dev\n" {
+			t.Errorf("%v: got %q, %v, want \"lakegate dev\\n\", nil", args, out, err)
+		}
+	}
+}
+
+// TestMisspelledVariable: a LAKEGATE_* variable that names no setting
+// stops serve, stdio and token before anything starts, naming it and the
+// setting it may mean; ignore_env lets it pass.
+func TestMisspelledVariable(t *testing.T) {
+	env := map[string]string{"LAKEGATE_JWT_SECRET": secret, "LAKEGATE_MCP_ENABLD": "true", "LAKEGATE_LISTEN": "127.0.0.1:0"}
+	for _, args := range [][]string{{"serve"}, {"stdio", "--sub", "x"}, {"token", "--sub", "x"}} {
+		_, _, err := run(t, env, args...)
+		if err == nil || !strings.Contains(err.Error(), `LAKEGATE_MCP_ENABLD (did you mean "LAKEGATE_MCP_ENABLED"?)`) {
+			t.Errorf("%v: got %v, want the misspelled variable named", args, err)
+		}
+	}
+	env["LAKEGATE_IGNORE_ENV"] = "LAKEGATE_MCP_*"
+	if out, _, err := run(t, env, "token", "--sub", "x"); err != nil || out == "" {
+		t.Errorf("with ignore_env: got %q, %v, want a token", out, err)
 	}
 }
 

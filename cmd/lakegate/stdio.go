@@ -23,7 +23,7 @@ import (
 // and output for local clients (Claude Desktop style). There is no HTTP
 // and no token: every call runs as the identity given by --sub and --role.
 // Logs go to stderr only; stdout carries nothing but MCP messages.
-func newStdioCommand(configFile *string, stderr io.Writer, getenv func(string) string) *cobra.Command {
+func newStdioCommand(configFile *string, stderr io.Writer, environ []string) *cobra.Command {
 	var sub string
 	var roles []string
 	cmd := &cobra.Command{
@@ -31,7 +31,7 @@ func newStdioCommand(configFile *string, stderr io.Writer, getenv func(string) s
 		Short: "Serve the MCP tools over standard input/output (for local MCP clients)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(*configFile, getenv)
+			cfg, err := loadConfig(*configFile, environ)
 			if err != nil {
 				return err
 			}
