@@ -24,6 +24,7 @@ import (
 
 // Defaults of the settings that have one.
 const (
+	DefaultPort             = 32049
 	DefaultListen           = "127.0.0.1:32049"
 	DefaultDataDir          = "./lakegate-data"
 	DefaultBlockThreshold   = 10 << 20

@@ -145,9 +145,21 @@ func (c adminClient) do(ctx context.Context, method, path string) ([]byte, error
 		return nil, c.redact(fmt.Errorf("%s %s: reading the answer: %w", method, path, err))
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, c.redact(fmt.Errorf("%s %s: %s", method, path, serverError(resp.Status, body)))
+		msg := serverError(resp.Status, body)
+		if resp.StatusCode == http.StatusUnauthorized {
+			msg += "; " + tokenHint(u.String())
+		}
+		return nil, c.redact(fmt.Errorf("%s %s%s: %s", method, u.String(), path, msg))
 	}
 	return body, nil
+}
+
+// tokenHint says, for a token the server at base refused, where a good
+// one comes from.
+func tokenHint(base string) string {
+	return "the server at " + base + " did not take the token: check that --server or LAKEGATE_SERVER names the server " +
+		"whose secret signed it (a server started without jwt_secret, as make run starts one, signs with a secret of its own run, " +
+		"so its tokens end with it: take the ones it printed at its start, or make one with lakegate token and its LAKEGATE_JWT_SECRET)"
 }
 
 // redact removes the token from err's text, should anything have echoed it.

@@ -89,7 +89,7 @@ func TestAdminMCP(t *testing.T) {
 		{"disable, token from flag", nil, []string{"admin", "mcp", "disable", "--server", base, "--token", admin}, []string{"disabled"}, nil},
 		{"json", viaEnv, []string{"admin", "mcp", "status", "--json", "--server", base}, []string{`"enabled": false`, `"sessions": {`}, nil},
 		{"reader is refused", map[string]string{"LAKEGATE_TOKEN": reader}, []string{"admin", "mcp", "enable", "--server", base}, nil, []string{"403", "forbidden"}},
-		{"bad token", map[string]string{"LAKEGATE_TOKEN": "not-a-jwt"}, []string{"admin", "mcp", "status", "--server", base}, nil, []string{"401", "auth_error"}},
+		{"bad token", map[string]string{"LAKEGATE_TOKEN": "not-a-jwt"}, []string{"admin", "mcp", "status", "--server", base}, nil, []string{"GET " + base + "/admin/mcp/status: 401", "auth_error", "the server at " + base + " did not take the token", "make run"}},
 		{"no token", nil, []string{"admin", "mcp", "status", "--server", base}, nil, []string{"LAKEGATE_TOKEN"}},
 		{"no server", viaEnv, []string{"admin", "mcp", "status", "--server", refused}, nil, []string{"connection refused"}},
 		{"bad server URL", viaEnv, []string{"admin", "mcp", "status", "--server", "127.0.0.1:1"}, nil, []string{"--server"}},

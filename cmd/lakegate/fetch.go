@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -149,12 +150,17 @@ func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.W
 		return "", errors.New("--sql needs --database")
 	}
 	// The token is added by the transport: never follow a redirect with it.
-	authed := &http.Client{Transport: bearerTransport{token: f.token, base: hc.Transport},
+	var refused atomic.Bool
+	authed := &http.Client{Transport: bearerTransport{token: f.token, base: hc.Transport, refused: &refused},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "lakegate-fetch", Version: version}, nil)
-	cs, err := client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: strings.TrimSuffix(f.server, "/") + "/mcp", HTTPClient: authed}, nil)
+	base := strings.TrimSuffix(f.server, "/")
+	cs, err := client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: authed}, nil)
+	if err != nil && refused.Load() {
+		return "", fmt.Errorf("connect to %s/mcp: %w; %s", base, err, tokenHint(base))
+	}
 	if err != nil {
-		return "", fmt.Errorf("connect to %s/mcp: %w", f.server, err)
+		return "", fmt.Errorf("connect to %s/mcp: %w", base, err)
 	}
 	defer cs.Close()
 	start := time.Now()
@@ -224,9 +230,11 @@ func rateLimitedWait(text string) time.Duration {
 }
 
 // bearerTransport adds a bearer token to every request.
+// refused, when set, notes an answer of 401: the token was not taken.
 type bearerTransport struct {
-	token string
-	base  http.RoundTripper
+	token   string
+	base    http.RoundTripper
+	refused *atomic.Bool
 }
 
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -234,7 +242,11 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if b.token != "" {
 		r.Header.Set("Authorization", "Bearer "+b.token)
 	}
-	return b.base.RoundTrip(r)
+	resp, err := b.base.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && b.refused != nil {
+		b.refused.Store(true)
+	}
+	return resp, err
 }
 
 // output opens where the result goes. A file is written under a temporary

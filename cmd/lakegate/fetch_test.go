@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/server"
 )
 
 // TestFetch exports a demo table with `lakegate fetch --sql`, fetches the
@@ -65,6 +66,17 @@ func TestFetch(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(second); !bytes.Equal(a, b) {
 		t.Errorf("fetch by id: %d bytes, want the %d bytes of the export", len(b), len(a))
+	}
+
+	// A token of another secret (a make run server's, after a restart)
+	// is refused with where a good one comes from.
+	stale, err := server.NewToken([]byte("another-secret-0123456789abcdef0123"), "agent", server.RoleReader, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = run(t, map[string]string{"LAKEGATE_SERVER": m[1], "LAKEGATE_TOKEN": stale}, "fetch", "--database", "demo", "--sql", "SELECT 1")
+	if err == nil || !strings.Contains(err.Error(), "the server at "+m[1]+" did not take the token") || strings.Contains(err.Error(), stale) {
+		t.Errorf("stale token: got %v, want the token hint naming the server", err)
 	}
 
 	// Errors: an unknown transfer leaves no file behind; bad arguments.

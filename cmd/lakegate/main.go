@@ -230,9 +230,13 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	}()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("listen on %s: address already in use (another process holds it): "+
-			"choose another address with --listen, LAKEGATE_LISTEN or listen in the config file, e.g. --listen 127.0.0.1:%d",
-			cfg.Listen, otherPort(cfg.Listen))
+		msg := fmt.Sprintf("listen on %s: address already in use (another process holds it): "+
+			"choose another address with --listen, LAKEGATE_LISTEN or listen in the config file", cfg.Listen)
+		if port := otherPort(cfg.Listen); port > 0 {
+			host, _, _ := net.SplitHostPort(cfg.Listen)
+			msg += fmt.Sprintf(", e.g. --listen %s (free now)", net.JoinHostPort(host, strconv.Itoa(port)))
+		}
+		return errors.New(msg)
 	}
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
@@ -461,14 +465,22 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// otherPort suggests a port next to the one in addr.
+// otherPort suggests a free port next to the one in addr: the first of
+// the next 100 that can be listened on now (0 when none can).
 func otherPort(addr string) int {
-	_, p, _ := net.SplitHostPort(addr)
+	host, p, _ := net.SplitHostPort(addr)
 	n, err := strconv.Atoi(p)
 	if err != nil || n <= 0 || n >= 65535 {
-		return 32050
+		n = config.DefaultPort
 	}
-	return n + 1
+	for port := n + 1; port <= min(n+100, 65535); port++ {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err == nil {
+			ln.Close()
+			return port
+		}
+	}
+	return 0
 }
 
 // writeSettings lists every setting for serve --help: its file key,

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -450,5 +451,35 @@ func TestCursorKey(t *testing.T) {
 	}
 	if cursorKey(config.Default()) != nil {
 		t.Error("no secret: want no key (the engine makes its own)")
+	}
+}
+
+// TestOtherPort: the port suggested for an address in use is one that is
+// free, not merely the next one.
+func TestOtherPort(t *testing.T) {
+	var held []net.Listener
+	defer func() {
+		for _, ln := range held {
+			ln.Close()
+		}
+	}()
+	first, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held = append(held, first)
+	port := first.Addr().(*net.TCPAddr).Port
+	if port >= 65530 {
+		t.Skip("the port given is too close to the end of the range")
+	}
+	if next, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1)); err == nil {
+		held = append(held, next)
+	}
+	taken := map[int]bool{}
+	for _, ln := range held {
+		taken[ln.Addr().(*net.TCPAddr).Port] = true
+	}
+	if got := otherPort(first.Addr().String()); got <= port || taken[got] {
+		t.Errorf("got %d beside the held ports %v, want a port past %d that is free", got, taken, port)
 	}
 }
