@@ -445,3 +445,40 @@ func TestDashboardRunbookAlerts(t *testing.T) {
 		}
 	})
 }
+
+// TestDashboardShowsEveryFamily: every lakegate_ metric family the server
+// exports or its collector describes is on some panel of the dashboard.
+func TestDashboardShowsEveryFamily(t *testing.T) {
+	set := exportedSeries(t)
+	shown := map[string]bool{}
+	for _, p := range loadDashboard(t).allPanels() {
+		for _, tg := range p.Targets {
+			for _, n := range seriesIn(tg.Expr) {
+				shown[familyOf(n)] = true
+			}
+		}
+	}
+	families := map[string]bool{}
+	for n := range set.scraped {
+		families[familyOf(n)] = true
+	}
+	for n := range set.described {
+		families[familyOf(n)] = true
+	}
+	for f := range families {
+		if strings.HasPrefix(f, "lakegate_") && !shown[f] {
+			t.Errorf("%s is on no panel of %s", f, dashboardFile)
+		}
+	}
+}
+
+// familyOf is the metric family of series name n: a histogram's buckets,
+// sum and count are its own.
+func familyOf(n string) string {
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if f, ok := strings.CutSuffix(n, suffix); ok {
+			return f
+		}
+	}
+	return n
+}
