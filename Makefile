@@ -2,8 +2,9 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 PKGS    := ./...
+IMAGE   ?= localhost/lakegate:$(VERSION)
 
-.PHONY: all build run cluster test vet js-deps fuzz bench chaos clean
+.PHONY: all build run cluster image test test-deploy vet js-deps fuzz bench chaos clean
 
 all: build
 
@@ -25,6 +26,12 @@ run: build
 cluster:
 	exec bash integration/cluster.sh
 
+# The container image (deploy/Containerfile, FROM scratch): the static
+# binary, a non-root user and the CA certificates, built with podman (or
+# docker with a running engine) as $(IMAGE).
+image:
+	GO=$(GO) bash deploy/image.sh $(IMAGE) $(VERSION)
+
 # Both builds: the production one and the one with the MCP conformance
 # fixtures (mcp/conformance.go, behind the conformance build tag).
 vet:
@@ -40,6 +47,28 @@ vet:
 test: vet js-deps
 	bash integration/with-postgres.sh $(GO) test -tags conformance -race -count=1 -timeout 15m -coverpkg=./... -coverprofile=coverage.out $(PKGS)
 	@awk -f integration/cover.awk coverage.out
+	@$(MAKE) --no-print-directory test-deploy
+
+# helm for the chart's tests, built once from the Go module proxy into
+# GOPATH (about 3 minutes of CPU the first time; then it is there).
+HELM_VERSION := v3.19.0
+HELM = $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/pkg/lakegate-tools/helm-$(HELM_VERSION)/helm
+
+$(HELM):
+	GOBIN=$(dir $(HELM)) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+# The deployment files' tests (deploy/, a Go module of its own): the image
+# (built here with make image; its binary, run from the unpacked image,
+# answers /ready on a throwaway PostgreSQL), the Helm chart (helm lint,
+# helm template, every manifest decoded strictly into the Kubernetes API
+# types), the compose file and the systemd unit (systemd-analyze). Without
+# podman or a docker engine the image tests skip.
+test-deploy: $(HELM)
+	@if command -v podman >/dev/null 2>&1 || docker info >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory image IMAGE=localhost/lakegate:test; \
+	else echo "make: neither podman nor a docker engine: the image tests will be skipped" >&2; fi
+	cd deploy && $(GO) vet ./... && LAKEGATE_IMAGE=localhost/lakegate:test LAKEGATE_HELM=$(HELM) \
+		bash ../integration/with-postgres.sh $(GO) test -count=1 -timeout 10m ./...
 
 # The pinned Node MCP clients the integration tests drive (TypeScript SDK,
 # MCP Inspector, conformance suite, Node 22), installed fresh into
