@@ -67,7 +67,7 @@ test-deploy: $(HELM)
 	@if command -v podman >/dev/null 2>&1 || docker info >/dev/null 2>&1; then \
 		$(MAKE) --no-print-directory image IMAGE=localhost/lakegate:test; \
 	else echo "make: neither podman nor a docker engine: the image tests will be skipped" >&2; fi
-	cd deploy && $(GO) vet ./... && LAKEGATE_IMAGE=localhost/lakegate:test LAKEGATE_HELM=$(HELM) \
+	cd deploy && $(GO) vet ./... && LAKEGATE_TEST_IMAGE=localhost/lakegate:test LAKEGATE_TEST_HELM=$(HELM) \
 		bash ../integration/with-postgres.sh $(GO) test -count=1 -timeout 10m ./...
 
 # The pinned Node MCP clients the integration tests drive (TypeScript SDK,

@@ -31,7 +31,7 @@ const (
 
 func helm(t *testing.T) string {
 	t.Helper()
-	return tool(t, "LAKEGATE_HELM", "helm", "make test-deploy installs helm from the Go module proxy")
+	return tool(t, "LAKEGATE_TEST_HELM", "helm", "make test-deploy installs helm from the Go module proxy")
 }
 
 // render runs helm template on the chart with the test values and args.

@@ -16,7 +16,7 @@ import (
 // composeEnv is what deploy/.env would hold.
 var composeEnv = map[string]string{
 	"POSTGRES_PASSWORD":       "admin-password",
-	"LAKEGATE_DB_PASSWORD":    "login-password",
+	"LOGIN_PASSWORD":          "login-password",
 	"REPLICATION_PASSWORD":    "replication-password",
 	"LAKEGATE_JWT_SECRET":     "0123456789abcdef0123456789abcdef0123456789abcdef",
 	"LAKEGATE_CLUSTER_SECRET": "fedcba9876543210fedcba9876543210fedcba9876543210",

@@ -160,14 +160,14 @@ func unpackLayer(t *testing.T, layer []byte, root string, files map[string]image
 	}
 }
 
-// TestImage checks the image make image built (LAKEGATE_IMAGE): its
+// TestImage checks the image make image built (LAKEGATE_TEST_IMAGE): its
 // configuration and file system, and that its entrypoint, run from the
 // unpacked file system, serves the test PostgreSQL through the
 // least-privileged roles and answers /ready.
 func TestImage(t *testing.T) {
-	image := os.Getenv("LAKEGATE_IMAGE")
+	image := os.Getenv("LAKEGATE_TEST_IMAGE")
 	if image == "" {
-		t.Skip("LAKEGATE_IMAGE unset: make test-deploy builds the image (make image) and names it")
+		t.Skip("LAKEGATE_TEST_IMAGE unset: make test-deploy builds the image (make image) and names it")
 	}
 	root, cfg, files := unpackImage(t, image)
 
@@ -259,7 +259,7 @@ func serveFromImage(t *testing.T, root string, imageEnv map[string]string) {
 	if admin == "" {
 		t.Skip("LAKEGATE_TEST_DATABASE_URL unset: make test-deploy runs under integration/with-postgres.sh")
 	}
-	psql := tool(t, "LAKEGATE_PSQL", "psql", "the roles are made with psql (apt-get install postgresql-client)")
+	psql := tool(t, "LAKEGATE_TEST_PSQL", "psql", "the roles are made with psql (apt-get install postgresql-client)")
 	db := fmt.Sprintf("lakegate_deploy_%d", time.Now().UnixNano()%1_000_000_000)
 	clusterDB := db + "_cluster"
 	password := "deploy-test-password"

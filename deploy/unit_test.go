@@ -96,7 +96,7 @@ func TestUnit(t *testing.T) {
 		t.Errorf("TimeoutStopSec %q, want at least shutdown_delay + drain_timeout + 5 s = %v", d["TimeoutStopSec"], need)
 	}
 
-	sa := tool(t, "LAKEGATE_SYSTEMD_ANALYZE", "systemd-analyze", "apt-get install systemd")
+	sa := tool(t, "LAKEGATE_TEST_SYSTEMD_ANALYZE", "systemd-analyze", "apt-get install systemd")
 	// verify needs ExecStart's program to exist: the unit as installed,
 	// with this test's binary in place of /usr/local/bin/lakegate.
 	self, err := os.Executable()
@@ -123,7 +123,7 @@ func TestUnit(t *testing.T) {
 
 // TestUnitVerifyFails: a misspelled directive makes the check fail.
 func TestUnitVerifyFails(t *testing.T) {
-	sa := tool(t, "LAKEGATE_SYSTEMD_ANALYZE", "systemd-analyze", "apt-get install systemd")
+	sa := tool(t, "LAKEGATE_TEST_SYSTEMD_ANALYZE", "systemd-analyze", "apt-get install systemd")
 	text, err := os.ReadFile("lakegate.service")
 	if err != nil {
 		t.Fatal(err)
