@@ -378,6 +378,8 @@ func TestChartRefuses(t *testing.T) {
 		{"short cluster secret", []string{"--set", "secrets.clusterSecret=short"}, "secrets.clusterSecret"},
 		{"a setting the chart owns", []string{"--set", "config.listen=127.0.0.1:1"}, "config.listen is set by the chart"},
 		{"roles without an admin secret", []string{"--set", "roles.adminSecret="}, "roles.adminSecret"},
+		{"a misspelled value (values.schema.json)", []string{"--set", "replicaCont=2"}, "replicaCont"},
+		{"no preStop sleep", []string{"--set", "drain.preStopSleepSeconds=0"}, "preStopSleepSeconds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"template", "lg", chartDir, "--kube-version", kubeVersion, "-f", testValues}, tc.args...)
