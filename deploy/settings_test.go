@@ -15,25 +15,16 @@ import (
 // repoRoot is the repository holding this module.
 const repoRoot = ".."
 
-// knownEnv is every LAKEGATE_* variable the server reads: one per setting,
-// the config file's name, and the one-database shorthand.
-func knownEnv() map[string]bool {
-	known := map[string]bool{config.EnvConfig: true, "LAKEGATE_DATABASE_URL": true}
-	for _, s := range config.Settings() {
-		known[s.Env] = true
-	}
-	return known
-}
-
-// checkNames fails the test for each LAKEGATE_* name in env that is no
-// setting of the server's.
+// checkNames fails the test when env holds a LAKEGATE_* variable that
+// names no setting: lakegate serve would refuse to start (CheckEnviron).
 func checkNames(t *testing.T, where string, env map[string]string) {
 	t.Helper()
-	known := knownEnv()
-	for k := range env {
-		if strings.HasPrefix(k, "LAKEGATE_") && !known[k] {
-			t.Errorf("%s: %s is no lakegate setting", where, k)
-		}
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	if err := config.CheckEnviron(environ, nil); err != nil {
+		t.Errorf("%s: %v", where, err)
 	}
 }
 
