@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -238,6 +239,16 @@ func TestImage(t *testing.T) {
 	t.Run("serves", func(t *testing.T) {
 		serveFromImage(t, root, envMap(cfg.Config.Env))
 	})
+
+	// With no database, as podman run gives it: the demo in /data, and
+	// the connection help with tokens on standard output.
+	t.Run("demo", func(t *testing.T) {
+		srv := startFromImage(t, root, envMap(cfg.Config.Env), nil)
+		srv.stop(t)
+		if out := srv.log.String(); !strings.Contains(out, "serving the embedded demo database") || !strings.Contains(out, "token") {
+			t.Errorf("the demo start printed no demo database or tokens:\n%s", out)
+		}
+	})
 }
 
 func envMap(env []string) map[string]string {
@@ -277,66 +288,16 @@ func serveFromImage(t *testing.T, root string, imageEnv map[string]string) {
 		"-f", filepath.Join(files, "roles.sql"), "-f", filepath.Join(files, "login.sql"))
 	login := url.UserPassword("lakegate", password)
 
-	port := freePort(t)
-	base := "http://127.0.0.1:" + port
-	env := map[string]string{}
-	for k, v := range imageEnv {
-		env[k] = v
-	}
 	secret := "0123456789abcdef0123456789abcdef"
 	databases, _ := json.Marshal([]map[string]string{{"name": "iot", "url": withDatabase(t, admin, db, login)}})
-	for k, v := range map[string]string{
-		"LAKEGATE_LISTEN":         "127.0.0.1:" + port,
-		"LAKEGATE_DATA_DIR":       t.TempDir(),
+	srv := startFromImage(t, root, imageEnv, map[string]string{
 		"LAKEGATE_DATABASES":      string(databases),
 		"LAKEGATE_QUERY_ROLE":     "lakegate_reader",
 		"LAKEGATE_JWT_SECRET":     secret,
 		"LAKEGATE_CLUSTER_DSN":    withDatabase(t, admin, clusterDB, login),
 		"LAKEGATE_CLUSTER_SECRET": "fedcba9876543210fedcba9876543210",
-	} {
-		env[k] = v
-	}
-	var list []string
-	for k, v := range env {
-		list = append(list, k+"="+v)
-	}
-	bin := filepath.Join(root, "lakegate")
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = list // the image's environment and these, nothing of the host's
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
 	})
-
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	status, body := 0, ""
-	for ctx.Err() == nil {
-		status, body = get(ctx, base+"/ready", "")
-		if status == http.StatusOK {
-			break
-		}
-		select {
-		case err := <-exited:
-			stopped = true
-			t.Fatalf("/lakegate serve exited before /ready answered 200: %v\n%s", err, log.String())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	if status != http.StatusOK {
-		t.Fatalf("/ready: %d %s\n%s", status, body, log.String())
-	}
-
+	bin, base, ctx := srv.bin, srv.base, t.Context()
 	tok := exec.Command(bin, "token", "--sub", "deploy-test", "--role", "reader", "--ttl", "5m")
 	tok.Env = []string{"LAKEGATE_JWT_SECRET=" + secret}
 	token, err := tok.Output()
@@ -357,15 +318,82 @@ func serveFromImage(t *testing.T, root string, imageEnv map[string]string) {
 		t.Errorf("POST /rest/sql: %d %s, want 200 and a count of 42", resp.StatusCode, answer)
 	}
 
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	srv.stop(t)
+}
+
+// imageServer is /lakegate serve started from the unpacked image.
+type imageServer struct {
+	bin, base string
+	cmd       *exec.Cmd
+	log       *bytes.Buffer
+	exited    chan error
+	stopped   bool
+}
+
+// startFromImage runs the image's /lakegate serve with the image's
+// environment and env (nothing of the host's), listening on a loopback
+// port with a data dir of the test's, and waits for /ready to answer 200.
+func startFromImage(t *testing.T, root string, imageEnv, env map[string]string) *imageServer {
+	t.Helper()
+	port := freePort(t)
+	all := maps.Clone(imageEnv)
+	maps.Copy(all, env)
+	all["LAKEGATE_LISTEN"] = "127.0.0.1:" + port
+	all["LAKEGATE_DATA_DIR"] = t.TempDir()
+	all["TMPDIR"] = all["LAKEGATE_DATA_DIR"]
+	var list []string
+	for k, v := range all {
+		list = append(list, k+"="+v)
+	}
+	s := &imageServer{bin: filepath.Join(root, "lakegate"), base: "http://127.0.0.1:" + port,
+		log: &bytes.Buffer{}, exited: make(chan error, 1)}
+	s.cmd = exec.Command(s.bin, "serve")
+	s.cmd.Env = list
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.exited <- s.cmd.Wait() }()
+	t.Cleanup(func() {
+		if !s.stopped {
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	status, body := 0, ""
+	for ctx.Err() == nil {
+		if status, body = get(ctx, s.base+"/ready", ""); status == http.StatusOK {
+			return s
+		}
+		select {
+		case err := <-s.exited:
+			s.stopped = true
+			t.Fatalf("/lakegate serve exited before /ready answered 200: %v\n%s", err, s.log.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	s.stop(t)
+	t.Fatalf("/ready: %d %s\n%s", status, body, s.log.String())
+	return nil
+}
+
+// stop sends SIGTERM and expects exit 0 within 30 s.
+func (s *imageServer) stop(t *testing.T) {
+	t.Helper()
+	if s.stopped {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-exited:
-		stopped = true
+	case err := <-s.exited:
+		s.stopped = true
 		if err != nil {
-			t.Errorf("after SIGTERM: %v, want exit 0\n%s", err, log.String())
+			t.Errorf("after SIGTERM: %v, want exit 0\n%s", err, s.log.String())
 		}
 	case <-time.After(30 * time.Second):
-		t.Errorf("still running 30 s after SIGTERM\n%s", log.String())
+		t.Errorf("still running 30 s after SIGTERM\n%s", s.log.String())
 	}
 }
 
