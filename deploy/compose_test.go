@@ -1,13 +1,17 @@
 package deploy
 
 import (
+	"fmt"
 	"maps"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -131,15 +135,90 @@ func TestCompose(t *testing.T) {
 			}
 		}
 	}
-	// The roles the primary makes are the tests' and the chart's.
-	init, err := os.ReadFile("compose/primary-init.sh")
+}
+
+// TestComposePrimaryInit runs the primary's first-start script, with the
+// files compose.yaml mounts and the environment it gives, on the test
+// PostgreSQL: the data set readable by the SELECT-only role, the cluster
+// database owned by the login, and the standby's replication role and
+// pg_hba line.
+func TestComposePrimaryInit(t *testing.T) {
+	admin := os.Getenv("LAKEGATE_TEST_DATABASE_URL")
+	if admin == "" {
+		t.Skip("LAKEGATE_TEST_DATABASE_URL unset: make test-deploy runs under integration/with-postgres.sh")
+	}
+	psql := tool(t, "LAKEGATE_TEST_PSQL", "psql", "apt-get install postgresql-client")
+	p, err := loadCompose(t, composeEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"/lakegate/roles.sql", "/lakegate/login.sql", "/lakegate/iot.sql"} {
-		if !strings.Contains(string(init), f) {
-			t.Errorf("primary-init.sh does not run %s", f)
+	primary := p.Services["primary"]
+	dir := t.TempDir()
+	var script string
+	for _, v := range primary.Volumes {
+		switch {
+		case v.Type != types.VolumeTypeBind:
+		case strings.HasPrefix(v.Target, "/docker-entrypoint-initdb.d/"):
+			script = v.Source
+		case strings.HasPrefix(v.Target, "/lakegate/"):
+			b, err := os.ReadFile(v.Source)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, filepath.Base(v.Target)), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
+	}
+	if script == "" {
+		t.Fatal("the primary mounts no script into /docker-entrypoint-initdb.d")
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := fmt.Sprintf("lakegate_compose_%d", time.Now().UnixNano()%1_000_000_000)
+	output(t, psql, admin, "-qc", "CREATE DATABASE "+db)
+	t.Cleanup(func() {
+		for _, sql := range []string{"DROP DATABASE IF EXISTS " + db + " WITH (FORCE)",
+			"DROP DATABASE IF EXISTS lakegate_cluster WITH (FORCE)", "DROP ROLE IF EXISTS replicator"} {
+			_ = exec.Command(psql, admin, "-qc", sql).Run()
+		}
+	})
+	pgdata := filepath.Join(dir, "pgdata")
+	if err := os.MkdirAll(pgdata, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "PGHOST=" + u.Hostname(), "PGPORT=" + u.Port(),
+		"POSTGRES_USER=" + u.User.Username(), "POSTGRES_DB=" + db, "PGDATA=" + pgdata, "SQL_DIR=" + dir}
+	for k, v := range primary.Environment {
+		switch k {
+		case "POSTGRES_DB":
+		case "CLUSTER_ROWS":
+			env = append(env, k+"=100")
+		default:
+			env = append(env, k+"="+*v)
+		}
+	}
+	cmd := exec.CommandContext(t.Context(), "sh", script)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("primary-init.sh: %v\n%s", err, out)
+	}
+	dbURL := withDatabase(t, admin, db, nil)
+	for _, c := range []struct{ sql, want string }{
+		{"SET ROLE lakegate_reader; SELECT count(*) FROM readings", "100"},
+		{"SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'lakegate_cluster'", "lakegate"},
+		{"SELECT rolreplication AND rolcanlogin AND NOT rolsuper FROM pg_roles WHERE rolname = 'replicator'", "t"},
+		{"SELECT rolcanlogin AND NOT rolsuper AND NOT rolcreaterole FROM pg_roles WHERE rolname = 'lakegate'", "t"},
+	} {
+		if got := strings.TrimSpace(string(output(t, psql, dbURL, "-Atqc", c.sql))); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.sql, got, c.want)
+		}
+	}
+	hba, _ := os.ReadFile(filepath.Join(pgdata, "pg_hba.conf"))
+	if !strings.Contains(string(hba), "host replication replicator all scram-sha-256") {
+		t.Errorf("pg_hba.conf lets the standby in with no line:\n%s", hba)
 	}
 }
 
