@@ -176,6 +176,9 @@ func TestChart(t *testing.T) {
 	})
 
 	cfg := chartConfig(t, r, c)
+	if cfg.ReadURLs != 1 {
+		t.Errorf("%d standbys read from, want the test values' one (read_urls)", cfg.ReadURLs)
+	}
 
 	t.Run("drain", func(t *testing.T) {
 		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
@@ -362,7 +365,11 @@ func chartConfig(t *testing.T, r rendered, c corev1.Container) configView {
 			t.Errorf("the ConfigMap holds a secret (%s)", k)
 		}
 	}
-	return configView{cfg.DataDir, time.Duration(cfg.ShutdownDelay), time.Duration(cfg.DrainTimeout)}
+	v := configView{DataDir: cfg.DataDir, ShutdownDelay: time.Duration(cfg.ShutdownDelay), DrainTimeout: time.Duration(cfg.DrainTimeout)}
+	for _, db := range cfg.Databases {
+		v.ReadURLs += len(db.ReadURLs)
+	}
+	return v
 }
 
 // TestChartRefuses: what would not start is refused when rendered.

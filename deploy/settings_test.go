@@ -75,6 +75,7 @@ func output(t *testing.T, name string, args ...string) []byte {
 type configView struct {
 	DataDir                     string
 	ShutdownDelay, DrainTimeout time.Duration
+	ReadURLs                    int // standbys of all databases
 }
 
 // checkLogin fails the test unless the PostgreSQL URL u connects as the
