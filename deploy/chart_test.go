@@ -255,6 +255,16 @@ func TestChart(t *testing.T) {
 		}
 	})
 
+	t.Run("spread", func(t *testing.T) {
+		ts := pod.Spec.TopologySpreadConstraints
+		if len(ts) != 1 || ts[0].TopologyKey != "kubernetes.io/hostname" {
+			t.Fatalf("topologySpreadConstraints %+v, want a spread over nodes", ts)
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(ts[0].LabelSelector); err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			t.Errorf("the spread's selector %v does not pick the pods %v", ts[0].LabelSelector, pod.Labels)
+		}
+	})
+
 	t.Run("scrape", func(t *testing.T) {
 		a := pod.Annotations
 		if a["prometheus.io/scrape"] != "true" || a["prometheus.io/path"] != "/metrics" || a["prometheus.io/port"] != "32049" {
