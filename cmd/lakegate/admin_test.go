@@ -156,7 +156,7 @@ func TestAdminBinaryExitCode(t *testing.T) {
 		wantStderr string
 	}{
 		{"admin", admin, 0, "enabled since", ""},
-		{"reader", reader, 1, "", "lakegate: POST /admin/mcp/enable: 403 Forbidden: forbidden: "},
+		{"reader", reader, 1, "", "lakegate: POST " + base + "/admin/mcp/enable: 403 Forbidden: forbidden: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
