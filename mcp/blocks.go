@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,48 +17,6 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 )
-
-// errBlockStorage marks a failure of the block spool itself; such calls are
-// logged at ERROR for the operator.
-var errBlockStorage = errors.New("block storage failed")
-
-// blockErr maps the block store's errors into the taxonomy.
-func blockErr(err error) error {
-	var be *blocktransport.BudgetError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &be) && be.Whole:
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "the result is larger than the block budget of " + strconv.FormatInt(be.Limit, 10) + " bytes",
-			Hint: "ask for fewer rows (max_rows) or columns", Err: err}
-	case errors.As(err, &be) && be.Owner:
-		return &lakegate.Error{Kind: lakegate.KindRateLimited, Message: "your stored results would pass their budget of " + strconv.FormatInt(be.Limit, 10) + " bytes",
-			Hint: "ask for fewer rows, or wait for earlier transfers to expire", RetryAfter: be.RetryAfter, Err: err}
-	case errors.As(err, &be):
-		return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the server's block store is full", Hint: "try again later", RetryAfter: 30 * time.Second, Err: err}
-	case errors.Is(err, blocktransport.ErrNotFound):
-		return &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such transfer",
-			Hint: "transfers expire after a while and can be read only by the subject that made them", Err: err}
-	case errors.Is(err, blocktransport.ErrNoBlock):
-		return &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such block", Hint: "blocks are numbered from 0; see the manifest", Err: err}
-	case errors.Is(err, blocktransport.ErrClosed):
-		return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "server is shutting down", Err: err}
-	}
-	var ce *blocktransport.ChecksumError
-	if errors.As(err, &ce) {
-		return &lakegate.Error{Kind: lakegate.KindInternal, Message: "a block of this transfer is damaged on the server (" + err.Error() + ")",
-			Hint: "run the query again", Err: err}
-	}
-	var qe *lakegate.Error
-	if errors.As(err, &qe) {
-		return err
-	}
-	// Anything else is the spool failing (disk full, directory gone or
-	// not writable): the server's trouble, not the caller's.
-	return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "block storage is full or not writable",
-		Hint: "try again later, or ask for fewer rows (max_rows)", RetryAfter: 30 * time.Second,
-		Err: fmt.Errorf("%w: %w", errBlockStorage, err)}
-}
 
 // transfer returns the manifest of transfer id if c may read it: its owner
 // or an admin. Others are told it does not exist.

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
 )
 
 // The conformance fixtures answer as the suite expects; the suite itself

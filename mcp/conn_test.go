@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate"
-	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/blocktransport"
 )
 
 func notification(t *testing.T) jsonrpc.Message {

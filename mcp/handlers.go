@@ -159,23 +159,6 @@ func jsonResult(v any) (*mcpsdk.CallToolResult, int64, error) {
 	}, 0, nil
 }
 
-// ErrorBody is lakegate.ErrorBody, the JSON error object of the
-// taxonomy, shared by REST answers and failed tool results.
-type ErrorBody = lakegate.ErrorBody
-
-// NewErrorBody is lakegate.NewErrorBody.
-func NewErrorBody(err error) ErrorBody { return lakegate.NewErrorBody(err) }
-
-// errorResult is the one rendering of a failed call: the error body of
-// the taxonomy as text, with isError set.
-func errorResult(err error) *mcpsdk.CallToolResult {
-	text, _ := json.Marshal(map[string]ErrorBody{"error": NewErrorBody(err)})
-	return &mcpsdk.CallToolResult{
-		IsError: true,
-		Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: string(text)}},
-	}
-}
-
 type noArgs struct{}
 
 type databasesOut struct {
@@ -440,4 +423,29 @@ func (p *Plugin) goneSignal(req *mcpsdk.CallToolRequest) <-chan struct{} {
 		return nil
 	}
 	return cn.closed
+}
+
+// observeCall counts a finished tool call on its session and reports it
+// to the Observer, if any.
+func (p *Plugin) observeCall(req *mcpsdk.CallToolRequest, tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) {
+	tc := ToolCall{Tool: tool, Outcome: "ok", Duration: d}
+	if err != nil {
+		tc.Outcome = string(NewErrorBody(err).Kind)
+	} else {
+		tc.Rows = rows
+		for _, c := range res.Content {
+			if t, ok := c.(*mcpsdk.TextContent); ok {
+				tc.Bytes += int64(len(t.Text))
+			}
+		}
+		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+			tc.Bytes += int64(len(raw))
+		}
+	}
+	if req.Session != nil && req.Session.ID() != "" {
+		p.sessions.called(req.Session.ID(), tc.Bytes)
+	}
+	if p.opts.Observer != nil {
+		p.opts.Observer.ToolCall(tc)
+	}
 }

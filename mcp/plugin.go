@@ -278,7 +278,7 @@ func orDefault[T comparable](v, def T) T {
 // takes none, as over resources/read.
 func (p *Plugin) Mount(r gin.IRouter, meter gin.HandlerFunc) {
 	p.meter = meter
-	g := r.Group("/mcp", p.checkOrigin, p.requireEnabled)
+	g := r.Group("/mcp", p.checkOrigin, requireEnabled(p.Enabled))
 	g.POST("", p.serveStreamable)
 	g.GET("", p.serveStreamable)
 	g.DELETE("", p.serveStreamable)

@@ -6,8 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
 )
 
 // maxCompletions bounds the values of one completion/complete answer (the

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
 )
 
 // connectStdio runs p.ServeStdio over in-memory pipes as caller and returns

@@ -7,8 +7,9 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
 )
 
 // Resource URIs.
@@ -57,15 +58,6 @@ func (p *Plugin) readSchema(ctx context.Context, req *mcpsdk.ReadResourceRequest
 		return nil, resourceErr("describe", uri, err)
 	}
 	return jsonResource(uri, t)
-}
-
-// resourceErr answers a failed resources/read: not_found as the protocol's
-// resource-not-found error, anything else with the taxonomy's message.
-func resourceErr(what, uri string, err error) error {
-	if lakegate.KindOf(err) == lakegate.KindNotFound {
-		return mcpsdk.ResourceNotFoundError(uri)
-	}
-	return fmt.Errorf("%s %s: %s", what, uri, NewErrorBody(err).Message)
 }
 
 func jsonResource(uri string, v any) (*mcpsdk.ReadResourceResult, error) {

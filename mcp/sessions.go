@@ -2,14 +2,12 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
@@ -469,18 +467,6 @@ func (p *Plugin) inlineBound(reserved int64, args int) int64 {
 	}
 	return min(p.opts.BlockThreshold, max(1, (reserved-int64(args))/replyCopies))
 }
-
-// admitErr is a refused admission (admitReply) as a JSON-RPC error, for
-// requests that answer no tool result: its data is the taxonomy's error
-// body, retry_after included.
-func admitErr(err error) error {
-	body := NewErrorBody(err)
-	data, _ := json.Marshal(body)
-	return &jsonrpc.Error{Code: codeServerError, Message: body.Message, Data: data}
-}
-
-// codeServerError is JSON-RPC's implementation-defined server error.
-const codeServerError = -32000
 
 // SessionBytes reports the bytes the SSE session id holds for its client
 // now (replies reserved, queued or being written) and the most it held

@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
 )
 
 // Shutdown stops the plugin's traffic: new sessions and requests are

@@ -16,22 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// fail records err for the host's error renderer and stops the chain.
-// fail answers err itself, so that the plugin's errors are right on any
-// router, and records it on c for the host's logs.
-func fail(c *gin.Context, err error) {
-	_ = c.Error(err)
-	lakegate.WriteError(c.Writer, err)
-	c.Abort()
-}
-
-func (p *Plugin) requireEnabled(c *gin.Context) {
-	if !p.Enabled() {
-		fail(c, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "MCP is disabled on this server",
-			Hint: "an admin can enable it with POST /admin/mcp/enable"})
-	}
-}
-
 // serveSSE opens a legacy HTTP+SSE session owned by the caller and streams
 // the protocol server's messages to it until the client leaves, the session
 // is closed (disable, slow client) or the server shuts down.
@@ -209,7 +193,7 @@ func (p *Plugin) serveMessage(c *gin.Context) {
 	if err != nil {
 		c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{
 			"jsonrpc": "2.0", "id": nil,
-			"error": gin.H{"code": -32700, "message": "parse error: " + err.Error()},
+			"error": gin.H{"code": jsonrpc.CodeParseError, "message": "parse error: " + err.Error()},
 		})
 		return
 	}

@@ -12,9 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakegate/lakegate"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
 )
 
 // ServeStdio runs one MCP session over t (a StdioTransport in the binary)

@@ -7,8 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lakegate/lakegate"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
 )
 
 type syncBuffer struct {

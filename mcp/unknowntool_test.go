@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
 )
 
 // TestUnknownToolListsTools: a call of a tool that does not exist answers

@@ -2,68 +2,13 @@ package mcp
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"io"
 	"net/http"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/lakegate/lakegate"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// The host's side of the plugin contract is the kernel's.
-type (
-	// Workers is lakegate.Workers.
-	Workers = lakegate.Workers
-	// Observer is lakegate.Observer.
-	Observer = lakegate.Observer
-	// ToolCall is lakegate.ToolCall.
-	ToolCall = lakegate.ToolCall
-)
-
-// localWorkers is the plugin's own pool when the host gives none.
-type localWorkers struct {
-	slots   chan struct{}
-	wait    time.Duration
-	waiting atomic.Int64
-}
-
-var _ Workers = (*localWorkers)(nil)
-
-func newLocalWorkers(n int, wait time.Duration) *localWorkers {
-	return &localWorkers{slots: make(chan struct{}, n), wait: wait}
-}
-
-func (w *localWorkers) Acquire(ctx context.Context) (func(), error) {
-	release := sync.OnceFunc(func() { <-w.slots })
-	select {
-	case w.slots <- struct{}{}:
-		return release, nil
-	default:
-	}
-	w.waiting.Add(1)
-	defer w.waiting.Add(-1)
-	timer := time.NewTimer(w.wait)
-	defer timer.Stop()
-	select {
-	case w.slots <- struct{}{}:
-		return release, nil
-	case <-ctx.Done():
-		return nil, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the request ended while waiting for a worker", Err: ctx.Err()}
-	case <-timer.C:
-		return nil, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "all MCP workers are busy",
-			Hint: "retry shortly", RetryAfter: time.Second}
-	}
-}
-
-func (w *localWorkers) Use() WorkerStatus {
-	return WorkerStatus{Max: cap(w.slots), InUse: len(w.slots), Waiting: int(w.waiting.Load())}
-}
 
 // Headers the plugin reads from mcpsdk.RequestExtra.Header for its tool
 // call log lines. The host puts its request id in X-Request-ID of the
@@ -151,29 +96,4 @@ func extraIDs(ex *mcpsdk.RequestExtra, attrs []any) []any {
 		attrs = append(attrs, "jsonrpc_id", id)
 	}
 	return attrs
-}
-
-// observeCall counts a finished tool call on its session and reports it
-// to the Observer, if any.
-func (p *Plugin) observeCall(req *mcpsdk.CallToolRequest, tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) {
-	tc := ToolCall{Tool: tool, Outcome: "ok", Duration: d}
-	if err != nil {
-		tc.Outcome = string(NewErrorBody(err).Kind)
-	} else {
-		tc.Rows = rows
-		for _, c := range res.Content {
-			if t, ok := c.(*mcpsdk.TextContent); ok {
-				tc.Bytes += int64(len(t.Text))
-			}
-		}
-		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
-			tc.Bytes += int64(len(raw))
-		}
-	}
-	if req.Session != nil && req.Session.ID() != "" {
-		p.sessions.called(req.Session.ID(), tc.Bytes)
-	}
-	if p.opts.Observer != nil {
-		p.opts.Observer.ToolCall(tc)
-	}
 }
