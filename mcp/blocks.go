@@ -76,7 +76,7 @@ func (p *Plugin) readBlock(ctx context.Context, req *mcpsdk.ReadResourceRequest)
 	// Admitted by the bytes its reply can take, as a tool call is; the
 	// inline bound stands for the block (1 MiB by default), whose size is
 	// known only once read. The reply takes its actual size once queued.
-	if _, err := p.admitReply(ctx, req.Session, req.GetExtra(), p.opts.BlockThreshold, p.opts.BlockThreshold); err != nil {
+	if _, err := p.sessions.admitReply(ctx, req.Session, req.GetExtra(), p.opts.BlockThreshold, p.opts.BlockThreshold); err != nil {
 		return nil, admitErr(err)
 	}
 	caller, _ := lakegate.CallerFrom(ctx)

@@ -105,7 +105,7 @@ func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
 		// shrinks to what its budget has room for (a larger result goes
 		// to blocks).
 		want, least := p.callReplyBounds(req)
-		reserved, err := p.admitReply(ctx, req.Session, req.GetExtra(), want, least)
+		reserved, err := p.sessions.admitReply(ctx, req.Session, req.GetExtra(), want, least)
 		if err == nil {
 			c := call{Caller: caller, timeout: t.timeout, args: t.args, inline: p.inlineBound(reserved, len(req.Params.Arguments))}
 			err = p.withWorker(ctx, func() (err error) {
@@ -386,7 +386,7 @@ func prepareTool(t *toolSpec) error {
 // produced for nobody, and the query stops in the database. stop releases
 // the watch.
 func (p *Plugin) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolRequest) (context.Context, func()) {
-	gone := p.goneSignal(req)
+	gone := p.sessions.gone(req)
 	if gone == nil {
 		return ctx, func() {}
 	}
@@ -403,26 +403,6 @@ func (p *Plugin) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolReques
 		close(done)
 		cancel()
 	}
-}
-
-// goneSignal is the channel closed when the caller of req goes away, or
-// nil when there is none to watch.
-func (p *Plugin) goneSignal(req *mcpsdk.CallToolRequest) <-chan struct{} {
-	if req.Extra != nil && req.Extra.Header != nil {
-		if id := req.Extra.Header.Get(headerPOST); id != "" {
-			if ch, ok := p.posts.Load(id); ok {
-				return ch.(chan struct{})
-			}
-		}
-	}
-	if req.Session == nil {
-		return nil
-	}
-	cn := p.sessions.sseSession(req.Session.ID())
-	if cn == nil {
-		return nil
-	}
-	return cn.closed
 }
 
 // observeCall counts a finished tool call on its session and reports it

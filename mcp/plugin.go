@@ -143,10 +143,6 @@ type Plugin struct {
 
 	catalog *catalog // the table schema resources (catalog.go)
 
-	// posts maps the headerPOST id of each Streamable HTTP POST in flight
-	// to a channel closed if its client goes away before the answer.
-	posts sync.Map
-
 	statsMu sync.Mutex
 	calls   map[string]*ToolStats
 }

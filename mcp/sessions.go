@@ -38,6 +38,13 @@ type registry struct {
 	observer           Observer // of refused sessions; may be nil
 	log                *slog.Logger
 	sdk                *mcpsdk.Server // where Streamable HTTP sessions live
+	// replyWait bounds the wait for room in an SSE session's budget
+	// (admitReply).
+	replyWait time.Duration
+
+	// posts maps the headerPOST id of each Streamable HTTP POST in flight
+	// to a channel closed if its client goes away before the answer.
+	posts sync.Map
 
 	mu  sync.Mutex
 	sse map[string]*conn
@@ -52,7 +59,8 @@ type registry struct {
 
 func newRegistry(sdk *mcpsdk.Server, o *Options, log *slog.Logger) *registry {
 	return &registry{max: o.MaxSessions, maxPerSubject: o.MaxSessionsPerSubject, observer: o.Observer, log: log, sdk: sdk,
-		sse: map[string]*conn{}, streams: map[string]*streamSession{}, pending: map[string]int{}}
+		replyWait: o.WorkerWait,
+		sse:       map[string]*conn{}, streams: map[string]*streamSession{}, pending: map[string]int{}}
 }
 
 // streamSession is an open Streamable HTTP session as the limits see it.
@@ -388,11 +396,11 @@ const answerLinger = 500 * time.Millisecond
 // session has its answer queued and no Streamable HTTP POST is in
 // progress (the SDK answers a POST before it returns): the protocol
 // session's Close would drop an answer written after it.
-func (p *Plugin) awaitAnswers(bound time.Duration) {
+func (r *registry) awaitAnswers(bound time.Duration) {
 	deadline := time.Now().Add(bound)
 	for time.Now().Before(deadline) {
-		waiting := p.sessions.unanswered()
-		p.posts.Range(func(any, any) bool { waiting = true; return false })
+		waiting := r.unanswered()
+		r.posts.Range(func(any, any) bool { waiting = true; return false })
 		if !waiting {
 			return
 		}
@@ -419,16 +427,51 @@ func (p *Plugin) openSession(caller lakegate.Caller) (*conn, error) {
 // most WorkerWait for the session's client to read replies, then refuses
 // the request as rate_limited. Streamable HTTP answers each request on
 // its own POST and stdio has one client: they are granted want at once.
-func (p *Plugin) admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, want, least int64) (int64, error) {
+func (r *registry) admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, want, least int64) (int64, error) {
 	if ss == nil || ex == nil || ex.Header == nil {
 		return want, nil
 	}
-	c := p.sessions.sseSession(ss.ID())
+	c := r.sseSession(ss.ID())
 	key := ex.Header.Get(headerJSONRPCID)
 	if c == nil || key == "" {
 		return want, nil
 	}
-	return c.out.reserve(ctx, c, key, want, least, p.opts.WorkerWait)
+	return c.out.reserve(ctx, c, key, want, least, r.replyWait)
+}
+
+// watchPost registers the Streamable HTTP POST id (its headerPOST) for
+// gone until the returned end is called, with whether its client went
+// away before the answer: then the calls it carries are stopped.
+func (r *registry) watchPost(id string) (end func(clientGone bool)) {
+	ch := make(chan struct{})
+	r.posts.Store(id, ch)
+	return func(clientGone bool) {
+		r.posts.Delete(id)
+		if clientGone {
+			close(ch)
+		}
+	}
+}
+
+// gone is the channel closed when the caller of req goes away (its
+// Streamable HTTP POST ends unanswered, or its SSE session closes), or
+// nil when there is none to watch.
+func (r *registry) gone(req *mcpsdk.CallToolRequest) <-chan struct{} {
+	if req.Extra != nil && req.Extra.Header != nil {
+		if id := req.Extra.Header.Get(headerPOST); id != "" {
+			if ch, ok := r.posts.Load(id); ok {
+				return ch.(chan struct{})
+			}
+		}
+	}
+	if req.Session == nil {
+		return nil
+	}
+	cn := r.sseSession(req.Session.ID())
+	if cn == nil {
+		return nil
+	}
+	return cn.closed
 }
 
 // replyCopies is how many times its inline bound building a reply may

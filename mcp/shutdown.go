@@ -39,7 +39,7 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 	p.sessions.shut()
 	if n := p.requests.finish(ctx); n > 0 {
 		p.log.Warn("drain timeout: MCP requests stopped, each answered that the server is shutting down", "requests", n)
-		p.awaitAnswers(answerWait)
+		p.sessions.awaitAnswers(answerWait)
 		// Clients (go-sdk's among them) may drop an answer they have not
 		// handed on yet when its session's streams end at once: give
 		// them a moment to take it.

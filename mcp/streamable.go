@@ -100,14 +100,8 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 		// for the stateless revision.
 		id := newID()
 		c.Request.Header.Set(headerPOST, id)
-		gone := make(chan struct{})
-		p.posts.Store(id, gone)
-		defer func() {
-			p.posts.Delete(id)
-			if c.Request.Context().Err() != nil {
-				close(gone)
-			}
-		}()
+		end := p.sessions.watchPost(id)
+		defer func() { end(c.Request.Context().Err() != nil) }()
 	}
 	h.ServeHTTP(w, c.Request)
 }
