@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,13 +19,58 @@ import (
 	"github.com/lakegate/lakegate/blocktransport"
 )
 
+// blockRoutes serves the block transfers that results too large to
+// answer inline go to: the HTTP routes under BlocksPath, the block
+// resources (resources/read), the host's views of transfers (list,
+// delete, serve whole), and in a cluster the forwarding of another
+// replica's transfers to it. With no store every transfer is not found.
+// The store is the host's: blockRoutes never closes it.
+type blockRoutes struct {
+	store *blocktransport.Store // nil: no block store
+	peers lakegate.Peers        // nil: a single server
+	// replies admits a resources/read of a block by the bytes its reply
+	// takes on its session; threshold stands for a block's size then.
+	replies   replyAdmitter
+	threshold int64
+	// meter is the host's per-request rate limit, from Mount; nil: none.
+	meter gin.HandlerFunc
+}
+
+// replyAdmitter reserves, before a request runs, the bytes its reply may
+// take on the session it came on (registry.admitReply).
+type replyAdmitter interface {
+	admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, want, least int64) (int64, error)
+}
+
+// errNoBlockStore is create's answer on a server without a block store.
+var errNoBlockStore = errors.New("no block store")
+
+// create starts a block transfer for owner in format.
+func (b *blockRoutes) create(owner, format string) (*blocktransport.Writer, error) {
+	if b.store == nil {
+		return nil, errNoBlockStore
+	}
+	w, err := b.store.Create(owner, format)
+	return w, blockErr(err)
+}
+
+// status is what Status reports of the block store; nil without one.
+func (b *blockRoutes) status() *lakegate.BlockStatus {
+	if b.store == nil {
+		return nil
+	}
+	bs := b.store.Stats()
+	return &lakegate.BlockStatus{Transfers: bs.Created, Blocks: bs.Blocks, Bytes: bs.Written,
+		StoredNow: bs.Transfers, StoredBytesNow: bs.Bytes}
+}
+
 // transfer returns the manifest of transfer id if c may read it: its owner
 // or an admin. Others are told it does not exist.
-func (p *Plugin) transfer(c lakegate.Caller, id string) (*blocktransport.Manifest, error) {
-	if p.opts.Blocks == nil {
+func (b *blockRoutes) transfer(c lakegate.Caller, id string) (*blocktransport.Manifest, error) {
+	if b.store == nil {
 		return nil, blockErr(blocktransport.ErrNotFound)
 	}
-	m, owner, err := p.opts.Blocks.Lookup(id)
+	m, owner, err := b.store.Lookup(id)
 	if err != nil {
 		return nil, blockErr(err)
 	}
@@ -58,16 +104,18 @@ func parseBlockURI(uri string) (id string, n int, ok bool) {
 	return parts[0], n, true
 }
 
-func (p *Plugin) addBlockResources() {
-	p.server.AddResourceTemplate(&mcpsdk.ResourceTemplate{
+// register adds the block resource template to server.
+func (b *blockRoutes) register(server *mcpsdk.Server) {
+	server.AddResourceTemplate(&mcpsdk.ResourceTemplate{
 		URITemplate: blockTemplate,
 		Name:        "result-block",
 		Title:       "Result block",
 		Description: "One block of a large query result (NDJSON or CSV rows), listed in the result's manifest.",
-	}, p.readBlock)
+	}, b.readResource)
 }
 
-func (p *Plugin) readBlock(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+// readResource answers resources/read of a block.
+func (b *blockRoutes) readResource(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 	uri := req.Params.URI
 	id, n, ok := parseBlockURI(uri)
 	if !ok {
@@ -76,11 +124,11 @@ func (p *Plugin) readBlock(ctx context.Context, req *mcpsdk.ReadResourceRequest)
 	// Admitted by the bytes its reply can take, as a tool call is; the
 	// inline bound stands for the block (1 MiB by default), whose size is
 	// known only once read. The reply takes its actual size once queued.
-	if _, err := p.sessions.admitReply(ctx, req.Session, req.GetExtra(), p.opts.BlockThreshold, p.opts.BlockThreshold); err != nil {
+	if _, err := b.replies.admitReply(ctx, req.Session, req.GetExtra(), b.threshold, b.threshold); err != nil {
 		return nil, admitErr(err)
 	}
 	caller, _ := lakegate.CallerFrom(ctx)
-	data, m, err := p.blockData(ctx, caller, id, n)
+	data, m, err := b.read(ctx, caller, id, n)
 	if err != nil {
 		return nil, resourceErr("read", uri, err)
 	}
@@ -89,77 +137,37 @@ func (p *Plugin) readBlock(ctx context.Context, req *mcpsdk.ReadResourceRequest)
 	}}, nil
 }
 
-// blockData reads block n of a transfer c may read, checking its SHA-256.
-func (p *Plugin) blockData(ctx context.Context, c lakegate.Caller, id string, n int) (data []byte, m *blocktransport.Manifest, err error) {
+// read reads block n of a transfer c may read, here or on the replica
+// that holds it, checking its SHA-256.
+func (b *blockRoutes) read(ctx context.Context, c lakegate.Caller, id string, n int) (data []byte, m *blocktransport.Manifest, err error) {
 	span := startBlockRead(ctx, id, n)
 	defer func() { endBlockRead(span, int64(len(data)), err) }()
-	if p.opts.Peers != nil && !strings.HasPrefix(id, p.opts.Peers.Prefix()) {
-		return p.remoteBlock(ctx, c, id, n)
+	if b.peers != nil && !strings.HasPrefix(id, b.peers.Prefix()) {
+		return b.remote(ctx, c, id, n)
 	}
-	m, err = p.transfer(c, id)
+	m, err = b.transfer(c, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	data, _, err = p.opts.Blocks.ReadBlock(id, n)
+	data, _, err = b.store.ReadBlock(id, n)
 	if err != nil {
 		return nil, nil, blockErr(err)
 	}
 	return data, m, nil
 }
 
-// getResultBlock is the get_result_block tool, for clients that cannot
-// read resources.
-type blockIn struct {
-	TransferID string `json:"transfer_id"`
-	Block      int    `json:"block"`
-}
-
-func getResultBlock(ctx context.Context, p *Plugin, c call, in blockIn) (*blockText, error) {
-	data, m, err := p.blockData(ctx, c.Caller, in.TransferID, in.Block)
-	if err != nil {
-		return nil, err
-	}
-	b := m.Blocks[in.Block]
-	return &blockText{TransferID: m.ID, Block: b.N, Blocks: len(m.Blocks), Format: m.Format, Size: b.Size, SHA256: b.SHA256, data: data}, nil
-}
-
-// blockText is get_result_block's result: the block's rows are the text
-// content; the structured content describes it.
-type blockText struct {
-	TransferID string `json:"transfer_id"`
-	Block      int    `json:"block"`
-	Blocks     int    `json:"blocks"`
-	Format     string `json:"format"`
-	Size       int64  `json:"size"`
-	SHA256     string `json:"sha256"`
-	data       []byte
-}
-
-// result is the block's rows as text, its description as structured
-// content.
-func (b *blockText) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) {
-	meta, err := json.Marshal(b)
-	if err != nil {
-		return nil, 0, fmt.Errorf("encode tool result: %w", err)
-	}
-	return &mcpsdk.CallToolResult{
-		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: string(b.data)}},
-		StructuredContent: json.RawMessage(meta),
-	}, 0, nil
-}
-
 // HTTP: GET /mcp/blocks/{id} (manifest), /mcp/blocks/{id}/{n} (one block,
 // ETag and Range) and /mcp/blocks/{id}/all (everything, chunked).
 
-func (p *Plugin) serveManifest(c *gin.Context) {
-	if p.forward(c, c.Param("id")) {
+func (b *blockRoutes) serveManifest(c *gin.Context) {
+	if forward(b.peers, c, c.Param("id")) {
 		return // a transfer of another replica
 	}
-	if !p.metered(c) {
+	if !b.metered(c) {
 		return
 	}
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
-	m, err := p.transfer(caller, c.Param("id"))
+	m, err := b.transfer(caller, c.Param("id"))
 	if err != nil {
 		fail(c, err)
 		return
@@ -167,21 +175,21 @@ func (p *Plugin) serveManifest(c *gin.Context) {
 	blocktransport.ServeManifest(c.Writer, m)
 }
 
-func (p *Plugin) serveBlock(c *gin.Context) {
+func (b *blockRoutes) serveBlock(c *gin.Context) {
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	id := c.Param("id")
-	if p.forward(c, id) {
+	if forward(b.peers, c, id) {
 		return // a transfer of another replica
 	}
-	if _, err := p.transfer(caller, id); err != nil {
+	if _, err := b.transfer(caller, id); err != nil {
 		fail(c, err)
 		return
 	}
 	if c.Param("n") == "all" {
-		if !p.metered(c) {
+		if !b.metered(c) {
 			return
 		}
-		err := serveRead(c, id, -1, func() error { return p.opts.Blocks.ServeAll(c.Writer, c.Request, id) })
+		err := serveRead(c, id, -1, func() error { return b.store.ServeAll(c.Writer, c.Request, id) })
 		if err != nil {
 			fail(c, blockErr(err))
 		}
@@ -193,7 +201,7 @@ func (p *Plugin) serveBlock(c *gin.Context) {
 			Hint: "use 0 to blocks-1, or all"})
 		return
 	}
-	err = serveRead(c, id, n, func() error { return p.opts.Blocks.ServeBlock(c.Writer, c.Request, id, n) })
+	err = serveRead(c, id, n, func() error { return b.store.ServeBlock(c.Writer, c.Request, id, n) })
 	if err != nil {
 		fail(c, blockErr(err))
 	}
@@ -201,9 +209,9 @@ func (p *Plugin) serveBlock(c *gin.Context) {
 
 // metered runs the host's rate limit (Mount's meter) for this request and
 // reports whether it may go on.
-func (p *Plugin) metered(c *gin.Context) bool {
-	if p.meter != nil {
-		p.meter(c)
+func (b *blockRoutes) metered(c *gin.Context) bool {
+	if b.meter != nil {
+		b.meter(c)
 	}
 	return !c.IsAborted()
 }
@@ -214,58 +222,60 @@ func (p *Plugin) metered(c *gin.Context) bool {
 // is the server's URL and this).
 const BlocksPath = "/mcp/blocks"
 
-// mountBlocks adds the block routes to the MCP group.
-func (p *Plugin) mountBlocks(g gin.IRouter) {
-	g.GET("/blocks/:id", p.serveManifest)
-	g.GET("/blocks/:id/:n", p.serveBlock)
-	g.HEAD("/blocks/:id/:n", p.serveBlock)
+// mount adds the block routes to the MCP group; meter is the host's
+// rate limit for the routes that are requests of their own.
+func (b *blockRoutes) mount(g gin.IRouter, meter gin.HandlerFunc) {
+	b.meter = meter
+	g.GET("/blocks/:id", b.serveManifest)
+	g.GET("/blocks/:id/:n", b.serveBlock)
+	g.HEAD("/blocks/:id/:n", b.serveBlock)
 }
 
-// Transfers lists the committed block transfers c may read: its own, or
+// list lists the committed block transfers c may read: its own, or
 // every one for an admin.
-func (p *Plugin) Transfers(c lakegate.Caller) []lakegate.TransferInfo {
-	if p.opts.Blocks == nil {
+func (b *blockRoutes) list(c lakegate.Caller) []lakegate.TransferInfo {
+	if b.store == nil {
 		return []lakegate.TransferInfo{}
 	}
 	owner := c.Subject
 	if c.HasRole(lakegate.RoleAdmin) {
 		owner = ""
 	}
-	return p.opts.Blocks.List(owner)
+	return b.store.List(owner)
 }
 
-// DeleteTransfer deletes transfer id for its owner or an admin; others
-// are told it does not exist.
-func (p *Plugin) DeleteTransfer(c lakegate.Caller, id string) error {
-	if _, err := p.transfer(c, id); err != nil {
+// delete deletes transfer id for its owner or an admin; others are told
+// it does not exist.
+func (b *blockRoutes) delete(c lakegate.Caller, id string) error {
+	if _, err := b.transfer(c, id); err != nil {
 		return err
 	}
-	return blockErr(p.opts.Blocks.Delete(id))
+	return blockErr(b.store.Delete(id))
 }
 
-// ServeTransfer writes transfer id whole, its blocks in order, as the
+// serveAll writes transfer id whole, its blocks in order, as the
 // /mcp/blocks/{id}/all route does, for its owner or an admin. An error
 // before the first byte is the caller's to render.
-func (p *Plugin) ServeTransfer(w http.ResponseWriter, r *http.Request, c lakegate.Caller, id string) error {
-	if _, err := p.transfer(c, id); err != nil {
+func (b *blockRoutes) serveAll(w http.ResponseWriter, r *http.Request, c lakegate.Caller, id string) error {
+	if _, err := b.transfer(c, id); err != nil {
 		return err
 	}
-	return blockErr(p.opts.Blocks.ServeAll(w, r, id))
+	return blockErr(b.store.ServeAll(w, r, id))
 }
 
-// remoteBlock reads block n of a transfer another replica of the cluster
+// remote reads block n of a transfer another replica of the cluster
 // holds, on c's behalf (lakegate.Peers.Fetch): its manifest, then the
 // block, checked against the manifest's SHA-256. The owner checks that c
 // may read it.
-func (p *Plugin) remoteBlock(ctx context.Context, c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error) {
+func (b *blockRoutes) remote(ctx context.Context, c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error) {
 	var m blocktransport.Manifest
-	if _, err := p.fetch(ctx, c, id, BlocksPath+"/"+id, maxManifestBytes, &m); err != nil {
+	if _, err := b.fetch(ctx, c, id, BlocksPath+"/"+id, maxManifestBytes, &m); err != nil {
 		return nil, nil, err
 	}
 	if n < 0 || n >= len(m.Blocks) {
 		return nil, nil, blockErr(blocktransport.ErrNoBlock)
 	}
-	data, err := p.fetch(ctx, c, id, BlocksPath+"/"+id+"/"+strconv.Itoa(n), m.Blocks[n].Size, nil)
+	data, err := b.fetch(ctx, c, id, BlocksPath+"/"+id+"/"+strconv.Itoa(n), m.Blocks[n].Size, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -281,8 +291,8 @@ const maxManifestBytes = 16 << 20
 // fetch GETs path from the replica that owns id and returns its body (at
 // most limit bytes), or decodes it into v when v is not nil. An error
 // answer is returned as the owner's error.
-func (p *Plugin) fetch(ctx context.Context, c lakegate.Caller, id, path string, limit int64, v any) ([]byte, error) {
-	resp, err := p.opts.Peers.Fetch(ctx, c, id, path)
+func (b *blockRoutes) fetch(ctx context.Context, c lakegate.Caller, id, path string, limit int64, v any) ([]byte, error) {
+	resp, err := b.peers.Fetch(ctx, c, id, path)
 	if err != nil {
 		return nil, err
 	}

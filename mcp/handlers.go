@@ -429,3 +429,44 @@ func (p *Plugin) observeCall(req *mcpsdk.CallToolRequest, tool string, d time.Du
 		p.opts.Observer.ToolCall(tc)
 	}
 }
+
+// getResultBlock is the get_result_block tool, for clients that cannot
+// read resources.
+type blockIn struct {
+	TransferID string `json:"transfer_id"`
+	Block      int    `json:"block"`
+}
+
+func getResultBlock(ctx context.Context, p *Plugin, c call, in blockIn) (*blockText, error) {
+	data, m, err := p.blocks.read(ctx, c.Caller, in.TransferID, in.Block)
+	if err != nil {
+		return nil, err
+	}
+	b := m.Blocks[in.Block]
+	return &blockText{TransferID: m.ID, Block: b.N, Blocks: len(m.Blocks), Format: m.Format, Size: b.Size, SHA256: b.SHA256, data: data}, nil
+}
+
+// blockText is get_result_block's result: the block's rows are the text
+// content; the structured content describes it.
+type blockText struct {
+	TransferID string `json:"transfer_id"`
+	Block      int    `json:"block"`
+	Blocks     int    `json:"blocks"`
+	Format     string `json:"format"`
+	Size       int64  `json:"size"`
+	SHA256     string `json:"sha256"`
+	data       []byte
+}
+
+// result is the block's rows as text, its description as structured
+// content.
+func (b *blockText) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) {
+	meta, err := json.Marshal(b)
+	if err != nil {
+		return nil, 0, fmt.Errorf("encode tool result: %w", err)
+	}
+	return &mcpsdk.CallToolResult{
+		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: string(b.data)}},
+		StructuredContent: json.RawMessage(meta),
+	}, 0, nil
+}

@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -114,9 +112,6 @@ type Options struct {
 // built it closes it (Close) once the host has stopped. Enable, Disable and
 // Status are safe for concurrent use.
 type Plugin struct {
-	// meter is the host's per-request rate limit, from Mount; nil: none.
-	meter gin.HandlerFunc
-
 	engine  Engine
 	opts    Options
 	log     *slog.Logger
@@ -141,7 +136,8 @@ type Plugin struct {
 	shutdownOnce sync.Once
 	shutdownDone chan struct{}
 
-	catalog *catalog // the table schema resources (catalog.go)
+	catalog *catalog     // the table schema resources (catalog.go)
+	blocks  *blockRoutes // the block transfers (blocks.go)
 
 	statsMu sync.Mutex
 	calls   map[string]*ToolStats
@@ -223,7 +219,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		CompletionHandler: p.complete,
 	}
 	if o.Peers != nil {
-		sopts.GetSessionID = p.sessionID
+		sopts.GetSessionID = func() string { return newSessionID(o.Peers) }
 	}
 	if o.Conformance {
 		if err := conformanceOptions(sopts); err != nil {
@@ -232,6 +228,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	}
 	p.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, sopts)
 	p.sessions = newRegistry(p.server, o, p.log)
+	p.blocks = &blockRoutes{store: o.Blocks, peers: o.Peers, replies: p.sessions, threshold: o.BlockThreshold}
 	for _, t := range tools {
 		p.server.AddTool(t.tool(), p.observe(t.Name, p.handle(t)))
 	}
@@ -243,7 +240,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	p.addSpans() // last: outermost, its span holds the others' work
 	p.addPrompts()
 	p.addResources()
-	p.addBlockResources()
+	p.blocks.register(p.server)
 	if o.Conformance {
 		p.addConformanceFixtures()
 	}
@@ -273,7 +270,6 @@ func orDefault[T comparable](v, def T) T {
 // tool calls take their share through Options.Workers, and one block read
 // takes none, as over resources/read.
 func (p *Plugin) Mount(r gin.IRouter, meter gin.HandlerFunc) {
-	p.meter = meter
 	g := r.Group("/mcp", p.checkOrigin, requireEnabled(p.Enabled))
 	g.POST("", p.serveStreamable)
 	g.GET("", p.serveStreamable)
@@ -281,7 +277,7 @@ func (p *Plugin) Mount(r gin.IRouter, meter gin.HandlerFunc) {
 	g.GET("/sse", p.serveSSE)
 	g.POST("/messages/", p.serveMessage)
 	g.POST("/messages", p.serveMessage)
-	p.mountBlocks(g)
+	p.blocks.mount(g, meter)
 }
 
 // Enable turns the plugin on; MCP routes answer again.
@@ -315,11 +311,7 @@ func (p *Plugin) Status() Status {
 		ToolCalls: map[string]ToolStats{},
 		Workers:   p.workers.Use(),
 	}
-	if p.opts.Blocks != nil {
-		bs := p.opts.Blocks.Stats()
-		st.Blocks = &BlockStatus{Transfers: bs.Created, Blocks: bs.Blocks, Bytes: bs.Written,
-			StoredNow: bs.Transfers, StoredBytesNow: bs.Bytes}
-	}
+	st.Blocks = p.blocks.status()
 	n := p.sessions.counts()
 	st.Sessions["sse"], st.Sessions["streamable"], st.Sessions["stdio"], st.IdleSessions = n.sse, n.streamable, n.stdio, n.idle
 	p.statsMu.Lock()
@@ -366,29 +358,17 @@ func (p *Plugin) count(tool string, failed bool) {
 	}
 }
 
-// sessionID is a new session id: in a cluster, with this replica's
-// prefix (Options.Peers).
-func (p *Plugin) sessionID() string {
-	id := newID()
-	if p.opts.Peers != nil {
-		prefix := p.opts.Peers.Prefix()
-		id = prefix + id[len(prefix):]
-	}
-	return id
-}
+// Transfers lists the committed block transfers c may read: its own, or
+// every one for an admin.
+func (p *Plugin) Transfers(c lakegate.Caller) []lakegate.TransferInfo { return p.blocks.list(c) }
 
-// forward hands a request for the session or transfer id to the replica
-// that owns it, in a cluster, and reports whether it did.
-func (p *Plugin) forward(c *gin.Context, id string) bool {
-	if p.opts.Peers == nil || !p.opts.Peers.Forward(c.Writer, c.Request, id) {
-		return false
-	}
-	c.Abort()
-	return true
-}
+// DeleteTransfer deletes transfer id for its owner or an admin; others
+// are told it does not exist.
+func (p *Plugin) DeleteTransfer(c lakegate.Caller, id string) error { return p.blocks.delete(c, id) }
 
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// ServeTransfer writes transfer id whole, its blocks in order, as the
+// /mcp/blocks/{id}/all route does, for its owner or an admin. An error
+// before the first byte is the caller's to render.
+func (p *Plugin) ServeTransfer(w http.ResponseWriter, r *http.Request, c lakegate.Caller, id string) error {
+	return p.blocks.serveAll(w, r, c, id)
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -215,14 +216,14 @@ var _ query.Spill = (*blockSpill)(nil)
 
 // openSpill starts a transfer for owner in format f, and its span in ctx.
 func (p *Plugin) openSpill(ctx context.Context, owner string, f query.Format) (*blockSpill, error) {
-	if p.opts.Blocks == nil {
+	w, err := p.blocks.create(owner, string(f))
+	if errors.Is(err, errNoBlockStore) {
 		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("the result is over %d bytes and this server has no block store", p.opts.BlockThreshold),
 			Hint:    "ask for fewer rows (max_rows) or columns"}
 	}
-	w, err := p.opts.Blocks.Create(owner, string(f))
 	if err != nil {
-		return nil, blockErr(err)
+		return nil, err
 	}
 	enc, err := query.NewEncoder(f, blockWriter{w})
 	if err != nil {

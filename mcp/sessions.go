@@ -413,7 +413,7 @@ func (p *Plugin) openSession(caller lakegate.Caller) (*conn, error) {
 	if !p.sessions.shuttingDown() && !p.Enabled() {
 		return nil, lakegate.Errorf(lakegate.KindUnavailable, "MCP is disabled on this server")
 	}
-	c := newConn(p.sessionID(), caller, p.opts.SessionQueue, p.opts.SessionQueueBytes, p.opts.WriteTimeout)
+	c := newConn(newSessionID(p.opts.Peers), caller, p.opts.SessionQueue, p.opts.SessionQueueBytes, p.opts.WriteTimeout)
 	if err := p.sessions.addSSE(c); err != nil {
 		return nil, err
 	}

@@ -171,7 +171,7 @@ func (p *Plugin) serveMessage(c *gin.Context) {
 		return
 	}
 	sess := p.sessions.sseSession(id)
-	if sess == nil && p.forward(c, id) {
+	if sess == nil && forward(p.opts.Peers, c, id) {
 		return // its stream is on another replica
 	}
 	if sess == nil {

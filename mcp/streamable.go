@@ -64,7 +64,7 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 	if v := strings.TrimSpace(c.GetHeader("MCP-Protocol-Version")); !p.opts.StatelessDisabled && v >= modernRevision {
 		h, stateful = p.stateless, false
 	}
-	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" && p.forward(c, id) {
+	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" && forward(p.opts.Peers, c, id) {
 		return // a session of another replica
 	}
 	var w http.ResponseWriter = c.Writer
