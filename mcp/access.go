@@ -18,12 +18,12 @@ type callerDatabases interface {
 
 var _ callerDatabases = (*query.Engine)(nil)
 
-// databasesFor lists the databases c may use.
-func (p *Plugin) databasesFor(c lakegate.Caller) []query.Database {
-	if e, ok := p.engine.(callerDatabases); ok {
-		return e.DatabasesFor(c)
+// databasesFor lists the databases of e that c may use.
+func databasesFor(e Engine, c lakegate.Caller) []query.Database {
+	if ce, ok := e.(callerDatabases); ok {
+		return ce.DatabasesFor(c)
 	}
-	return p.engine.Databases()
+	return e.Databases()
 }
 
 // hostAuthenticated lets a caller the host authenticated without a bearer
@@ -56,7 +56,7 @@ func (p *Plugin) visibleResources(next mcpsdk.MethodHandler) mcpsdk.MethodHandle
 		}
 		caller, _ := lakegate.CallerFrom(ctx)
 		visible := map[string]bool{}
-		for _, db := range p.databasesFor(caller) {
+		for _, db := range databasesFor(p.engine, caller) {
 			tables, err := p.engine.Tables(ctx, caller, db.Name)
 			if err != nil {
 				continue // an unreachable database shows none of its tables

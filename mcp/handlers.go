@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sort"
 	"time"
 
@@ -20,21 +19,21 @@ import (
 // the tool's input schema and decoded once into the handler's input type
 // (typed); its output renders itself as the tool result.
 type toolHandler struct {
-	run func(ctx context.Context, p *Plugin, c call, args json.RawMessage) (output, error)
+	run func(ctx context.Context, ts *toolset, c call, args json.RawMessage) (output, error)
 	// args are the arguments the input type has; nil: any (a map).
 	args []string
 }
 
 // typed binds fn, which takes In and returns Out, as a toolHandler.
-func typed[In any, Out output](fn func(ctx context.Context, p *Plugin, c call, in In) (Out, error)) toolHandler {
+func typed[In any, Out output](fn func(ctx context.Context, ts *toolset, c call, in In) (Out, error)) toolHandler {
 	return toolHandler{
 		args: jsonFields(new(In)),
-		run: func(ctx context.Context, p *Plugin, c call, args json.RawMessage) (output, error) {
+		run: func(ctx context.Context, ts *toolset, c call, args json.RawMessage) (output, error) {
 			var in In
 			if err := c.args.decode(args, &in); err != nil {
 				return nil, err
 			}
-			out, err := fn(ctx, p, c, in)
+			out, err := fn(ctx, ts, c, in)
 			if err != nil {
 				return nil, err
 			}
@@ -46,7 +45,7 @@ func typed[In any, Out output](fn func(ctx context.Context, p *Plugin, c call, i
 // output is a tool's result: it renders itself as the tool result, and
 // says how many rows it holds (for the Observer).
 type output interface {
-	result(p *Plugin) (res *mcpsdk.CallToolResult, rows int64, err error)
+	result() (res *mcpsdk.CallToolResult, rows int64, err error)
 }
 
 // call is who calls a tool, the tool's own statement timeout (zero: the
@@ -86,66 +85,6 @@ func handlerNames() []string {
 	return names
 }
 
-// handle adapts a declared tool to the SDK: it takes a worker slot, runs
-// the handler and renders the result or the error as a tool result.
-func (p *Plugin) handle(t toolSpec) mcpsdk.ToolHandler {
-	h := handlers()[t.Handler]
-	if t.sqlTool != nil {
-		h = sqlHandler(t.sqlTool)
-	}
-	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
-		start := time.Now()
-		caller, _ := lakegate.CallerFrom(ctx)
-		ctx, stop := p.untilCallerGone(ctx, req)
-		defer stop()
-		var out output
-		// Admitted by the bytes its reply can take before it runs, then
-		// given a worker: a call waiting for bytes holds no worker.
-		// On a session whose client is slow to read, the inline bound
-		// shrinks to what its budget has room for (a larger result goes
-		// to blocks).
-		want, least := p.callReplyBounds(req)
-		reserved, err := p.sessions.admitReply(ctx, req.Session, req.GetExtra(), want, least)
-		if err == nil {
-			c := call{Caller: caller, timeout: t.timeout, args: t.args, inline: p.inlineBound(reserved, len(req.Params.Arguments))}
-			err = p.withWorker(ctx, func() (err error) {
-				out, err = h.run(ctx, p, c, req.Params.Arguments)
-				return err
-			})
-		}
-		var res *mcpsdk.CallToolResult
-		var rows int64
-		if err == nil {
-			res, rows, err = out.result(p)
-		}
-		p.count(t.Name, err != nil)
-		d := time.Since(start)
-		p.observeCall(req, t.Name, d, rows, res, err)
-		log := p.log.With(callLog(req, []any{lakegate.LogTool, t.Name, lakegate.LogSubject, caller.Subject, lakegate.LogDuration, d.Milliseconds()})...)
-		if err != nil {
-			level := slog.LevelInfo
-			if errors.Is(err, errBlockStorage) {
-				level = slog.LevelError // the operator's to fix, not the caller's
-			}
-			log.Log(ctx, level, "tool call failed", "kind", string(lakegate.KindOf(err)), "error", err.Error())
-			return errorResult(err), nil
-		}
-		log.InfoContext(ctx, "tool call")
-		return res, nil
-	}
-}
-
-// withWorker runs fn holding a slot of p.workers: the host's shared pool,
-// which also applies its per-subject limits, or the plugin's own.
-func (p *Plugin) withWorker(ctx context.Context, fn func() error) error {
-	release, err := p.workers.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	return fn()
-}
-
 // jsonResult is a result whose structured content is v and whose text is
 // the same JSON.
 func jsonResult(v any) (*mcpsdk.CallToolResult, int64, error) {
@@ -165,10 +104,10 @@ type databasesOut struct {
 	Databases []query.Database `json:"databases"`
 }
 
-func (o databasesOut) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o) }
+func (o databasesOut) result() (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o) }
 
-func listDatabases(_ context.Context, p *Plugin, c call, _ noArgs) (databasesOut, error) {
-	return databasesOut{Databases: p.databasesFor(c.Caller)}, nil
+func listDatabases(_ context.Context, ts *toolset, c call, _ noArgs) (databasesOut, error) {
+	return databasesOut{Databases: databasesFor(ts.engine, c.Caller)}, nil
 }
 
 type tablesIn struct {
@@ -180,10 +119,10 @@ type tablesOut struct {
 	Tables   []query.Table `json:"tables"`
 }
 
-func (o tablesOut) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o) }
+func (o tablesOut) result() (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o) }
 
-func listTables(ctx context.Context, p *Plugin, c call, in tablesIn) (tablesOut, error) {
-	tables, err := p.engine.Tables(ctx, c.Caller, in.Database)
+func listTables(ctx context.Context, ts *toolset, c call, in tablesIn) (tablesOut, error) {
+	tables, err := ts.engine.Tables(ctx, c.Caller, in.Database)
 	return tablesOut{Database: in.Database, Tables: tables}, err
 }
 
@@ -194,10 +133,10 @@ type describeIn struct {
 
 type tableOut struct{ *query.Table }
 
-func (o tableOut) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o.Table) }
+func (o tableOut) result() (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o.Table) }
 
-func describeTable(ctx context.Context, p *Plugin, c call, in describeIn) (tableOut, error) {
-	t, err := p.engine.Describe(ctx, c.Caller, in.Database, in.Table)
+func describeTable(ctx context.Context, ts *toolset, c call, in describeIn) (tableOut, error) {
+	t, err := ts.engine.Describe(ctx, c.Caller, in.Database, in.Table)
 	return tableOut{t}, err
 }
 
@@ -217,19 +156,19 @@ type queryIn struct {
 	resultArgs
 }
 
-func runQuery(ctx context.Context, p *Plugin, c call, in queryIn) (*answer, error) {
+func runQuery(ctx context.Context, ts *toolset, c call, in queryIn) (*answer, error) {
 	limit, f, err := in.check()
 	if err != nil {
 		return nil, err
 	}
-	st, err := p.engine.PrepareQuery(ctx, c.Caller, query.Request{
+	st, err := ts.engine.PrepareQuery(ctx, c.Caller, query.Request{
 		Database: in.Database, Table: in.Table, Columns: in.Columns, Filters: in.Filters, Joins: in.Joins,
 		GroupBy: in.GroupBy, Having: in.Having, OrderBy: in.OrderBy, Limit: limit, Offset: in.Offset, Cursor: in.Cursor,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return p.answer(ctx, c, st, f, in.Export)
+	return ts.answer(ctx, c, st, f, in.Export)
 }
 
 type sqlIn struct {
@@ -240,16 +179,16 @@ type sqlIn struct {
 	resultArgs
 }
 
-func runSQL(ctx context.Context, p *Plugin, c call, in sqlIn) (*answer, error) {
+func runSQL(ctx context.Context, ts *toolset, c call, in sqlIn) (*answer, error) {
 	limit, f, err := in.check()
 	if err != nil {
 		return nil, err
 	}
-	st, err := p.engine.PrepareSQL(ctx, c.Caller, query.SQLRequest{Database: in.Database, SQL: in.SQL, Params: in.Params, Limit: limit, Cursor: in.Cursor})
+	st, err := ts.engine.PrepareSQL(ctx, c.Caller, query.SQLRequest{Database: in.Database, SQL: in.SQL, Params: in.Params, Limit: limit, Cursor: in.Cursor})
 	if err != nil {
 		return nil, err
 	}
-	return p.answer(ctx, c, st, f, in.Export)
+	return ts.answer(ctx, c, st, f, in.Export)
 }
 
 // analysisEngine is what query_time_series and explain need of the
@@ -261,8 +200,9 @@ type analysisEngine interface {
 
 var _ analysisEngine = (*query.Engine)(nil)
 
-func (p *Plugin) analysis() (analysisEngine, error) {
-	if ae, ok := p.engine.(analysisEngine); ok {
+// analysis is e's time series and explain, when it has them.
+func analysis(e Engine) (analysisEngine, error) {
+	if ae, ok := e.(analysisEngine); ok {
 		return ae, nil
 	}
 	return nil, lakegate.Errorf(lakegate.KindUnavailable, "this server's engine has no time series or explain")
@@ -282,8 +222,8 @@ type timeSeriesIn struct {
 	Cursor     string         `json:"cursor"`
 }
 
-func runTimeSeries(ctx context.Context, p *Plugin, c call, in timeSeriesIn) (*answer, error) {
-	ae, err := p.analysis()
+func runTimeSeries(ctx context.Context, ts *toolset, c call, in timeSeriesIn) (*answer, error) {
+	ae, err := analysis(ts.engine)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +234,7 @@ func runTimeSeries(ctx context.Context, p *Plugin, c call, in timeSeriesIn) (*an
 	if err != nil {
 		return nil, err
 	}
-	return p.answer(ctx, c, st, query.FormatNDJSON, false)
+	return ts.answer(ctx, c, st, query.FormatNDJSON, false)
 }
 
 type explainIn struct {
@@ -306,10 +246,10 @@ type explainIn struct {
 
 type planOut struct{ *query.Plan }
 
-func (o planOut) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o.Plan) }
+func (o planOut) result() (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o.Plan) }
 
-func runExplain(ctx context.Context, p *Plugin, c call, in explainIn) (planOut, error) {
-	ae, err := p.analysis()
+func runExplain(ctx context.Context, ts *toolset, c call, in explainIn) (planOut, error) {
+	ae, err := analysis(ts.engine)
 	if err != nil {
 		return planOut{}, err
 	}
@@ -321,9 +261,9 @@ func runExplain(ctx context.Context, p *Plugin, c call, in explainIn) (planOut, 
 // checked against its typed parameters and bound in declared order, and
 // the statement runs like run_sql (validated, read-only, timeout, row cap).
 func sqlHandler(tool *query.SQLTool) toolHandler {
-	return typed(func(ctx context.Context, p *Plugin, c call, in map[string]any) (*answer, error) {
+	return typed(func(ctx context.Context, ts *toolset, c call, in map[string]any) (*answer, error) {
 		var dialect query.Dialect
-		for _, db := range p.engine.Databases() {
+		for _, db := range ts.engine.Databases() {
 			if db.Name == tool.Database() {
 				dialect = db.Dialect
 			}
@@ -335,11 +275,11 @@ func sqlHandler(tool *query.SQLTool) toolHandler {
 		if err != nil {
 			return nil, err
 		}
-		st, err := p.engine.PrepareSQL(ctx, c.Caller, r)
+		st, err := ts.engine.PrepareSQL(ctx, c.Caller, r)
 		if err != nil {
 			return nil, err
 		}
-		return p.answer(ctx, c, st, query.FormatNDJSON, false)
+		return ts.answer(ctx, c, st, query.FormatNDJSON, false)
 	})
 }
 
@@ -379,57 +319,6 @@ func prepareTool(t *toolSpec) error {
 	return nil
 }
 
-// untilCallerGone returns ctx cancelled also when the client that made
-// the call goes away: its legacy SSE session closes (the client left or
-// stopped reading), or the Streamable HTTP POST that carries the call ends
-// before its answer (the client disconnected). Nothing more is then
-// produced for nobody, and the query stops in the database. stop releases
-// the watch.
-func (p *Plugin) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolRequest) (context.Context, func()) {
-	gone := p.sessions.gone(req)
-	if gone == nil {
-		return ctx, func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-gone:
-			cancel()
-		case <-done:
-		}
-	}()
-	return ctx, func() {
-		close(done)
-		cancel()
-	}
-}
-
-// observeCall counts a finished tool call on its session and reports it
-// to the Observer, if any.
-func (p *Plugin) observeCall(req *mcpsdk.CallToolRequest, tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) {
-	tc := ToolCall{Tool: tool, Outcome: "ok", Duration: d}
-	if err != nil {
-		tc.Outcome = string(NewErrorBody(err).Kind)
-	} else {
-		tc.Rows = rows
-		for _, c := range res.Content {
-			if t, ok := c.(*mcpsdk.TextContent); ok {
-				tc.Bytes += int64(len(t.Text))
-			}
-		}
-		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
-			tc.Bytes += int64(len(raw))
-		}
-	}
-	if req.Session != nil && req.Session.ID() != "" {
-		p.sessions.called(req.Session.ID(), tc.Bytes)
-	}
-	if p.opts.Observer != nil {
-		p.opts.Observer.ToolCall(tc)
-	}
-}
-
 // getResultBlock is the get_result_block tool, for clients that cannot
 // read resources.
 type blockIn struct {
@@ -437,8 +326,8 @@ type blockIn struct {
 	Block      int    `json:"block"`
 }
 
-func getResultBlock(ctx context.Context, p *Plugin, c call, in blockIn) (*blockText, error) {
-	data, m, err := p.blocks.read(ctx, c.Caller, in.TransferID, in.Block)
+func getResultBlock(ctx context.Context, ts *toolset, c call, in blockIn) (*blockText, error) {
+	data, m, err := ts.blocks.read(ctx, c.Caller, in.TransferID, in.Block)
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +349,7 @@ type blockText struct {
 
 // result is the block's rows as text, its description as structured
 // content.
-func (b *blockText) result(*Plugin) (*mcpsdk.CallToolResult, int64, error) {
+func (b *blockText) result() (*mcpsdk.CallToolResult, int64, error) {
 	meta, err := json.Marshal(b)
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode tool result: %w", err)

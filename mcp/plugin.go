@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,12 +111,11 @@ type Options struct {
 // built it closes it (Close) once the host has stopped. Enable, Disable and
 // Status are safe for concurrent use.
 type Plugin struct {
-	engine  Engine
-	opts    Options
-	log     *slog.Logger
-	server  *mcpsdk.Server
-	tools   []toolSpec
-	workers Workers
+	engine Engine
+	opts   Options
+	log    *slog.Logger
+	server *mcpsdk.Server
+	tools  *toolset // the declared tools and their calls (toolset.go)
 
 	// fixtureTools are the conformance fixtures' tool names.
 	fixtureTools []string
@@ -139,8 +137,6 @@ type Plugin struct {
 	catalog *catalog     // the table schema resources (catalog.go)
 	blocks  *blockRoutes // the block transfers (blocks.go)
 
-	statsMu sync.Mutex
-	calls   map[string]*ToolStats
 }
 
 // The plugin's status types are the kernel's, the contract a host reads.
@@ -175,7 +171,7 @@ const (
 // New builds a Plugin: it reads and checks the tool declarations and sets up
 // the protocol server. It starts nothing.
 func New(engine Engine, opts *Options) (*Plugin, error) {
-	p := &Plugin{engine: engine, calls: map[string]*ToolStats{}, catalog: newCatalog()}
+	p := &Plugin{engine: engine, catalog: newCatalog()}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -207,11 +203,6 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.tools = tools
-	p.workers = o.Workers
-	if p.workers == nil {
-		p.workers = newLocalWorkers(o.MaxWorkers, o.WorkerWait)
-	}
 	sopts := &mcpsdk.ServerOptions{
 		Instructions:      instructions,
 		Logger:            p.log,
@@ -229,8 +220,23 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	p.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, sopts)
 	p.sessions = newRegistry(p.server, o, p.log)
 	p.blocks = &blockRoutes{store: o.Blocks, peers: o.Peers, replies: p.sessions, threshold: o.BlockThreshold}
+	p.tools = &toolset{
+		engine: engine,
+		answers: answerOptions{threshold: o.BlockThreshold, previewRows: o.PreviewRows, previewBytes: o.PreviewBytes,
+			previewCellBytes: o.PreviewCellBytes, spill: o.Blocks != nil},
+		blocks:   p.blocks,
+		sessions: p.sessions,
+		workers:  o.Workers,
+		observer: o.Observer,
+		log:      p.log,
+		specs:    tools,
+		calls:    map[string]*ToolStats{},
+	}
+	if p.tools.workers == nil {
+		p.tools.workers = newLocalWorkers(o.MaxWorkers, o.WorkerWait)
+	}
 	for _, t := range tools {
-		p.server.AddTool(t.tool(), p.observe(t.Name, p.handle(t)))
+		p.server.AddTool(t.tool(), p.observe(t.Name, p.tools.handle(t)))
 	}
 	p.server.AddReceivingMiddleware(p.cancelOnClose, p.catalogCheck, p.visibleResources, p.unknownTool)
 	if o.Trace {
@@ -308,29 +314,17 @@ func (p *Plugin) Status() Status {
 		Enabled:   p.Enabled(),
 		Since:     p.enabledSince.Load(),
 		Sessions:  map[string]int{"sse": 0, "streamable": 0, "stdio": 0},
-		ToolCalls: map[string]ToolStats{},
-		Workers:   p.workers.Use(),
+		ToolCalls: p.tools.stats(),
+		Workers:   p.tools.workers.Use(),
 	}
 	st.Blocks = p.blocks.status()
 	n := p.sessions.counts()
 	st.Sessions["sse"], st.Sessions["streamable"], st.Sessions["stdio"], st.IdleSessions = n.sse, n.streamable, n.stdio, n.idle
-	p.statsMu.Lock()
-	for name, s := range p.calls {
-		st.ToolCalls[name] = *s
-	}
-	p.statsMu.Unlock()
 	return st
 }
 
 // ToolNames lists the declared tools, sorted.
-func (p *Plugin) ToolNames() []string {
-	names := make([]string, len(p.tools))
-	for i, t := range p.tools {
-		names[i] = t.Name
-	}
-	sort.Strings(names)
-	return names
-}
+func (p *Plugin) ToolNames() []string { return p.tools.names() }
 
 // Close is the owner's end of the plugin: whoever built it with New calls
 // it once the host has stopped serving (after server.Serve returns and the
@@ -342,20 +336,6 @@ func (p *Plugin) Close(ctx context.Context) error {
 	err := p.Shutdown(ctx)
 	p.catalog.close()
 	return err
-}
-
-func (p *Plugin) count(tool string, failed bool) {
-	p.statsMu.Lock()
-	defer p.statsMu.Unlock()
-	s := p.calls[tool]
-	if s == nil {
-		s = &ToolStats{}
-		p.calls[tool] = s
-	}
-	s.Calls++
-	if failed {
-		s.Errors++
-	}
 }
 
 // Transfers lists the committed block transfers c may read: its own, or

@@ -132,7 +132,7 @@ func (p *Plugin) complete(ctx context.Context, req *mcpsdk.CompleteRequest) (*mc
 	caller, _ := lakegate.CallerFrom(ctx)
 	switch arg.Name {
 	case "database", "db":
-		for _, d := range p.databasesFor(caller) {
+		for _, d := range databasesFor(p.engine, caller) {
 			candidates = append(candidates, d.Name)
 		}
 	case "table":

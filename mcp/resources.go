@@ -43,7 +43,7 @@ func (p *Plugin) addResources() {
 
 func (p *Plugin) readDatabases(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 	caller, _ := lakegate.CallerFrom(ctx)
-	return jsonResource(req.Params.URI, map[string]any{"databases": p.databasesFor(caller)})
+	return jsonResource(req.Params.URI, map[string]any{"databases": databasesFor(p.engine, caller)})
 }
 
 func (p *Plugin) readSchema(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {

@@ -1,10 +1,7 @@
 package mcp
 
 import (
-	"cmp"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -75,40 +72,8 @@ func (a resultArgs) check() (limit int, f query.Format, err error) {
 type answer struct {
 	*query.AutoResult
 	transfer *blocktransport.Manifest
-}
-
-// answer runs st for a tool call through query's one decision (Stmt.Auto):
-// rows that fit mcp_block_threshold are answered inline; past it they go
-// on into a block transfer in format f, and only a preview stays in
-// memory. export sends every result to blocks.
-func (p *Plugin) answer(ctx context.Context, c call, st *query.Stmt, f query.Format, export bool) (*answer, error) {
-	if c.timeout > 0 {
-		st.Timeout = c.timeout
-	}
-	prog := &query.Progress{}
-	reportRows(ctx, prog)
-	var sp *blockSpill
-	res, err := st.Auto(ctx, query.AutoOptions{
-		InlineBytes:      cmp.Or(c.inline, p.opts.BlockThreshold),
-		PreviewRows:      p.opts.PreviewRows,
-		PreviewBytes:     p.opts.PreviewBytes,
-		PreviewCellBytes: p.opts.PreviewCellBytes,
-		Always:           export,
-		Progress:         prog,
-		Open: func() (query.Spill, error) {
-			var err error
-			sp, err = p.openSpill(ctx, c.Subject, f)
-			return sp, err
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	a := &answer{AutoResult: res}
-	if res.Mode == query.ModeSpill {
-		a.transfer = sp.manifest
-	}
-	return a, nil
+	// cellBytes is the preview cell bound, for the note on cut cells.
+	cellBytes int
 }
 
 // ResultMeta is the structured content of a query tool's result: what a
@@ -135,8 +100,8 @@ type ResultMeta struct {
 // result makes the tool result: the rows (or the preview) encoded once as
 // CSV text for the model, a footer saying what is where, the metadata as
 // structured content, and one resource link per block.
-func (a *answer) result(p *Plugin) (*mcpsdk.CallToolResult, int64, error) {
-	res, err := a.render(p.opts.PreviewCellBytes)
+func (a *answer) result() (*mcpsdk.CallToolResult, int64, error) {
+	res, err := a.render(a.cellBytes)
 	return res, int64(a.RowCount), err
 }
 
@@ -213,25 +178,6 @@ type blockSpill struct {
 }
 
 var _ query.Spill = (*blockSpill)(nil)
-
-// openSpill starts a transfer for owner in format f, and its span in ctx.
-func (p *Plugin) openSpill(ctx context.Context, owner string, f query.Format) (*blockSpill, error) {
-	w, err := p.blocks.create(owner, string(f))
-	if errors.Is(err, errNoBlockStore) {
-		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
-			Message: fmt.Sprintf("the result is over %d bytes and this server has no block store", p.opts.BlockThreshold),
-			Hint:    "ask for fewer rows (max_rows) or columns"}
-	}
-	if err != nil {
-		return nil, err
-	}
-	enc, err := query.NewEncoder(f, blockWriter{w})
-	if err != nil {
-		w.Abort()
-		return nil, err
-	}
-	return &blockSpill{Encoder: enc, w: w, span: startBlockWrite(ctx, string(f))}, nil
-}
 
 // endSpan ends the transfer's span once: committed as m, failed with err,
 // or aborted (neither).

@@ -474,43 +474,6 @@ func (r *registry) gone(req *mcpsdk.CallToolRequest) <-chan struct{} {
 	return cn.closed
 }
 
-// replyCopies is how many times its inline bound building a reply may
-// hold at once: its rows, their CSV text, the SDK's JSON of the result,
-// and their garbage. Measured on make chaos's slow SSE reader (100 × 9 MB
-// run_sql, nothing read): with 3 the server's peak grew by 124–136 MiB,
-// with 4 by 111–117 MiB (three runs each).
-const replyCopies = 4
-
-// minInline is the smallest inline bound a call on a busy session runs
-// with: a result past it goes to blocks, and its reply is a preview.
-const minInline = 256 << 10
-
-// callReplyBounds are the bytes tool call req reserves while it runs
-// (admitReply), its arguments (which the reply may echo) included. With
-// a block store: up to replyCopies times the inline bound
-// (mcp_block_threshold, past which a result goes to blocks), and at
-// least replyCopies times minInline; a call granted less runs with a
-// smaller inline bound (inlineBound). Without one a result cannot go
-// elsewhere: the threshold, once. Once queued, a reply holds only its
-// actual size.
-func (p *Plugin) callReplyBounds(req *mcpsdk.CallToolRequest) (want, least int64) {
-	args := int64(len(req.Params.Arguments))
-	if p.opts.Blocks == nil {
-		return p.opts.BlockThreshold + args, p.opts.BlockThreshold + args
-	}
-	return replyCopies*p.opts.BlockThreshold + args, replyCopies*min(minInline, p.opts.BlockThreshold) + args
-}
-
-// inlineBound is the inline bound of a call granted reserved bytes by
-// admitReply for a request of args bytes of arguments: the threshold
-// without a block store, else what replyCopies copies fit in.
-func (p *Plugin) inlineBound(reserved int64, args int) int64 {
-	if p.opts.Blocks == nil {
-		return p.opts.BlockThreshold
-	}
-	return min(p.opts.BlockThreshold, max(1, (reserved-int64(args))/replyCopies))
-}
-
 // SessionBytes reports the bytes the SSE session id holds for its client
 // now (replies reserved, queued or being written) and the most it held
 // at once; ok is false when no such SSE session is open.

@@ -1,0 +1,307 @@
+package mcp
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/query"
+)
+
+// toolset runs the declared tools' calls. It holds only what they need:
+// the query engine, how answers are shaped, the block transfers results
+// go on to, the sessions calls come on (reply budgets, a caller gone),
+// the workers, and the calls' counts. It knows nothing of HTTP routing:
+// the transports reach it through the protocol server only. Safe for
+// concurrent use.
+type toolset struct {
+	engine   Engine
+	answers  answerOptions
+	blocks   blockIO
+	sessions callSessions
+	workers  Workers
+	observer Observer // may be nil
+	log      *slog.Logger
+	specs    []toolSpec
+
+	statsMu sync.Mutex
+	calls   map[string]*lakegate.ToolStats
+}
+
+// answerOptions shape a query tool's answer (Options): the inline bound,
+// the preview of a result sent to blocks, and whether there is a block
+// store to send it to.
+type answerOptions struct {
+	threshold        int64
+	previewRows      int
+	previewBytes     int64
+	previewCellBytes int
+	spill            bool
+}
+
+// blockIO is what the tools need of the block transfers (blockRoutes):
+// read one block a caller may read, and start a transfer
+// (errNoBlockStore without a store).
+type blockIO interface {
+	read(ctx context.Context, c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error)
+	create(owner, format string) (*blocktransport.Writer, error)
+}
+
+var _ blockIO = (*blockRoutes)(nil)
+
+// callSessions is what the tools need of the sessions calls come on
+// (registry): the reply budget, the signal that a caller is gone, and
+// each session's activity.
+type callSessions interface {
+	replyAdmitter
+	gone(req *mcpsdk.CallToolRequest) <-chan struct{}
+	called(id string, bytes int64)
+}
+
+var _ callSessions = (*registry)(nil)
+
+// names lists the declared tools, sorted.
+func (ts *toolset) names() []string {
+	names := make([]string, len(ts.specs))
+	for i, t := range ts.specs {
+		names[i] = t.Name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// stats is a copy of the calls' counts, by tool.
+func (ts *toolset) stats() map[string]lakegate.ToolStats {
+	ts.statsMu.Lock()
+	defer ts.statsMu.Unlock()
+	out := make(map[string]lakegate.ToolStats, len(ts.calls))
+	for name, s := range ts.calls {
+		out[name] = *s
+	}
+	return out
+}
+
+// handle adapts a declared tool to the SDK: it takes a worker slot, runs
+// the handler and renders the result or the error as a tool result.
+func (ts *toolset) handle(t toolSpec) mcpsdk.ToolHandler {
+	h := handlers()[t.Handler]
+	if t.sqlTool != nil {
+		h = sqlHandler(t.sqlTool)
+	}
+	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+		start := time.Now()
+		caller, _ := lakegate.CallerFrom(ctx)
+		ctx, stop := ts.untilCallerGone(ctx, req)
+		defer stop()
+		var out output
+		// Admitted by the bytes its reply can take before it runs, then
+		// given a worker: a call waiting for bytes holds no worker.
+		// On a session whose client is slow to read, the inline bound
+		// shrinks to what its budget has room for (a larger result goes
+		// to blocks).
+		want, least := ts.callReplyBounds(req)
+		reserved, err := ts.sessions.admitReply(ctx, req.Session, req.GetExtra(), want, least)
+		if err == nil {
+			c := call{Caller: caller, timeout: t.timeout, args: t.args, inline: ts.inlineBound(reserved, len(req.Params.Arguments))}
+			err = ts.withWorker(ctx, func() (err error) {
+				out, err = h.run(ctx, ts, c, req.Params.Arguments)
+				return err
+			})
+		}
+		var res *mcpsdk.CallToolResult
+		var rows int64
+		if err == nil {
+			res, rows, err = out.result()
+		}
+		ts.count(t.Name, err != nil)
+		d := time.Since(start)
+		ts.observeCall(req, t.Name, d, rows, res, err)
+		log := ts.log.With(callLog(req, []any{lakegate.LogTool, t.Name, lakegate.LogSubject, caller.Subject, lakegate.LogDuration, d.Milliseconds()})...)
+		if err != nil {
+			level := slog.LevelInfo
+			if errors.Is(err, errBlockStorage) {
+				level = slog.LevelError // the operator's to fix, not the caller's
+			}
+			log.Log(ctx, level, "tool call failed", "kind", string(lakegate.KindOf(err)), "error", err.Error())
+			return errorResult(err), nil
+		}
+		log.InfoContext(ctx, "tool call")
+		return res, nil
+	}
+}
+
+// withWorker runs fn holding a slot of ts.workers: the host's shared pool,
+// which also applies its per-subject limits, or the plugin's own.
+func (ts *toolset) withWorker(ctx context.Context, fn func() error) error {
+	release, err := ts.workers.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return fn()
+}
+
+// untilCallerGone returns ctx cancelled also when the client that made
+// the call goes away: its legacy SSE session closes (the client left or
+// stopped reading), or the Streamable HTTP POST that carries the call ends
+// before its answer (the client disconnected). Nothing more is then
+// produced for nobody, and the query stops in the database. stop releases
+// the watch.
+func (ts *toolset) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolRequest) (context.Context, func()) {
+	gone := ts.sessions.gone(req)
+	if gone == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-gone:
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		cancel()
+	}
+}
+
+// observeCall counts a finished tool call on its session and reports it
+// to the Observer, if any.
+func (ts *toolset) observeCall(req *mcpsdk.CallToolRequest, tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) {
+	tc := ToolCall{Tool: tool, Outcome: "ok", Duration: d}
+	if err != nil {
+		tc.Outcome = string(NewErrorBody(err).Kind)
+	} else {
+		tc.Rows = rows
+		for _, c := range res.Content {
+			if t, ok := c.(*mcpsdk.TextContent); ok {
+				tc.Bytes += int64(len(t.Text))
+			}
+		}
+		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+			tc.Bytes += int64(len(raw))
+		}
+	}
+	if req.Session != nil && req.Session.ID() != "" {
+		ts.sessions.called(req.Session.ID(), tc.Bytes)
+	}
+	if ts.observer != nil {
+		ts.observer.ToolCall(tc)
+	}
+}
+
+// replyCopies is how many times its inline bound building a reply may
+// hold at once: its rows, their CSV text, the SDK's JSON of the result,
+// and their garbage. Measured on make chaos's slow SSE reader (100 × 9 MB
+// run_sql, nothing read): with 3 the server's peak grew by 124–136 MiB,
+// with 4 by 111–117 MiB (three runs each).
+const replyCopies = 4
+
+// minInline is the smallest inline bound a call on a busy session runs
+// with: a result past it goes to blocks, and its reply is a preview.
+const minInline = 256 << 10
+
+// callReplyBounds are the bytes tool call req reserves while it runs
+// (admitReply), its arguments (which the reply may echo) included. With
+// a block store: up to replyCopies times the inline bound
+// (mcp_block_threshold, past which a result goes to blocks), and at
+// least replyCopies times minInline; a call granted less runs with a
+// smaller inline bound (inlineBound). Without one a result cannot go
+// elsewhere: the threshold, once. Once queued, a reply holds only its
+// actual size.
+func (ts *toolset) callReplyBounds(req *mcpsdk.CallToolRequest) (want, least int64) {
+	args := int64(len(req.Params.Arguments))
+	if !ts.answers.spill {
+		return ts.answers.threshold + args, ts.answers.threshold + args
+	}
+	return replyCopies*ts.answers.threshold + args, replyCopies*min(minInline, ts.answers.threshold) + args
+}
+
+// inlineBound is the inline bound of a call granted reserved bytes by
+// admitReply for a request of args bytes of arguments: the threshold
+// without a block store, else what replyCopies copies fit in.
+func (ts *toolset) inlineBound(reserved int64, args int) int64 {
+	if !ts.answers.spill {
+		return ts.answers.threshold
+	}
+	return min(ts.answers.threshold, max(1, (reserved-int64(args))/replyCopies))
+}
+
+// answer runs st for a tool call through query's one decision (Stmt.Auto):
+// rows that fit mcp_block_threshold are answered inline; past it they go
+// on into a block transfer in format f, and only a preview stays in
+// memory. export sends every result to blocks.
+func (ts *toolset) answer(ctx context.Context, c call, st *query.Stmt, f query.Format, export bool) (*answer, error) {
+	if c.timeout > 0 {
+		st.Timeout = c.timeout
+	}
+	prog := &query.Progress{}
+	reportRows(ctx, prog)
+	var sp *blockSpill
+	res, err := st.Auto(ctx, query.AutoOptions{
+		InlineBytes:      cmp.Or(c.inline, ts.answers.threshold),
+		PreviewRows:      ts.answers.previewRows,
+		PreviewBytes:     ts.answers.previewBytes,
+		PreviewCellBytes: ts.answers.previewCellBytes,
+		Always:           export,
+		Progress:         prog,
+		Open: func() (query.Spill, error) {
+			var err error
+			sp, err = ts.openSpill(ctx, c.Subject, f)
+			return sp, err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	a := &answer{AutoResult: res, cellBytes: ts.answers.previewCellBytes}
+	if res.Mode == query.ModeSpill {
+		a.transfer = sp.manifest
+	}
+	return a, nil
+}
+
+// openSpill starts a transfer for owner in format f, and its span in ctx.
+func (ts *toolset) openSpill(ctx context.Context, owner string, f query.Format) (*blockSpill, error) {
+	w, err := ts.blocks.create(owner, string(f))
+	if errors.Is(err, errNoBlockStore) {
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
+			Message: fmt.Sprintf("the result is over %d bytes and this server has no block store", ts.answers.threshold),
+			Hint:    "ask for fewer rows (max_rows) or columns"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	enc, err := query.NewEncoder(f, blockWriter{w})
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return &blockSpill{Encoder: enc, w: w, span: startBlockWrite(ctx, string(f))}, nil
+}
+
+func (ts *toolset) count(tool string, failed bool) {
+	ts.statsMu.Lock()
+	defer ts.statsMu.Unlock()
+	s := ts.calls[tool]
+	if s == nil {
+		s = &lakegate.ToolStats{}
+		ts.calls[tool] = s
+	}
+	s.Calls++
+	if failed {
+		s.Errors++
+	}
+}
