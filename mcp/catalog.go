@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -31,11 +32,17 @@ type catalog struct {
 	ctx    context.Context // cancelled by close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	engine   Engine
+	server   *mcpsdk.Server // where the resources are registered
+	interval time.Duration  // Options.CatalogInterval
+	log      *slog.Logger
 }
 
-func newCatalog() *catalog {
+func newCatalog(engine Engine, server *mcpsdk.Server, interval time.Duration, log *slog.Logger) *catalog {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &catalog{uris: map[string]bool{}, first: make(chan struct{}), ctx: ctx, cancel: cancel}
+	return &catalog{uris: map[string]bool{}, first: make(chan struct{}), ctx: ctx, cancel: cancel,
+		engine: engine, server: server, interval: interval, log: log}
 }
 
 // close stops a running check and waits for it. Cancelling under mu
@@ -47,14 +54,14 @@ func (c *catalog) close() {
 	c.wg.Wait()
 }
 
-// catalogCheck is receiving middleware: it starts a catalog check when one
+// check is receiving middleware: it starts a catalog check when one
 // is due and goes on; a resources/list waits for the first check to end.
-func (p *Plugin) catalogCheck(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+func (c *catalog) check(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-		p.startCheck()
+		c.startCheck()
 		if method == "resources/list" {
 			select {
-			case <-p.catalog.first:
+			case <-c.first:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -65,18 +72,17 @@ func (p *Plugin) catalogCheck(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 
 // startCheck starts a catalog check unless one runs or the last is
 // recent.
-func (p *Plugin) startCheck() {
-	c := p.catalog
+func (c *catalog) startCheck() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running || c.ctx.Err() != nil || (!c.last.IsZero() && time.Since(c.last) < p.opts.CatalogInterval) {
+	if c.running || c.ctx.Err() != nil || (!c.last.IsZero() && time.Since(c.last) < c.interval) {
 		return
 	}
 	c.running, c.last = true, time.Now()
 	c.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(c.ctx, checkTimeout)
 		defer cancel()
-		p.syncCatalog(ctx)
+		c.sync(ctx)
 		c.mu.Lock()
 		c.running = false
 		select {
@@ -88,19 +94,19 @@ func (p *Plugin) startCheck() {
 	})
 }
 
-// syncCatalog lists the tables of every database and adds or removes the
+// sync lists the tables of every database and adds or removes the
 // concrete schema resources; the SDK then sends
 // notifications/resources/list_changed to the open sessions. A database
 // that cannot be listed keeps its resources until it answers again.
-func (p *Plugin) syncCatalog(ctx context.Context) {
+func (c *catalog) sync(ctx context.Context) {
 	want := map[string]*mcpsdk.Resource{}
 	failed := map[string]bool{}
-	for _, db := range p.engine.Databases() {
-		tables, err := p.engine.Tables(ctx, catalogCaller, db.Name)
+	for _, db := range c.engine.Databases() {
+		tables, err := c.engine.Tables(ctx, catalogCaller, db.Name)
 		if err != nil {
 			failed[db.Name] = true
 			if ctx.Err() == nil {
-				p.log.Warn("catalog check failed", "database", db.Name, lakegate.LogError, NewErrorBody(err).Message)
+				c.log.Warn("catalog check failed", "database", db.Name, lakegate.LogError, NewErrorBody(err).Message)
 			}
 			continue
 		}
@@ -115,7 +121,6 @@ func (p *Plugin) syncCatalog(ctx context.Context) {
 			}
 		}
 	}
-	c := p.catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var gone []string
@@ -127,22 +132,21 @@ func (p *Plugin) syncCatalog(ctx context.Context) {
 	}
 	slices.Sort(gone)
 	if len(gone) > 0 {
-		p.server.RemoveResources(gone...)
+		c.server.RemoveResources(gone...)
 		for _, uri := range gone {
 			delete(c.uris, uri)
 		}
 	}
 	for uri, r := range want {
 		if !c.uris[uri] {
-			p.server.AddResource(r, p.readSchema)
+			c.server.AddResource(r, c.readSchema)
 			c.uris[uri] = true
 		}
 	}
 }
 
-// catalogURIs lists the table schema resources currently registered.
-func (p *Plugin) catalogURIs() []string {
-	c := p.catalog
+// registered lists the table schema resources currently registered.
+func (c *catalog) registered() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	uris := make([]string, 0, len(c.uris))
@@ -151,4 +155,77 @@ func (p *Plugin) catalogURIs() []string {
 	}
 	slices.Sort(uris)
 	return uris
+}
+
+// register adds lakegate://databases and the table schema
+// template. The catalog check (catalogCheck) adds one concrete schema
+// resource per table, so that resources/list pages through every table.
+func (c *catalog) register() {
+	c.server.AddResource(&mcpsdk.Resource{
+		URI:         databasesURI,
+		Name:        "databases",
+		Title:       "Databases",
+		Description: "The databases lakegate serves, with their dialect.",
+		MIMEType:    "application/json",
+	}, c.readDatabases)
+	c.server.AddResourceTemplate(&mcpsdk.ResourceTemplate{
+		URITemplate: schemaTemplate,
+		Name:        "table-schema",
+		Title:       "Table schema",
+		Description: "Columns, keys and row estimate of one table.",
+		MIMEType:    "application/json",
+	}, c.readSchema)
+}
+
+// readDatabases answers resources/read of lakegate://databases.
+func (c *catalog) readDatabases(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+	caller, _ := lakegate.CallerFrom(ctx)
+	return jsonResource(req.Params.URI, map[string]any{"databases": databasesFor(c.engine, caller)})
+}
+
+// readSchema answers resources/read of a table schema.
+func (c *catalog) readSchema(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+	uri := req.Params.URI
+	db, table, ok := parseSchemaURI(uri)
+	if !ok {
+		return nil, mcpsdk.ResourceNotFoundError(uri)
+	}
+	caller, _ := lakegate.CallerFrom(ctx)
+	t, err := c.engine.Describe(ctx, caller, db, table)
+	if err != nil {
+		return nil, resourceErr("describe", uri, err)
+	}
+	return jsonResource(uri, t)
+}
+
+// visible is receiving middleware: an answer to resources/list
+// keeps only the schema resources of tables the caller may read (the
+// catalog check registers every table's).
+func (c *catalog) visible(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		res, err := next(ctx, method, req)
+		list, ok := res.(*mcpsdk.ListResourcesResult)
+		if err != nil || !ok {
+			return res, err
+		}
+		caller, _ := lakegate.CallerFrom(ctx)
+		visible := map[string]bool{}
+		for _, db := range databasesFor(c.engine, caller) {
+			tables, err := c.engine.Tables(ctx, caller, db.Name)
+			if err != nil {
+				continue // an unreachable database shows none of its tables
+			}
+			for _, t := range tables {
+				visible[schemaURI(db.Name, t.Name)] = true
+			}
+		}
+		kept := make([]*mcpsdk.Resource, 0, len(list.Resources))
+		for _, r := range list.Resources {
+			if _, _, isSchema := parseSchemaURI(r.URI); !isSchema || visible[r.URI] {
+				kept = append(kept, r)
+			}
+		}
+		list.Resources = kept
+		return list, nil
+	}
 }

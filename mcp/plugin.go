@@ -171,7 +171,7 @@ const (
 // New builds a Plugin: it reads and checks the tool declarations and sets up
 // the protocol server. It starts nothing.
 func New(engine Engine, opts *Options) (*Plugin, error) {
-	p := &Plugin{engine: engine, catalog: newCatalog()}
+	p := &Plugin{engine: engine}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -203,11 +203,12 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
+	prompts := &prompts{engine: engine, conformance: o.Conformance}
 	sopts := &mcpsdk.ServerOptions{
 		Instructions:      instructions,
 		Logger:            p.log,
 		PageSize:          o.PageSize,
-		CompletionHandler: p.complete,
+		CompletionHandler: prompts.complete,
 	}
 	if o.Peers != nil {
 		sopts.GetSessionID = func() string { return newSessionID(o.Peers) }
@@ -218,6 +219,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		}
 	}
 	p.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, sopts)
+	p.catalog = newCatalog(engine, p.server, o.CatalogInterval, p.log)
 	p.sessions = newRegistry(p.server, o, p.log)
 	p.blocks = &blockRoutes{store: o.Blocks, peers: o.Peers, replies: p.sessions, threshold: o.BlockThreshold}
 	p.tools = &toolset{
@@ -238,14 +240,14 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	for _, t := range tools {
 		p.server.AddTool(t.tool(), p.observe(t.Name, p.tools.handle(t)))
 	}
-	p.server.AddReceivingMiddleware(p.cancelOnClose, p.catalogCheck, p.visibleResources, p.unknownTool)
+	p.server.AddReceivingMiddleware(p.cancelOnClose, p.catalog.check, p.catalog.visible, p.unknownTool)
 	if o.Trace {
 		p.server.AddReceivingMiddleware(p.trace("in"))
 		p.server.AddSendingMiddleware(p.trace("out"))
 	}
 	p.addSpans() // last: outermost, its span holds the others' work
-	p.addPrompts()
-	p.addResources()
+	prompts.register(p.server)
+	p.catalog.register()
 	p.blocks.register(p.server)
 	if o.Conformance {
 		p.addConformanceFixtures()

@@ -29,19 +29,28 @@ Limits: every query is read-only, runs under a statement timeout, and returns at
 
 Schemas are also readable as resources: lakegate://databases and lakegate://databases/{db}/tables/{table}/schema.`
 
-// addPrompts registers the prompts. Their argument values complete from
-// the engine's catalog (see complete).
-func (p *Plugin) addPrompts() {
+// prompts are the plugin's prompts and the completion of their arguments
+// (and of the table schema template's) from the engine's databases and
+// tables.
+type prompts struct {
+	engine Engine
+	// conformance adds the conformance fixtures' completions.
+	conformance bool
+}
+
+// register adds the prompts to server. Their argument values complete
+// from the engine's catalog (see complete).
+func (p *prompts) register(server *mcpsdk.Server) {
 	dbArg := &mcpsdk.PromptArgument{Name: "database", Description: "Database name from list_databases", Required: true}
 	tableArg := &mcpsdk.PromptArgument{Name: "table", Description: "Table name from list_tables", Required: true}
-	p.server.AddPrompt(&mcpsdk.Prompt{
+	server.AddPrompt(&mcpsdk.Prompt{
 		Name:        "tool-descriptions",
 		Title:       "How to use lakegate's tools",
 		Description: "Guidance for using lakegate's tools well: which tool for which question, limits, result shapes.",
 	}, func(context.Context, *mcpsdk.GetPromptRequest) (*mcpsdk.GetPromptResult, error) {
 		return userPrompt("How to use lakegate's tools", toolGuidance), nil
 	})
-	p.server.AddPrompt(&mcpsdk.Prompt{
+	server.AddPrompt(&mcpsdk.Prompt{
 		Name:        "explore_database",
 		Title:       "Explore a database",
 		Description: "Survey one database: its tables, their sizes and how they relate.",
@@ -58,7 +67,7 @@ func (p *Plugin) addPrompts() {
 				"this data can answer and the run_sql query for each. Keep queries small: use limits and aggregates.",
 			db, p.dialect(db))), nil
 	})
-	p.server.AddPrompt(&mcpsdk.Prompt{
+	server.AddPrompt(&mcpsdk.Prompt{
 		Name:        "analyze_table",
 		Title:       "Analyze a table",
 		Description: "Profile one table: columns, null rates, value ranges and notable patterns.",
@@ -90,7 +99,7 @@ func userPrompt(description, text string) *mcpsdk.GetPromptResult {
 }
 
 // promptDatabase checks the database argument of a prompt.
-func (p *Plugin) promptDatabase(args map[string]string) (string, error) {
+func (p *prompts) promptDatabase(args map[string]string) (string, error) {
 	db := args["database"]
 	if db == "" {
 		return "", fmt.Errorf("argument %q is required", "database")
@@ -101,7 +110,7 @@ func (p *Plugin) promptDatabase(args map[string]string) (string, error) {
 	return db, nil
 }
 
-func (p *Plugin) dialect(db string) string {
+func (p *prompts) dialect(db string) string {
 	for _, d := range p.engine.Databases() {
 		if d.Name == db {
 			return string(d.Dialect)
@@ -110,7 +119,7 @@ func (p *Plugin) dialect(db string) string {
 	return ""
 }
 
-func (p *Plugin) databaseNames() []string {
+func (p *prompts) databaseNames() []string {
 	var names []string
 	for _, d := range p.engine.Databases() {
 		names = append(names, d.Name)
@@ -121,8 +130,8 @@ func (p *Plugin) databaseNames() []string {
 // complete answers completion/complete for the "database" and "table"
 // arguments of the prompts and of the table schema resource template:
 // names from the engine that start with the typed prefix (case-insensitive).
-func (p *Plugin) complete(ctx context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
-	if p.opts.Conformance {
+func (p *prompts) complete(ctx context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+	if p.conformance {
 		if res, ok := conformanceComplete(req); ok {
 			return res, nil
 		}

@@ -162,7 +162,7 @@ func TestResourcesPaginationAndListChanged(t *testing.T) {
 		slices.Sort(uris)
 		return uris
 	}
-	waitFor(t, func() bool { return len(p.catalogURIs()) == 3 })
+	waitFor(t, func() bool { return len(p.catalog.registered()) == 3 })
 	want := []string{databasesURI, schemaURI("iot", "devices"), schemaURI("iot", "readings"), schemaURI("shop", "orders")}
 	slices.Sort(want)
 	if got := list(); !slices.Equal(got, want) {
@@ -170,7 +170,7 @@ func TestResourcesPaginationAndListChanged(t *testing.T) {
 	}
 	drain(changed)
 	eng.setTables("shop", "orders", "customers")
-	p.syncCatalog(ctx)
+	p.catalog.sync(ctx)
 	select {
 	case <-changed:
 	case <-time.After(5 * time.Second):

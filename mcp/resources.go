@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -20,45 +19,6 @@ const (
 
 // catalogCaller is who the catalog check lists tables as.
 var catalogCaller = lakegate.Caller{Subject: "lakegate-catalog", Roles: []string{lakegate.RoleReader}}
-
-// addResources registers lakegate://databases and the table schema
-// template. The catalog check (catalogCheck) adds one concrete schema
-// resource per table, so that resources/list pages through every table.
-func (p *Plugin) addResources() {
-	p.server.AddResource(&mcpsdk.Resource{
-		URI:         databasesURI,
-		Name:        "databases",
-		Title:       "Databases",
-		Description: "The databases lakegate serves, with their dialect.",
-		MIMEType:    "application/json",
-	}, p.readDatabases)
-	p.server.AddResourceTemplate(&mcpsdk.ResourceTemplate{
-		URITemplate: schemaTemplate,
-		Name:        "table-schema",
-		Title:       "Table schema",
-		Description: "Columns, keys and row estimate of one table.",
-		MIMEType:    "application/json",
-	}, p.readSchema)
-}
-
-func (p *Plugin) readDatabases(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-	caller, _ := lakegate.CallerFrom(ctx)
-	return jsonResource(req.Params.URI, map[string]any{"databases": databasesFor(p.engine, caller)})
-}
-
-func (p *Plugin) readSchema(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-	uri := req.Params.URI
-	db, table, ok := parseSchemaURI(uri)
-	if !ok {
-		return nil, mcpsdk.ResourceNotFoundError(uri)
-	}
-	caller, _ := lakegate.CallerFrom(ctx)
-	t, err := p.engine.Describe(ctx, caller, db, table)
-	if err != nil {
-		return nil, resourceErr("describe", uri, err)
-	}
-	return jsonResource(uri, t)
-}
 
 func jsonResource(uri string, v any) (*mcpsdk.ReadResourceResult, error) {
 	data, err := json.Marshal(v)
