@@ -90,14 +90,15 @@ func text(s string) *mcpsdk.CallToolResult {
 
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// addConformanceFixtures registers the suite's tools, resources and prompts.
-func (p *Plugin) addConformanceFixtures() {
+// addConformanceFixtures registers the suite's tools, resources and
+// prompts on server, and returns the names of its tools.
+func addConformanceFixtures(server *mcpsdk.Server) (toolNames []string) {
 	tool := func(name, desc string, schema json.RawMessage, h mcpsdk.ToolHandler) {
 		if schema == nil {
 			schema = emptySchema
 		}
-		p.server.AddTool(&mcpsdk.Tool{Name: name, Description: desc, InputSchema: schema}, h)
-		p.fixtureTools = append(p.fixtureTools, name)
+		server.AddTool(&mcpsdk.Tool{Name: name, Description: desc, InputSchema: schema}, h)
+		toolNames = append(toolNames, name)
 	}
 	fixed := func(res *mcpsdk.CallToolResult) mcpsdk.ToolHandler {
 		return func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) { return res, nil }
@@ -187,7 +188,7 @@ func (p *Plugin) addConformanceFixtures() {
 		fixed(text("JSON Schema 2020-12 tool called")))
 
 	resource := func(uri, name, mime, txt string, blob []byte) {
-		p.server.AddResource(&mcpsdk.Resource{URI: uri, Name: name, Description: "Conformance fixture " + name, MIMEType: mime},
+		server.AddResource(&mcpsdk.Resource{URI: uri, Name: name, Description: "Conformance fixture " + name, MIMEType: mime},
 			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: mime, Text: txt, Blob: blob}}}, nil
 			})
@@ -195,14 +196,14 @@ func (p *Plugin) addConformanceFixtures() {
 	resource("test://static-text", "static-text", "text/plain", "This is the content of the static text resource.", nil)
 	resource("test://static-binary", "static-binary", "image/png", "", pic)
 	resource("test://watched-resource", "watched-resource", "text/plain", "Watched resource content.", nil)
-	p.server.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "test://template/{id}/data", Name: "template", Description: "Conformance fixture template", MIMEType: "application/json"},
+	server.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "test://template/{id}/data", Name: "template", Description: "Conformance fixture template", MIMEType: "application/json"},
 		func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 			id := strings.TrimSuffix(strings.TrimPrefix(req.Params.URI, "test://template/"), "/data")
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json",
 				Text: fmt.Sprintf(`{"id":%q,"templateTest":true,"data":"Data for ID: %s"}`, id, id)}}}, nil
 		})
 
-	prompt := func(pr *mcpsdk.Prompt, h mcpsdk.PromptHandler) { p.server.AddPrompt(pr, h) }
+	prompt := func(pr *mcpsdk.Prompt, h mcpsdk.PromptHandler) { server.AddPrompt(pr, h) }
 	msgs := func(ms ...*mcpsdk.PromptMessage) *mcpsdk.GetPromptResult {
 		return &mcpsdk.GetPromptResult{Messages: ms}
 	}
@@ -228,4 +229,5 @@ func (p *Plugin) addConformanceFixtures() {
 			return msgs(user(&mcpsdk.ImageContent{Data: pic, MIMEType: "image/png"}),
 				user(&mcpsdk.TextContent{Text: "Please analyze the image above."})), nil
 		})
+	return toolNames
 }

@@ -24,4 +24,4 @@ func conformanceOptions(*mcpsdk.ServerOptions) error { return errNoConformanceFi
 
 func conformanceComplete(*mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, bool) { return nil, false }
 
-func (*Plugin) addConformanceFixtures() {}
+func addConformanceFixtures(*mcpsdk.Server) []string { return nil }

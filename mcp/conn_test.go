@@ -216,7 +216,7 @@ type stalledClient struct {
 func newStalledClient(t *testing.T, p *Plugin) *stalledClient {
 	t.Helper()
 	caller := lakegate.Caller{Subject: "alice", Roles: []string{"reader"}}
-	c, err := p.openSession(caller)
+	c, err := p.sse.open(caller)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,12 +30,12 @@ const peekLimit = mcpsdk.DefaultMaxRequestBodyBytes
 // RequestExtra.Header: the SDK does not expose the id itself. The body is
 // put back for the SDK, with the ids it cannot keep exactly aliased
 // (aliasBody); aliased tells that the response must restore them.
-func tagJSONRPCID(c *gin.Context) (aliased bool, err error) {
-	c.Request.Header.Del(headerJSONRPCID)
-	if c.Request.Body == nil {
+func tagJSONRPCID(r *http.Request) (aliased bool, err error) {
+	r.Header.Del(headerJSONRPCID)
+	if r.Body == nil {
 		return false, nil
 	}
-	head, err := io.ReadAll(io.LimitReader(c.Request.Body, peekLimit+1))
+	head, err := io.ReadAll(io.LimitReader(r.Body, peekLimit+1))
 	if err != nil {
 		return false, err
 	}
@@ -44,10 +43,10 @@ func tagJSONRPCID(c *gin.Context) (aliased bool, err error) {
 		var id string
 		head, id, aliased = aliasBody(head)
 		if id != "" {
-			c.Request.Header.Set(headerJSONRPCID, id)
+			r.Header.Set(headerJSONRPCID, id)
 		}
 	}
-	c.Request.Body = readCloser{io.MultiReader(bytes.NewReader(head), c.Request.Body), c.Request.Body}
+	r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
 	return aliased, nil
 }
 

@@ -21,12 +21,12 @@ const progressEvery = time.Second
 // line per call at the level the client set with logging/setLevel.
 // Cancellation needs nothing here: the SDK cancels ctx on
 // notifications/cancelled and the engine stops the database query.
-func (p *Plugin) observe(name string, h mcpsdk.ToolHandler) mcpsdk.ToolHandler {
+func observe(name string, h mcpsdk.ToolHandler) mcpsdk.ToolHandler {
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := time.Now()
 		pr := &progress{}
 		ctx = context.WithValue(ctx, progressKey{}, pr)
-		stop := p.reportProgress(ctx, req, name, pr)
+		stop := reportProgress(ctx, req, name, pr)
 		res, err := h(ctx, req)
 		stop()
 		if req.Session != nil {
@@ -53,7 +53,7 @@ func (p *Plugin) observe(name string, h mcpsdk.ToolHandler) mcpsdk.ToolHandler {
 // reportProgress sends the start notification and a tick a second until
 // the returned stop is called, which sends the last one and waits for the
 // ticker goroutine. Without a progress token it does nothing.
-func (p *Plugin) reportProgress(ctx context.Context, req *mcpsdk.CallToolRequest, name string, pr *progress) (stop func()) {
+func reportProgress(ctx context.Context, req *mcpsdk.CallToolRequest, name string, pr *progress) (stop func()) {
 	if req.Session == nil || req.Params == nil || req.Params.GetProgressToken() == nil {
 		return func() {}
 	}

@@ -22,9 +22,9 @@ import (
 // addSpans installs the spans middleware, outermost, when tracing is on
 // (a tracer provider is installed before New); with tracing off nothing
 // is added and a message costs nothing more.
-func (p *Plugin) addSpans() {
+func addSpans(server *mcpsdk.Server) {
 	if telemetry.Enabled() {
-		p.server.AddReceivingMiddleware(p.spans)
+		server.AddReceivingMiddleware(spans)
 	}
 }
 
@@ -43,7 +43,7 @@ func (p *Plugin) addSpans() {
 // A failure, a JSON-RPC error or a tool result with isError, sets
 // error.type to the taxonomy's kind (or the JSON-RPC code) and the status
 // to Error; the span never holds arguments, results or error messages.
-func (p *Plugin) spans(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+func spans(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 		parent := ctx
 		var viaHTTP trace.SpanContext

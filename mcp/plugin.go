@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,169 +14,49 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
-	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/internal/origin"
-	"github.com/lakegate/lakegate/query"
 )
 
-// Engine is what the tools need of the query engine (*query.Engine).
-type Engine interface {
-	Databases() []query.Database
-	Tables(ctx context.Context, c lakegate.Caller, db string) ([]query.Table, error)
-	Describe(ctx context.Context, c lakegate.Caller, db, table string) (*query.Table, error)
-	PrepareQuery(ctx context.Context, c lakegate.Caller, r query.Request) (*query.Stmt, error)
-	PrepareSQL(ctx context.Context, c lakegate.Caller, r query.SQLRequest) (*query.Stmt, error)
-}
-
-// Options tune a Plugin. The zero value of each field is its default.
-type Options struct {
-	// Tools is the content of tools.json (required).
-	Tools []byte
-	// ConfigDir, when it holds a tools.json, replaces Tools.
-	ConfigDir string
-	// Enabled is the state at start.
-	Enabled bool
-	// Keepalive is the interval of ": keepalive" comments (default 30s).
-	Keepalive time.Duration
-	// WriteTimeout bounds one write to a client (default 10s).
-	WriteTimeout time.Duration
-	// SessionQueue and SessionQueueBytes bound the messages waiting for one
-	// SSE client, in count (default 64) and in bytes (default 4 ×
-	// BlockThreshold): a client that stops reading is dropped when its
-	// queue stays full for WriteTimeout.
-	SessionQueue      int
-	SessionQueueBytes int64
-	// Blocks is the store results over BlockThreshold go to; nil refuses
-	// such results with a hint to ask for fewer rows.
-	Blocks *blocktransport.Store
-	// BlockThreshold bounds the rows held in memory for an inline answer
-	// (default 10 MiB); a larger result goes to blocks.
-	BlockThreshold int64
-	// PreviewRows, PreviewBytes and PreviewCellBytes bound the preview of
-	// a result sent to blocks: its first rows (default 20), in all at most
-	// PreviewBytes (default 64 KiB), each cell cut at PreviewCellBytes
-	// (default 1 KiB) with a marker.
-	PreviewRows      int
-	PreviewBytes     int64
-	PreviewCellBytes int
-	// Workers is the host's shared pool of database workers (and its
-	// per-subject limits) tool calls run in. Nil: the plugin's own pool of
-	// MaxWorkers slots (default 10), waiting at most WorkerWait (default
-	// 10s) for one.
-	Workers    Workers
-	MaxWorkers int
-	WorkerWait time.Duration
-	// Observer, if set, receives tool calls and refused sessions for the
-	// host's metrics.
-	Observer Observer
-	// MaxSessions and MaxSessionsPerSubject bound open sessions, SSE and
-	// Streamable HTTP together (defaults 2000 and 64).
-	MaxSessions           int
-	MaxSessionsPerSubject int
-	// Trace logs every MCP message (secrets masked, cut at 4 KiB).
-	Trace bool
-	// AllowedOrigins lists the browser origins ("https://app.example.com")
-	// allowed on the HTTP MCP routes; a request carrying any other Origin
-	// header is refused with 403. Requests without Origin are allowed.
-	AllowedOrigins []string
-	// Peers, in a cluster of replicas (cluster.Peers), prefixes the ids of
-	// sessions and forwards requests for another replica's sessions and
-	// transfers to it. Nil: a single server.
-	Peers lakegate.Peers
-	// PageSize bounds the items of one tools, prompts, resources or
-	// templates list page (default 100).
-	PageSize int
-	// CatalogInterval is how often, at most, client requests trigger a check
-	// of the table lists for the resources list (default 30s); a change
-	// sends notifications/resources/list_changed.
-	CatalogInterval time.Duration
-	// SessionTimeout closes Streamable HTTP sessions idle this long
-	// (default 30m).
-	SessionTimeout time.Duration
-	// StatelessDisabled turns off the stateless 2026-07-28 revision on /mcp:
-	// clients that probe it fall back to the 2025 handshake.
-	StatelessDisabled bool
-	// Conformance adds the fixture tools, resources and prompts the MCP
-	// conformance suite expects. Tests only; never on by default. Only
-	// builds with -tags conformance have them (ConformanceFixtures); New
-	// refuses it in others.
-	Conformance bool
-	// Version is reported to clients at initialize.
-	Version string
-	// Logger; nil discards.
-	Logger *slog.Logger
-}
-
-// Plugin is the MCP plugin. Build it with New and Mount it on a router; the
-// host shuts its traffic down as part of its drain (Shutdown), and whoever
-// built it closes it (Close) once the host has stopped. Enable, Disable and
-// Status are safe for concurrent use.
+// Plugin is the MCP plugin, the composition root of its parts: the
+// protocol server; the tools (toolset), the catalog and prompts it
+// serves; the block transfers (blockRoutes); the sessions (registry) and
+// requests in flight; and the transports, which reach the protocol
+// server only through a function, as go-sdk's handlers do. Each method
+// hands its work to the part that owns it.
+//
+// Build it with New and Mount it on a router; the host shuts its traffic
+// down as part of its drain (Shutdown), and whoever built it closes it
+// (Close) once the host has stopped. Its methods are safe for concurrent
+// use.
 type Plugin struct {
-	engine Engine
-	opts   Options
-	log    *slog.Logger
-	server *mcpsdk.Server
-	tools  *toolset // the declared tools and their calls (toolset.go)
+	log     *slog.Logger
+	server  *mcpsdk.Server
+	origins []string // Options.AllowedOrigins
 
-	// fixtureTools are the conformance fixtures' tool names.
-	fixtureTools []string
+	tools      *toolset           // the declared tools and their calls (toolset.go)
+	catalog    *catalog           // the table schema resources (catalog.go)
+	blocks     *blockRoutes       // the block transfers (blocks.go)
+	sessions   *registry          // the open sessions and their limits (sessions.go)
+	requests   inflight           // protocol requests in flight, for Shutdown (shutdown.go)
+	sse        *sseHandler        // legacy HTTP+SSE (sse.go)
+	streamable *streamableHandler // Streamable HTTP (streamable.go)
 
 	enabled      atomic.Bool
 	enabledSince atomic.Pointer[time.Time]
 
-	stateful  http.Handler // Streamable HTTP, 2025 revisions, sessions
-	stateless http.Handler // Streamable HTTP, 2026-07-28 revision
-
-	sessions *registry // the open sessions and their limits (sessions.go)
-	requests inflight  // protocol requests in flight, for Shutdown
-
 	// shutdownOnce runs Shutdown's drain once; shutdownDone is closed when
-	// it is over (shutdown.go).
+	// it is over.
 	shutdownOnce sync.Once
 	shutdownDone chan struct{}
-
-	catalog *catalog     // the table schema resources (catalog.go)
-	blocks  *blockRoutes // the block transfers (blocks.go)
-
 }
-
-// The plugin's status types are the kernel's, the contract a host reads.
-type (
-	// ToolStats is lakegate.ToolStats.
-	ToolStats = lakegate.ToolStats
-	// Status is lakegate.PluginStatus.
-	Status = lakegate.PluginStatus
-	// WorkerStatus is lakegate.WorkerStatus.
-	WorkerStatus = lakegate.WorkerStatus
-	// BlockStatus is lakegate.BlockStatus.
-	BlockStatus = lakegate.BlockStatus
-)
-
-// The defaults of Options, for its zero values. A server built from
-// config gets config's declaration of each, which a test keeps equal to
-// these.
-const (
-	DefaultKeepalive             = 30 * time.Second
-	DefaultWriteTimeout          = 10 * time.Second
-	DefaultWorkerWait            = 10 * time.Second
-	DefaultSessionQueue          = 64
-	DefaultMaxWorkers            = 10
-	DefaultBlockThreshold        = 10 << 20
-	DefaultMaxSessions           = 2000
-	DefaultMaxSessionsPerSubject = 64
-	DefaultPageSize              = 100
-	DefaultCatalogInterval       = 30 * time.Second
-	DefaultSessionTimeout        = 30 * time.Minute
-)
 
 // New builds a Plugin: it reads and checks the tool declarations and sets up
 // the protocol server. It starts nothing.
 func New(engine Engine, opts *Options) (*Plugin, error) {
-	p := &Plugin{engine: engine}
+	var o Options
 	if opts != nil {
-		p.opts = *opts
+		o = *opts
 	}
-	o := &p.opts
 	o.Keepalive = orDefault(o.Keepalive, DefaultKeepalive)
 	o.WriteTimeout = orDefault(o.WriteTimeout, DefaultWriteTimeout)
 	o.WorkerWait = orDefault(o.WorkerWait, DefaultWorkerWait)
@@ -195,18 +76,18 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	if err := origin.Validate(o.AllowedOrigins); err != nil {
 		return nil, fmt.Errorf("mcp %w", err)
 	}
-	p.log = o.Logger
-	if p.log == nil {
-		p.log = slog.New(slog.DiscardHandler)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	tools, err := loadTools(o.Tools, o.ConfigDir)
+	specs, err := loadTools(o.Tools, o.ConfigDir)
 	if err != nil {
 		return nil, err
 	}
 	prompts := &prompts{engine: engine, conformance: o.Conformance}
 	sopts := &mcpsdk.ServerOptions{
 		Instructions:      instructions,
-		Logger:            p.log,
+		Logger:            log,
 		PageSize:          o.PageSize,
 		CompletionHandler: prompts.complete,
 	}
@@ -218,9 +99,11 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 			return nil, err
 		}
 	}
-	p.server = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, sopts)
-	p.catalog = newCatalog(engine, p.server, o.CatalogInterval, p.log)
-	p.sessions = newRegistry(p.server, o, p.log)
+	server := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, sopts)
+	getServer := func(*http.Request) *mcpsdk.Server { return server }
+	p := &Plugin{log: log, server: server, origins: o.AllowedOrigins}
+	p.sessions = newRegistry(server, &o, log)
+	p.catalog = newCatalog(engine, server, o.CatalogInterval, log)
 	p.blocks = &blockRoutes{store: o.Blocks, peers: o.Peers, replies: p.sessions, threshold: o.BlockThreshold}
 	p.tools = &toolset{
 		engine: engine,
@@ -230,29 +113,34 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		sessions: p.sessions,
 		workers:  o.Workers,
 		observer: o.Observer,
-		log:      p.log,
-		specs:    tools,
-		calls:    map[string]*ToolStats{},
+		log:      log,
+		specs:    specs,
+		calls:    map[string]*lakegate.ToolStats{},
 	}
 	if p.tools.workers == nil {
 		p.tools.workers = newLocalWorkers(o.MaxWorkers, o.WorkerWait)
 	}
-	for _, t := range tools {
-		p.server.AddTool(t.tool(), p.observe(t.Name, p.tools.handle(t)))
+	p.sse = &sseHandler{getServer: getServer, sessions: p.sessions, enabled: p.Enabled, peers: o.Peers,
+		queue: o.SessionQueue, queueBytes: o.SessionQueueBytes, writeTimeout: o.WriteTimeout, keepalive: o.Keepalive, log: log}
+	p.streamable = newStreamableHandler(getServer, p.sessions, &o, log)
+
+	for _, t := range specs {
+		server.AddTool(t.tool(), observe(t.Name, p.tools.handle(t)))
 	}
-	p.server.AddReceivingMiddleware(p.cancelOnClose, p.catalog.check, p.catalog.visible, p.unknownTool)
+	var fixtures []string // the conformance fixtures' tools, added below
+	toolNames := func() []string { return slices.Sorted(slices.Values(append(p.tools.names(), fixtures...))) }
+	server.AddReceivingMiddleware(p.requests.middleware, p.catalog.check, p.catalog.visible, unknownTool(toolNames))
 	if o.Trace {
-		p.server.AddReceivingMiddleware(p.trace("in"))
-		p.server.AddSendingMiddleware(p.trace("out"))
+		server.AddReceivingMiddleware(traceMessages(log, "in"))
+		server.AddSendingMiddleware(traceMessages(log, "out"))
 	}
-	p.addSpans() // last: outermost, its span holds the others' work
-	prompts.register(p.server)
+	addSpans(server) // last: outermost, its span holds the others' work
+	prompts.register(server)
 	p.catalog.register()
-	p.blocks.register(p.server)
+	p.blocks.register(server)
 	if o.Conformance {
-		p.addConformanceFixtures()
+		fixtures = addConformanceFixtures(server)
 	}
-	p.stateful, p.stateless = p.streamableHandlers()
 	if o.Enabled {
 		p.Enable()
 	}
@@ -263,14 +151,6 @@ const instructions = "lakegate serves SQL databases read-only. Start with list_d
 	"then list_tables and describe_table; use query for structured questions and run_sql " +
 	"for one SELECT. Results are capped by max_rows (see truncated); large ones come back as blocks (see get_result_block)."
 
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // Mount registers the MCP routes on r, which must already authenticate
 // callers (lakegate.WithCaller on the request context). meter, when not
 // nil, is the host's per-request rate limit: the plugin runs it on the
@@ -278,13 +158,13 @@ func orDefault[T comparable](v, def T) T {
 // tool calls take their share through Options.Workers, and one block read
 // takes none, as over resources/read.
 func (p *Plugin) Mount(r gin.IRouter, meter gin.HandlerFunc) {
-	g := r.Group("/mcp", p.checkOrigin, requireEnabled(p.Enabled))
-	g.POST("", p.serveStreamable)
-	g.GET("", p.serveStreamable)
-	g.DELETE("", p.serveStreamable)
-	g.GET("/sse", p.serveSSE)
-	g.POST("/messages/", p.serveMessage)
-	g.POST("/messages", p.serveMessage)
+	g := r.Group("/mcp", checkOrigin(p.origins), requireEnabled(p.Enabled))
+	g.POST("", p.streamable.serve)
+	g.GET("", p.streamable.serve)
+	g.DELETE("", p.streamable.serve)
+	g.GET("/sse", p.sse.stream)
+	g.POST("/messages/", p.sse.message)
+	g.POST("/messages", p.sse.message)
 	p.blocks.mount(g, meter)
 }
 
@@ -354,3 +234,55 @@ func (p *Plugin) DeleteTransfer(c lakegate.Caller, id string) error { return p.b
 func (p *Plugin) ServeTransfer(w http.ResponseWriter, r *http.Request, c lakegate.Caller, id string) error {
 	return p.blocks.serveAll(w, r, c, id)
 }
+
+// Shutdown stops the plugin's traffic: new sessions and requests are
+// refused (unavailable, shutting down); the requests running may finish
+// until ctx ends, and those still running then are stopped (their queries
+// too) and answer that the server is shutting down, with retry_after.
+// Then every session closes, its answers sent first, and Shutdown returns
+// once their streams have ended. A host calls it as part of its own drain
+// (server.Serve does), while the connections that carry the answers are
+// still open; the plugin's owner then calls Close. The drain runs once: a
+// later or concurrent call waits for it to end, within its own ctx.
+func (p *Plugin) Shutdown(ctx context.Context) error {
+	first := false
+	p.shutdownOnce.Do(func() {
+		first = true
+		p.shutdownDone = make(chan struct{})
+	})
+	if !first {
+		select {
+		case <-p.shutdownDone:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("mcp: shutdown: %w", ctx.Err())
+		}
+	}
+	defer close(p.shutdownDone)
+	drainTraffic(ctx, p.sessions, &p.requests, p.log)
+	return nil
+}
+
+// Sessions lists the open SSE and Streamable HTTP sessions, oldest first.
+func (p *Plugin) Sessions() []lakegate.SessionInfo { return p.sessions.list() }
+
+// CloseSession closes session id (an operator's action, which the host
+// logs) and reports whether it was open.
+func (p *Plugin) CloseSession(id string) bool { return p.sessions.close(id) }
+
+// ServeStdio runs one MCP session over t (a StdioTransport in the binary)
+// with the same tools, prompts and resources as the HTTP routes. There is
+// no HTTP authentication on stdio: every call runs as caller, the identity
+// the operator configured. It returns when the session ends: the client
+// closed its side (nil) or ctx ended (ctx.Err()); a StdioTransport also
+// ends it, and cancels the calls still running, when the client is gone.
+// It ignores Enable/Disable: running the stdio command is the operator's
+// choice. The caller of ServeStdio still Closes the plugin.
+func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lakegate.Caller) error {
+	return serveStdio(ctx, p.server, p.sessions, p.log, t, caller)
+}
+
+// SessionBytes reports the bytes the SSE session id holds for its client
+// now (replies reserved, queued or being written) and the most it held
+// at once; ok is false when no such SSE session is open.
+func (p *Plugin) SessionBytes(id string) (now, peak int64, ok bool) { return p.sessions.held(id) }

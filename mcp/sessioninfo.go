@@ -93,10 +93,3 @@ func (r *registry) close(id string) bool {
 	}
 	return c != nil || stream
 }
-
-// Sessions lists the open SSE and Streamable HTTP sessions, oldest first.
-func (p *Plugin) Sessions() []lakegate.SessionInfo { return p.sessions.list() }
-
-// CloseSession closes session id (an operator's action, which the host
-// logs) and reports whether it was open.
-func (p *Plugin) CloseSession(id string) bool { return p.sessions.close(id) }

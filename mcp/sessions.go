@@ -408,18 +408,6 @@ func (r *registry) awaitAnswers(bound time.Duration) {
 	}
 }
 
-// openSession registers a new SSE session for caller, within the limits.
-func (p *Plugin) openSession(caller lakegate.Caller) (*conn, error) {
-	if !p.sessions.shuttingDown() && !p.Enabled() {
-		return nil, lakegate.Errorf(lakegate.KindUnavailable, "MCP is disabled on this server")
-	}
-	c := newConn(newSessionID(p.opts.Peers), caller, p.opts.SessionQueue, p.opts.SessionQueueBytes, p.opts.WriteTimeout)
-	if err := p.sessions.addSSE(c); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // admitReply reserves, on the SSE session ss a request came on (ex
 // carries its JSON-RPC id), the bytes building and holding its reply may
 // take, before the request runs: want if there is room, else at least
@@ -474,11 +462,11 @@ func (r *registry) gone(req *mcpsdk.CallToolRequest) <-chan struct{} {
 	return cn.closed
 }
 
-// SessionBytes reports the bytes the SSE session id holds for its client
-// now (replies reserved, queued or being written) and the most it held
-// at once; ok is false when no such SSE session is open.
-func (p *Plugin) SessionBytes(id string) (now, peak int64, ok bool) {
-	c := p.sessions.sseSession(id)
+// held reports the bytes the SSE session id holds for its client now
+// (replies reserved, queued or being written) and the most it held at
+// once; ok is false when no such SSE session is open.
+func (r *registry) held(id string) (now, peak int64, ok bool) {
+	c := r.sseSession(id)
 	if c == nil {
 		return 0, 0, false
 	}

@@ -3,7 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -11,44 +11,6 @@ import (
 
 	"github.com/lakegate/lakegate"
 )
-
-// Shutdown stops the plugin's traffic: new sessions and requests are
-// refused (unavailable, shutting down); the requests running may finish
-// until ctx ends, and those still running then are stopped (their queries
-// too) and answer that the server is shutting down, with retry_after.
-// Then every session closes, its answers sent first, and Shutdown returns
-// once their streams have ended. A host calls it as part of its own drain
-// (server.Serve does), while the connections that carry the answers are
-// still open; the plugin's owner then calls Close. The drain runs once: a
-// later or concurrent call waits for it to end, within its own ctx.
-func (p *Plugin) Shutdown(ctx context.Context) error {
-	first := false
-	p.shutdownOnce.Do(func() {
-		first = true
-		p.shutdownDone = make(chan struct{})
-	})
-	if !first {
-		select {
-		case <-p.shutdownDone:
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("mcp: shutdown: %w", ctx.Err())
-		}
-	}
-	defer close(p.shutdownDone)
-	p.sessions.shut()
-	if n := p.requests.finish(ctx); n > 0 {
-		p.log.Warn("drain timeout: MCP requests stopped, each answered that the server is shutting down", "requests", n)
-		p.sessions.awaitAnswers(answerWait)
-		// Clients (go-sdk's among them) may drop an answer they have not
-		// handed on yet when its session's streams end at once: give
-		// them a moment to take it.
-		time.Sleep(answerLinger)
-	}
-	p.sessions.closeAll(true)
-	p.sessions.wait()
-	return nil
-}
 
 // inflight tracks the protocol requests being handled, so that Shutdown can
 // let them finish within its deadline and then stop those still running:
@@ -63,19 +25,19 @@ type inflight struct {
 	idle    chan struct{} // made by stop, closed once none runs
 }
 
-// cancelOnClose is receiving middleware: every request runs under a
+// middleware is receiving middleware: every request runs under a
 // context that cancelAll ends. A request stopped that way, or arriving
 // once the server is shutting down, answers lakegate.ErrShuttingDown (a tool
 // call as a tool error, like its other errors).
-func (p *Plugin) cancelOnClose(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+func (f *inflight) middleware(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
-		id, ok := p.requests.add(cancel)
+		id, ok := f.add(cancel)
 		if !ok {
 			return shuttingDown(method)
 		}
-		defer p.requests.remove(id)
+		defer f.remove(id)
 		res, err := next(ctx, method, req)
 		if errors.Is(context.Cause(ctx), lakegate.ErrShuttingDown) {
 			return shuttingDown(method)
@@ -145,4 +107,22 @@ func (f *inflight) cancelAll() int {
 		cancel(lakegate.ErrShuttingDown)
 	}
 	return len(f.cancels)
+}
+
+// drainTraffic is Plugin.Shutdown's work, run once: it refuses new sessions and
+// requests, lets those running finish until ctx ends and stops the rest,
+// then closes every session, its answers sent first, and waits for their
+// streams to end.
+func drainTraffic(ctx context.Context, sessions *registry, requests *inflight, log *slog.Logger) {
+	sessions.shut()
+	if n := requests.finish(ctx); n > 0 {
+		log.Warn("drain timeout: MCP requests stopped, each answered that the server is shutting down", "requests", n)
+		sessions.awaitAnswers(answerWait)
+		// Clients (go-sdk's among them) may drop an answer they have not
+		// handed on yet when its session's streams end at once: give
+		// them a moment to take it.
+		time.Sleep(answerLinger)
+	}
+	sessions.closeAll(true)
+	sessions.wait()
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -14,25 +15,46 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// sseHandler serves the legacy HTTP+SSE transport: GET /mcp/sse opens a
+// session owned by the caller and streams the protocol server's messages
+// to it; POST /mcp/messages/ delivers the client's messages to it. Like
+// go-sdk's SSEHandler it gets the protocol server through getServer and
+// never sees the tools.
+type sseHandler struct {
+	getServer func(*http.Request) *mcpsdk.Server
+	sessions  *registry
+	enabled   func() bool    // the plugin's switch
+	peers     lakegate.Peers // nil: a single server
+	// queue and queueBytes bound a session's outgoing messages; a write
+	// to the client may take writeTimeout; keepalive is the interval of
+	// ": keepalive" comments (Options).
+	queue        int
+	queueBytes   int64
+	writeTimeout time.Duration
+	keepalive    time.Duration
+	log          *slog.Logger
+}
 
 // serveSSE opens a legacy HTTP+SSE session owned by the caller and streams
 // the protocol server's messages to it until the client leaves, the session
 // is closed (disable, slow client) or the server shuts down.
-func (p *Plugin) serveSSE(c *gin.Context) {
+func (h *sseHandler) stream(c *gin.Context) {
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
-	sess, err := p.openSession(caller)
+	sess, err := h.open(caller)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	defer p.sessions.doneSSE(sess)
-	log := p.log.With(lakegate.LogSessionID, sess.id, lakegate.LogSubject, caller.Subject, lakegate.LogRequestID, c.Request.Header.Get(headerRequestID))
+	defer h.sessions.doneSSE(sess)
+	log := h.log.With(lakegate.LogSessionID, sess.id, lakegate.LogSubject, caller.Subject, lakegate.LogRequestID, c.Request.Header.Get(headerRequestID))
 
 	// The session's protocol context carries the caller but not the
 	// request's cancellation: the session ends through sess.Close.
 	ctx := lakegate.WithCaller(context.WithoutCancel(c.Request.Context()), caller)
-	ss, err := p.server.Connect(ctx, sseTransport{sess}, nil)
+	ss, err := h.getServer(c.Request).Connect(ctx, sseTransport{sess}, nil)
 	if err != nil {
 		fail(c, fmt.Errorf("connect mcp session: %w", err))
 		return
@@ -45,15 +67,15 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 
 	w := c.Writer
 	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("Connection", "keep-alive")
+	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 
 	deadline := func() error {
-		if err := rc.SetWriteDeadline(time.Now().Add(p.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		if err := rc.SetWriteDeadline(time.Now().Add(h.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err
 		}
 		return nil
@@ -91,7 +113,7 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 		log.Info("mcp sse session ended", lakegate.LogReason, err.Error())
 		return
 	}
-	keepalive := time.NewTicker(p.opts.Keepalive)
+	keepalive := time.NewTicker(h.keepalive)
 	defer keepalive.Stop()
 	for {
 		var err error
@@ -104,7 +126,7 @@ func (p *Plugin) serveSSE(c *gin.Context) {
 			reason := "closed"
 			if err := sess.err(); err != nil {
 				reason = err.Error()
-			} else if p.sessions.shuttingDown() {
+			} else if h.sessions.shuttingDown() {
 				// The answers of the calls the shutdown stopped are
 				// queued: send them, then say why the stream ends.
 				reason = "server shutting down"
@@ -161,17 +183,17 @@ func writeMessageEvent(w io.Writer, parts ...[]byte) error {
 	return err
 }
 
-// serveMessage takes one POSTed JSON-RPC message (or batch) for a session
+// message takes one POSTed JSON-RPC message (or batch) for a session
 // and answers 202; the reply travels on the session's event stream.
-func (p *Plugin) serveMessage(c *gin.Context) {
+func (h *sseHandler) message(c *gin.Context) {
 	id := c.Query("session_id")
 	if id == "" {
 		fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "missing session_id query parameter",
 			Hint: "POST to the endpoint URL sent as the first event of GET /mcp/sse"})
 		return
 	}
-	sess := p.sessions.sseSession(id)
-	if sess == nil && forward(p.opts.Peers, c, id) {
+	sess := h.sessions.sseSession(id)
+	if sess == nil && forward(h.peers, c, id) {
 		return // its stream is on another replica
 	}
 	if sess == nil {
@@ -243,4 +265,16 @@ func decodeMessages(body []byte) ([]jsonrpc.Message, error) {
 		msgs = append(msgs, msg)
 	}
 	return msgs, nil
+}
+
+// open registers a new SSE session for caller, within the limits.
+func (h *sseHandler) open(caller lakegate.Caller) (*conn, error) {
+	if !h.sessions.shuttingDown() && !h.enabled() {
+		return nil, lakegate.Errorf(lakegate.KindUnavailable, "MCP is disabled on this server")
+	}
+	c := newConn(newSessionID(h.peers), caller, h.queue, h.queueBytes, h.writeTimeout)
+	if err := h.sessions.addSSE(c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }

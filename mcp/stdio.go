@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -18,27 +19,21 @@ import (
 	"github.com/lakegate/lakegate"
 )
 
-// ServeStdio runs one MCP session over t (a StdioTransport in the binary)
-// with the same tools, prompts and resources as the HTTP routes. There is
-// no HTTP authentication on stdio: every call runs as caller, the identity
-// the operator configured. It returns when the session ends: the client
-// closed its side (nil) or ctx ended (ctx.Err()); a StdioTransport also
-// ends it, and cancels the calls still running, when the client is gone.
-// It ignores Enable/Disable: running the stdio command is the operator's
-// choice. The caller of ServeStdio still Closes the plugin.
-func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lakegate.Caller) error {
-	done, err := p.sessions.addStdio()
+// serveStdio runs one MCP session of server over t as caller, counted
+// among sessions (Plugin.ServeStdio).
+func serveStdio(ctx context.Context, server *mcpsdk.Server, sessions *registry, log *slog.Logger, t mcpsdk.Transport, caller lakegate.Caller) error {
+	done, err := sessions.addStdio()
 	if err != nil {
 		return err
 	}
 	defer done()
-	p.log.Info("mcp stdio session opened", lakegate.LogSubject, caller.Subject)
-	err = p.server.Run(lakegate.WithCaller(ctx, caller), t)
+	log.Info("mcp stdio session opened", lakegate.LogSubject, caller.Subject)
+	err = server.Run(lakegate.WithCaller(ctx, caller), t)
 	var attrs []any
 	if st, ok := t.(*StdioTransport); ok {
 		attrs = append(attrs, "reason", st.endReason())
 	}
-	p.log.Info("mcp stdio session ended", attrs...)
+	log.Info("mcp stdio session ended", attrs...)
 	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		err = nil
 	}

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -17,25 +18,38 @@ import (
 // (SEP-2575); it is served by a stateless handler.
 const modernRevision = "2026-07-28"
 
-// streamableHandlers builds the two go-sdk handlers behind /mcp: a stateful
-// one for the 2025 revisions (sessions, GET streams, DELETE) and a
-// stateless one for 2026-07-28. Both see the caller's subject as the
+// streamableHandler serves the Streamable HTTP transport on /mcp through
+// two go-sdk handlers: a stateful one for the 2025 revisions (sessions,
+// GET streams, DELETE) and a stateless one for 2026-07-28. Both get the
+// protocol server through getServer and see the caller's subject as the
 // SDK's auth.TokenInfo.UserID, so the SDK refuses a session to anyone but
-// the subject that opened it.
-func (p *Plugin) streamableHandlers() (stateful, stateless http.Handler) {
-	getServer := func(*http.Request) *mcpsdk.Server { return p.server }
+// the subject that opened it. Around them it counts sessions against the
+// limits, restores JSON-RPC ids, watches each POST's client and, in a
+// cluster, forwards another replica's sessions to it.
+type streamableHandler struct {
+	stateful, stateless http.Handler
+	sessions            *registry
+	peers               lakegate.Peers // nil: a single server
+	statelessDisabled   bool
+}
+
+func newStreamableHandler(getServer func(*http.Request) *mcpsdk.Server, sessions *registry, o *Options, log *slog.Logger) *streamableHandler {
 	bearer := auth.RequireBearerToken(callerTokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	owner := func(h http.Handler) http.Handler { return hostAuthenticated(bearer(h)) }
-	stateful = owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
-		Logger:         p.log,
-		SessionTimeout: p.opts.SessionTimeout,
-	}))
-	stateless = owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
-		Stateless:                    true,
-		Logger:                       p.log,
-		PropagateRequestCancellation: true,
-	}))
-	return stateful, stateless
+	return &streamableHandler{
+		stateful: owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
+			Logger:         log,
+			SessionTimeout: o.SessionTimeout,
+		})),
+		stateless: owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
+			Stateless:                    true,
+			Logger:                       log,
+			PropagateRequestCancellation: true,
+		})),
+		sessions:          sessions,
+		peers:             o.Peers,
+		statelessDisabled: o.StatelessDisabled,
+	}
 }
 
 // callerTokenInfo is the SDK's token verifier: the host already checked
@@ -49,27 +63,27 @@ func callerTokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.Toke
 	return &auth.TokenInfo{UserID: caller.Subject, Scopes: caller.Roles}, nil
 }
 
-// serveStreamable serves POST, GET and DELETE /mcp. Requests that name
+// serve serves POST, GET and DELETE /mcp. Requests that name
 // the 2026-07-28 revision (or later) in MCP-Protocol-Version go to the
 // stateless handler; the rest, including the first initialize of a 2025
 // client, to the stateful one. With StatelessDisabled everything goes to
 // the stateful handler, which answers a probe of the new revision with
 // "unsupported protocol version" so that the client falls back.
-func (p *Plugin) serveStreamable(c *gin.Context) {
-	if p.sessions.shuttingDown() {
+func (s *streamableHandler) serve(c *gin.Context) {
+	if s.sessions.shuttingDown() {
 		fail(c, lakegate.ErrShuttingDown)
 		return
 	}
-	h, stateful := p.stateful, true
-	if v := strings.TrimSpace(c.GetHeader("MCP-Protocol-Version")); !p.opts.StatelessDisabled && v >= modernRevision {
-		h, stateful = p.stateless, false
+	h, stateful := s.stateful, true
+	if v := strings.TrimSpace(c.GetHeader("MCP-Protocol-Version")); !s.statelessDisabled && v >= modernRevision {
+		h, stateful = s.stateless, false
 	}
-	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" && forward(p.opts.Peers, c, id) {
+	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" && forward(s.peers, c, id) {
 		return // a session of another replica
 	}
 	var w http.ResponseWriter = c.Writer
 	if c.Request.Method == http.MethodPost {
-		aliased, err := tagJSONRPCID(c)
+		aliased, err := tagJSONRPCID(c.Request)
 		if err != nil {
 			fail(c, err)
 			return
@@ -81,7 +95,7 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 		// session: it counts against the session limits.
 		if stateful && c.GetHeader("Mcp-Session-Id") == "" {
 			caller, _ := lakegate.CallerFrom(c.Request.Context())
-			settle, err := p.sessions.reserveStreamable(caller.Subject)
+			settle, err := s.sessions.reserveStreamable(caller.Subject)
 			if err != nil {
 				fail(c, err)
 				return
@@ -92,7 +106,7 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 	}
 	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" {
 		// In use while this request runs: never closed to make room.
-		defer p.sessions.useStream(id)()
+		defer s.sessions.useStream(id)()
 	}
 	if c.Request.Method == http.MethodPost {
 		// The calls this POST carries stop if its client goes away before
@@ -100,7 +114,7 @@ func (p *Plugin) serveStreamable(c *gin.Context) {
 		// for the stateless revision.
 		id := newID()
 		c.Request.Header.Set(headerPOST, id)
-		end := p.sessions.watchPost(id)
+		end := s.sessions.watchPost(id)
 		defer func() { end(c.Request.Context().Err() != nil) }()
 	}
 	h.ServeHTTP(w, c.Request)

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"regexp"
 	"time"
 
@@ -16,10 +17,10 @@ const traceLimit = 4096
 // holds a secret, wherever it appears in a traced message.
 var secretField = regexp.MustCompile(`(?i)("[^"]*(password|passwd|secret|token|authorization|api_?key)[^"]*"\s*:\s*)"(?:[^"\\]|\\.)*"`)
 
-// trace is the mcp_trace middleware: one log line per MCP message
+// traceMessages is the mcp_trace middleware, logging to log: one log line per MCP message
 // received or sent, on every transport, with secrets masked and the
 // payload cut at traceLimit bytes.
-func (p *Plugin) trace(direction string) mcpsdk.Middleware {
+func traceMessages(log *slog.Logger, direction string) mcpsdk.Middleware {
 	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 			start := time.Now()
@@ -36,7 +37,7 @@ func (p *Plugin) trace(direction string) mcpsdk.Middleware {
 				attrs = append(attrs, "result", traceJSON(res))
 			}
 			// Info, not Debug: the operator asked for it with mcp_trace.
-			p.log.Info("mcp message", attrs...)
+			log.Info("mcp message", attrs...)
 			return res, err
 		}
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // unknownTool is receiving middleware: a tools/call naming a tool the
-// server does not have gets the protocol's answer (JSON-RPC invalid
+// server does not have (names lists those it has, sorted) gets the protocol's answer (JSON-RPC invalid
 // params, as the SDK gives and the MCP specification asks), whose message
 // names the close tools and lists them all, and whose data is the
 // taxonomy's error object (not_found) with the list, so that an agent can
@@ -26,19 +26,21 @@ import (
 // a bare `unknown tool "x"`; this rewrites that answer, and only for a
 // name the plugin did not register (a registered tool's invalid-params
 // error, e.g. arguments that fail its schema, passes as it is).
-func (p *Plugin) unknownTool(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
-	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-		res, err := next(ctx, method, req)
-		var we *jsonrpc.Error
-		call, ok := req.(*mcpsdk.CallToolRequest)
-		if !ok || call.Params == nil || !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
-			return res, err
+func unknownTool(names func() []string) mcpsdk.Middleware {
+	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			res, err := next(ctx, method, req)
+			var we *jsonrpc.Error
+			call, ok := req.(*mcpsdk.CallToolRequest)
+			if !ok || call.Params == nil || !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
+				return res, err
+			}
+			names := names()
+			if slices.Contains(names, call.Params.Name) {
+				return res, err
+			}
+			return nil, unknownToolErr(call.Params.Name, names)
 		}
-		names := p.allToolNames()
-		if slices.Contains(names, call.Params.Name) {
-			return res, err
-		}
-		return nil, unknownToolErr(call.Params.Name, names)
 	}
 }
 
@@ -55,14 +57,6 @@ func unknownToolErr(name string, names []string) error {
 	}
 	data, _ := json.Marshal(body)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: body.Message + "; " + body.Hint, Data: data}
-}
-
-// allToolNames are the tools the server has: those of the tool registry
-// and the conformance fixtures, sorted.
-func (p *Plugin) allToolNames() []string {
-	names := append(p.ToolNames(), p.fixtureTools...)
-	slices.Sort(names)
-	return names
 }
 
 // excerpt bounds a caller's name quoted back in a message.

@@ -1,0 +1,136 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/query"
+)
+
+// Engine is what the tools need of the query engine (*query.Engine).
+type Engine interface {
+	Databases() []query.Database
+	Tables(ctx context.Context, c lakegate.Caller, db string) ([]query.Table, error)
+	Describe(ctx context.Context, c lakegate.Caller, db, table string) (*query.Table, error)
+	PrepareQuery(ctx context.Context, c lakegate.Caller, r query.Request) (*query.Stmt, error)
+	PrepareSQL(ctx context.Context, c lakegate.Caller, r query.SQLRequest) (*query.Stmt, error)
+}
+
+// Options tune a Plugin. The zero value of each field is its default.
+type Options struct {
+	// Tools is the content of tools.json (required).
+	Tools []byte
+	// ConfigDir, when it holds a tools.json, replaces Tools.
+	ConfigDir string
+	// Enabled is the state at start.
+	Enabled bool
+	// Keepalive is the interval of ": keepalive" comments (default 30s).
+	Keepalive time.Duration
+	// WriteTimeout bounds one write to a client (default 10s).
+	WriteTimeout time.Duration
+	// SessionQueue and SessionQueueBytes bound the messages waiting for one
+	// SSE client, in count (default 64) and in bytes (default 4 ×
+	// BlockThreshold): a client that stops reading is dropped when its
+	// queue stays full for WriteTimeout.
+	SessionQueue      int
+	SessionQueueBytes int64
+	// Blocks is the store results over BlockThreshold go to; nil refuses
+	// such results with a hint to ask for fewer rows.
+	Blocks *blocktransport.Store
+	// BlockThreshold bounds the rows held in memory for an inline answer
+	// (default 10 MiB); a larger result goes to blocks.
+	BlockThreshold int64
+	// PreviewRows, PreviewBytes and PreviewCellBytes bound the preview of
+	// a result sent to blocks: its first rows (default 20), in all at most
+	// PreviewBytes (default 64 KiB), each cell cut at PreviewCellBytes
+	// (default 1 KiB) with a marker.
+	PreviewRows      int
+	PreviewBytes     int64
+	PreviewCellBytes int
+	// Workers is the host's shared pool of database workers (and its
+	// per-subject limits) tool calls run in. Nil: the plugin's own pool of
+	// MaxWorkers slots (default 10), waiting at most WorkerWait (default
+	// 10s) for one.
+	Workers    Workers
+	MaxWorkers int
+	WorkerWait time.Duration
+	// Observer, if set, receives tool calls and refused sessions for the
+	// host's metrics.
+	Observer Observer
+	// MaxSessions and MaxSessionsPerSubject bound open sessions, SSE and
+	// Streamable HTTP together (defaults 2000 and 64).
+	MaxSessions           int
+	MaxSessionsPerSubject int
+	// Trace logs every MCP message (secrets masked, cut at 4 KiB).
+	Trace bool
+	// AllowedOrigins lists the browser origins ("https://app.example.com")
+	// allowed on the HTTP MCP routes; a request carrying any other Origin
+	// header is refused with 403. Requests without Origin are allowed.
+	AllowedOrigins []string
+	// Peers, in a cluster of replicas (cluster.Peers), prefixes the ids of
+	// sessions and forwards requests for another replica's sessions and
+	// transfers to it. Nil: a single server.
+	Peers lakegate.Peers
+	// PageSize bounds the items of one tools, prompts, resources or
+	// templates list page (default 100).
+	PageSize int
+	// CatalogInterval is how often, at most, client requests trigger a check
+	// of the table lists for the resources list (default 30s); a change
+	// sends notifications/resources/list_changed.
+	CatalogInterval time.Duration
+	// SessionTimeout closes Streamable HTTP sessions idle this long
+	// (default 30m).
+	SessionTimeout time.Duration
+	// StatelessDisabled turns off the stateless 2026-07-28 revision on /mcp:
+	// clients that probe it fall back to the 2025 handshake.
+	StatelessDisabled bool
+	// Conformance adds the fixture tools, resources and prompts the MCP
+	// conformance suite expects. Tests only; never on by default. Only
+	// builds with -tags conformance have them (ConformanceFixtures); New
+	// refuses it in others.
+	Conformance bool
+	// Version is reported to clients at initialize.
+	Version string
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// The plugin's status types are the kernel's, the contract a host reads.
+type (
+	// ToolStats is lakegate.ToolStats.
+	ToolStats = lakegate.ToolStats
+	// Status is lakegate.PluginStatus.
+	Status = lakegate.PluginStatus
+	// WorkerStatus is lakegate.WorkerStatus.
+	WorkerStatus = lakegate.WorkerStatus
+	// BlockStatus is lakegate.BlockStatus.
+	BlockStatus = lakegate.BlockStatus
+)
+
+// The defaults of Options, for its zero values. A server built from
+// config gets config's declaration of each, which a test keeps equal to
+// these.
+const (
+	DefaultKeepalive             = 30 * time.Second
+	DefaultWriteTimeout          = 10 * time.Second
+	DefaultWorkerWait            = 10 * time.Second
+	DefaultSessionQueue          = 64
+	DefaultMaxWorkers            = 10
+	DefaultBlockThreshold        = 10 << 20
+	DefaultMaxSessions           = 2000
+	DefaultMaxSessionsPerSubject = 64
+	DefaultPageSize              = 100
+	DefaultCatalogInterval       = 30 * time.Second
+	DefaultSessionTimeout        = 30 * time.Minute
+)
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
