@@ -106,7 +106,7 @@ func (c *catalog) sync(ctx context.Context) {
 		if err != nil {
 			failed[db.Name] = true
 			if ctx.Err() == nil {
-				c.log.Warn("catalog check failed", "database", db.Name, lakegate.LogError, NewErrorBody(err).Message)
+				c.log.Warn("catalog check failed", "database", db.Name, lakegate.LogError, lakegate.NewErrorBody(err).Message)
 			}
 			continue
 		}

@@ -491,8 +491,8 @@ func TestOutQueueReserve(t *testing.T) {
 			if err == nil && granted != tc.wantGranted {
 				t.Errorf("second reservation: got %d bytes, want %d", granted, tc.wantGranted)
 			}
-			if tc.wantKind == lakegate.KindRateLimited && NewErrorBody(err).RetryAfter == 0 {
-				t.Errorf("refusal: got %+v, want a retry_after", NewErrorBody(err))
+			if tc.wantKind == lakegate.KindRateLimited && lakegate.NewErrorBody(err).RetryAfter == 0 {
+				t.Errorf("refusal: got %+v, want a retry_after", lakegate.NewErrorBody(err))
 			}
 			c.out.cancel("1")
 			c.out.cancel("2")

@@ -1,9 +1,26 @@
-// Package mcp is lakegate's Model Context Protocol plugin: the transports
-// (Streamable HTTP at /mcp, legacy HTTP+SSE at /mcp/sse, stdio), the
-// sessions and their owners, Origin checks, the tool registry read from
-// tools.json and the tool handlers, prompts, resources, progress and
-// logging, on top of the go-sdk protocol server.
+// Package mcp is lakegate's Model Context Protocol plugin, built on the
+// go-sdk protocol server and cut along the SDK's seams:
+//
+//   - the tools (toolset): the handlers of the tools declared in
+//     tools.json, each run with only what it needs (the query engine, the
+//     answer settings, the block transfers and sessions through small
+//     interfaces, the workers); they know nothing of HTTP routing;
+//   - the transports: Streamable HTTP at /mcp (streamableHandler, around
+//     go-sdk's handlers), legacy HTTP+SSE at /mcp/sse and
+//     /mcp/messages/ (sseHandler), and stdio (StdioTransport); like
+//     go-sdk's handlers they get the protocol server through a function
+//     and never see the tools or the query engine;
+//   - the sessions (registry): their owners and limits, reply budgets,
+//     and the drain at shutdown;
+//   - the block transfers a large result goes on to (blockRoutes): their
+//     routes under BlocksPath, their resources, and in a cluster the
+//     forwarding of another replica's sessions and transfers;
+//   - the catalog (table schema resources, kept current) and the prompts;
+//   - Plugin, the composition root, whose methods are the host's
+//     contract: Mount, Enable and Disable, Status, sessions, transfers,
+//     Shutdown and Close.
 //
 // It mounts on any gin.IRouter and learns who calls from the request
-// context (lakegate.CallerFrom). It must not import lakegate's server package.
+// context (lakegate.CallerFrom); Origin is checked on every HTTP route.
+// It must not import lakegate's server package.
 package mcp

@@ -39,17 +39,10 @@ func requireEnabled(enabled func() bool) gin.HandlerFunc {
 	}
 }
 
-// ErrorBody is lakegate.ErrorBody, the JSON error object of the
-// taxonomy, shared by REST answers and failed tool results.
-type ErrorBody = lakegate.ErrorBody
-
-// NewErrorBody is lakegate.NewErrorBody.
-func NewErrorBody(err error) ErrorBody { return lakegate.NewErrorBody(err) }
-
 // errorResult is the one rendering of a failed call: the error body of
 // the taxonomy as text, with isError set.
 func errorResult(err error) *mcpsdk.CallToolResult {
-	text, _ := json.Marshal(map[string]ErrorBody{"error": NewErrorBody(err)})
+	text, _ := json.Marshal(map[string]lakegate.ErrorBody{"error": lakegate.NewErrorBody(err)})
 	return &mcpsdk.CallToolResult{
 		IsError: true,
 		Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: string(text)}},
@@ -102,7 +95,7 @@ func blockErr(err error) error {
 // requests that answer no tool result: its data is the taxonomy's error
 // body, retry_after included.
 func admitErr(err error) error {
-	body := NewErrorBody(err)
+	body := lakegate.NewErrorBody(err)
 	data, _ := json.Marshal(body)
 	return &jsonrpc.Error{Code: codeServerError, Message: body.Message, Data: data}
 }
@@ -117,5 +110,5 @@ func resourceErr(what, uri string, err error) error {
 	if lakegate.KindOf(err) == lakegate.KindNotFound {
 		return mcpsdk.ResourceNotFoundError(uri)
 	}
-	return fmt.Errorf("%s %s: %s", what, uri, NewErrorBody(err).Message)
+	return fmt.Errorf("%s %s: %s", what, uri, lakegate.NewErrorBody(err).Message)
 }

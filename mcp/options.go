@@ -98,16 +98,15 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// The plugin's status types are the kernel's, the contract a host reads.
+// The host's side of the plugin contract is the kernel's; the names
+// hosts already use stay here.
 type (
-	// ToolStats is lakegate.ToolStats.
-	ToolStats = lakegate.ToolStats
 	// Status is lakegate.PluginStatus.
 	Status = lakegate.PluginStatus
-	// WorkerStatus is lakegate.WorkerStatus.
-	WorkerStatus = lakegate.WorkerStatus
-	// BlockStatus is lakegate.BlockStatus.
-	BlockStatus = lakegate.BlockStatus
+	// Workers is lakegate.Workers.
+	Workers = lakegate.Workers
+	// Observer is lakegate.Observer.
+	Observer = lakegate.Observer
 )
 
 // The defaults of Options, for its zero values. A server built from

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/lakegate/lakegate"
 )
 
 func TestOriginAndHostChecks(t *testing.T) {
@@ -49,7 +51,7 @@ func TestOriginAndHostChecks(t *testing.T) {
 			}
 			if tc.want == http.StatusForbidden {
 				var e struct {
-					Error ErrorBody `json:"error"`
+					Error lakegate.ErrorBody `json:"error"`
 				}
 				if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Error.Kind != "forbidden" {
 					t.Errorf("body: got %+v (%v), want a JSON forbidden error", e, err)

@@ -180,9 +180,9 @@ func (ts *toolset) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolRequ
 // observeCall counts a finished tool call on its session and reports it
 // to the Observer, if any.
 func (ts *toolset) observeCall(req *mcpsdk.CallToolRequest, tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) {
-	tc := ToolCall{Tool: tool, Outcome: "ok", Duration: d}
+	tc := lakegate.ToolCall{Tool: tool, Outcome: "ok", Duration: d}
 	if err != nil {
-		tc.Outcome = string(NewErrorBody(err).Kind)
+		tc.Outcome = string(lakegate.NewErrorBody(err).Kind)
 	} else {
 		tc.Rows = rows
 		for _, c := range res.Content {

@@ -48,9 +48,9 @@ func unknownTool(names func() []string) mcpsdk.Middleware {
 // of names.
 func unknownToolErr(name string, names []string) error {
 	body := struct {
-		ErrorBody
+		lakegate.ErrorBody
 		Tools []string `json:"tools"`
-	}{ErrorBody{Kind: lakegate.KindNotFound, Message: fmt.Sprintf("unknown tool %q", excerpt(name))}, names}
+	}{lakegate.ErrorBody{Kind: lakegate.KindNotFound, Message: fmt.Sprintf("unknown tool %q", excerpt(name))}, names}
 	body.Hint = "available tools: " + strings.Join(names, ", ")
 	if dym := query.DidYouMean(name, names); dym != "" {
 		body.Hint = dym + " " + body.Hint

@@ -9,16 +9,6 @@ import (
 	"github.com/lakegate/lakegate"
 )
 
-// The host's side of the plugin contract is the kernel's.
-type (
-	// Workers is lakegate.Workers.
-	Workers = lakegate.Workers
-	// Observer is lakegate.Observer.
-	Observer = lakegate.Observer
-	// ToolCall is lakegate.ToolCall.
-	ToolCall = lakegate.ToolCall
-)
-
 // localWorkers is the plugin's own pool when the host gives none.
 type localWorkers struct {
 	slots   chan struct{}
@@ -54,6 +44,6 @@ func (w *localWorkers) Acquire(ctx context.Context) (func(), error) {
 	}
 }
 
-func (w *localWorkers) Use() WorkerStatus {
-	return WorkerStatus{Max: cap(w.slots), InUse: len(w.slots), Waiting: int(w.waiting.Load())}
+func (w *localWorkers) Use() lakegate.WorkerStatus {
+	return lakegate.WorkerStatus{Max: cap(w.slots), InUse: len(w.slots), Waiting: int(w.waiting.Load())}
 }
