@@ -471,3 +471,12 @@ func (q *outQueue) pop() (frame, bool) {
 	signal(q.room)
 	return data, true
 }
+
+// activity is what one session has done, for operators (Sessions). It is
+// guarded by the registry's lock.
+type activity struct {
+	opened   time.Time
+	lastCall time.Time // zero before the first tool call
+	calls    int64
+	bytes    int64 // of the tool results
+}

@@ -333,3 +333,35 @@ func (w idRestorer) WriteHeader(code int) {
 // Unwrap lets http.ResponseController reach the connection (Flush,
 // write deadlines).
 func (w idRestorer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// decodeMessages reads one JSON-RPC message or a batch (an array of them),
+// keeping ids as sent (decodeMessage).
+func decodeMessages(body []byte) ([]jsonrpc.Message, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, errors.New("empty body: want one JSON-RPC message")
+	}
+	if body[0] != '[' {
+		msg, err := decodeMessage(body)
+		if err != nil {
+			return nil, err
+		}
+		return []jsonrpc.Message{msg}, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body, &raws); err != nil {
+		return nil, err
+	}
+	if len(raws) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	msgs := make([]jsonrpc.Message, 0, len(raws))
+	for i, raw := range raws {
+		msg, err := decodeMessage(raw)
+		if err != nil {
+			return nil, fmt.Errorf("batch item %d: %w", i, err)
+		}
+		msgs = append(msgs, msg)
+	}
+	return msgs, nil
+}

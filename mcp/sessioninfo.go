@@ -9,15 +9,6 @@ import (
 	"github.com/lakegate/lakegate"
 )
 
-// activity is what one session has done, for operators (Sessions). It is
-// guarded by the registry's lock.
-type activity struct {
-	opened   time.Time
-	lastCall time.Time // zero before the first tool call
-	calls    int64
-	bytes    int64 // of the tool results
-}
-
 // called counts a finished tool call of session id and the bytes of its
 // result.
 func (r *registry) called(id string, bytes int64) {

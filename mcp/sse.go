@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -233,38 +232,6 @@ func (h *sseHandler) message(c *gin.Context) {
 		}
 	}
 	c.String(http.StatusAccepted, "Accepted")
-}
-
-// decodeMessages reads one JSON-RPC message or a batch (an array of them),
-// keeping ids as sent (decodeMessage).
-func decodeMessages(body []byte) ([]jsonrpc.Message, error) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		return nil, errors.New("empty body: want one JSON-RPC message")
-	}
-	if body[0] != '[' {
-		msg, err := decodeMessage(body)
-		if err != nil {
-			return nil, err
-		}
-		return []jsonrpc.Message{msg}, nil
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(body, &raws); err != nil {
-		return nil, err
-	}
-	if len(raws) == 0 {
-		return nil, errors.New("empty batch")
-	}
-	msgs := make([]jsonrpc.Message, 0, len(raws))
-	for i, raw := range raws {
-		msg, err := decodeMessage(raw)
-		if err != nil {
-			return nil, fmt.Errorf("batch item %d: %w", i, err)
-		}
-		msgs = append(msgs, msg)
-	}
-	return msgs, nil
 }
 
 // open registers a new SSE session for caller, within the limits.

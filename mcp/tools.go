@@ -216,3 +216,39 @@ func atLine(data []byte, off int64, err error) error {
 	line := 1 + bytes.Count(data[:off], []byte("\n"))
 	return fmt.Errorf("line %d: %w", line, err)
 }
+
+// resultSchema is the output schema of tools that return a query result
+// (ResultMeta).
+const resultSchema = `{"type":"object","properties":{"columns":{"type":"array","items":{"type":"object"}},` +
+	`"row_count":{"type":"integer"},"truncated":{"type":"boolean"},"mode":{"type":"string","enum":["inline","blocks"]},` +
+	`"transfer":{"type":"object"}},"required":["columns","row_count","truncated","mode"]}`
+
+// prepareTool completes a declaration at load time. For handler "sql" it
+// checks the statement once (validator, placeholders against parameters)
+// and generates the input and output schemas, so a refused statement
+// stops start-up with the tool's name and the reason.
+func prepareTool(t *toolSpec) error {
+	if t.Handler != "sql" {
+		if t.Database != "" || t.Statement != "" || t.Parameters != nil {
+			return errors.New(`database, statement and parameters are only for handler "sql"`)
+		}
+		return nil
+	}
+	if len(t.InputSchema) > 0 {
+		return errors.New(`input_schema is generated from parameters for handler "sql"; remove it`)
+	}
+	tool, err := query.NewSQLTool(t.Name, t.Database, t.Statement, t.Parameters)
+	if err != nil {
+		return err
+	}
+	t.sqlTool = tool
+	t.InputSchema = tool.InputSchema()
+	if len(t.OutputSchema) == 0 {
+		t.OutputSchema = json.RawMessage(resultSchema)
+	}
+	if t.Annotations == nil {
+		f := false
+		t.Annotations = &mcpsdk.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &f, IdempotentHint: true, OpenWorldHint: &f}
+	}
+	return nil
+}
