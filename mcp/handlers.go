@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/lakegate/lakegate"
 
@@ -13,15 +12,6 @@ import (
 
 	"github.com/lakegate/lakegate/query"
 )
-
-// A toolHandler runs one tool's calls. Its arguments are checked against
-// the tool's input schema and decoded once into the handler's input type
-// (typed); its output renders itself as the tool result.
-type toolHandler struct {
-	run func(ctx context.Context, ts *toolset, c call, args json.RawMessage) (output, error)
-	// args are the arguments the input type has; nil: any (a map).
-	args []string
-}
 
 // typed binds fn, which takes In and returns Out, as a toolHandler.
 func typed[In any, Out output](fn func(ctx context.Context, ts *toolset, c call, in In) (Out, error)) toolHandler {
@@ -39,23 +29,6 @@ func typed[In any, Out output](fn func(ctx context.Context, ts *toolset, c call,
 			return out, nil
 		},
 	}
-}
-
-// output is a tool's result: it renders itself as the tool result, and
-// says how many rows it holds (for the Observer).
-type output interface {
-	result() (res *mcpsdk.CallToolResult, rows int64, err error)
-}
-
-// call is who calls a tool, the tool's own statement timeout (zero: the
-// engine's) and its arguments' schema.
-type call struct {
-	lakegate.Caller
-	timeout time.Duration
-	args    *argsSchema
-	// inline bounds the bytes of an inline answer (at most
-	// mcp_block_threshold; less on a session slow to read its replies).
-	inline int64
 }
 
 // handlers maps the handler names usable in tools.json to their code.

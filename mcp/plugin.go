@@ -114,7 +114,6 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		workers:  o.Workers,
 		observer: o.Observer,
 		log:      log,
-		specs:    specs,
 		calls:    map[string]*lakegate.ToolStats{},
 	}
 	if p.tools.workers == nil {
@@ -125,7 +124,8 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	p.streamable = newStreamableHandler(getServer, p.sessions, &o, log)
 
 	for _, t := range specs {
-		server.AddTool(t.tool(), observe(t.Name, p.tools.handle(t)))
+		p.tools.declared = append(p.tools.declared, t.Name)
+		server.AddTool(t.tool(), observe(t.Name, p.tools.handle(t.run())))
 	}
 	var fixtures []string // the conformance fixtures' tools, added below
 	toolNames := func() []string { return slices.Sorted(slices.Values(append(p.tools.names(), fixtures...))) }

@@ -46,6 +46,17 @@ type toolSpec struct {
 	args    *argsSchema
 }
 
+// run is the declared tool as the toolset runs it: its handler, the
+// statement of a "sql" tool bound to it.
+func (t toolSpec) run() tool {
+	h := handlers()[t.Handler]
+	if t.sqlTool != nil {
+		h = sqlHandler(t.sqlTool)
+	}
+	return tool{name: t.Name, timeout: t.timeout, args: t.args, handler: h}
+}
+
+// tool is the declared tool as clients see it in tools/list.
 func (t toolSpec) tool() *mcpsdk.Tool {
 	tool := &mcpsdk.Tool{
 		Name:        t.Name,

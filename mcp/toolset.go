@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,7 +32,7 @@ type toolset struct {
 	workers  Workers
 	observer Observer // may be nil
 	log      *slog.Logger
-	specs    []toolSpec
+	declared []string // the declared tools' names
 
 	statsMu sync.Mutex
 	calls   map[string]*lakegate.ToolStats
@@ -70,14 +70,18 @@ type callSessions interface {
 
 var _ callSessions = (*registry)(nil)
 
+// tool is one declared tool as the toolset runs it (see toolSpec.tool).
+type tool struct {
+	name string
+	// timeout is the tool's own statement timeout (zero: the engine's).
+	timeout time.Duration
+	args    *argsSchema
+	handler toolHandler
+}
+
 // names lists the declared tools, sorted.
 func (ts *toolset) names() []string {
-	names := make([]string, len(ts.specs))
-	for i, t := range ts.specs {
-		names[i] = t.Name
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(slices.Values(ts.declared))
 }
 
 // stats is a copy of the calls' counts, by tool.
@@ -93,11 +97,8 @@ func (ts *toolset) stats() map[string]lakegate.ToolStats {
 
 // handle adapts a declared tool to the SDK: it takes a worker slot, runs
 // the handler and renders the result or the error as a tool result.
-func (ts *toolset) handle(t toolSpec) mcpsdk.ToolHandler {
-	h := handlers()[t.Handler]
-	if t.sqlTool != nil {
-		h = sqlHandler(t.sqlTool)
-	}
+func (ts *toolset) handle(t tool) mcpsdk.ToolHandler {
+	h := t.handler
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := time.Now()
 		caller, _ := lakegate.CallerFrom(ctx)
@@ -123,10 +124,10 @@ func (ts *toolset) handle(t toolSpec) mcpsdk.ToolHandler {
 		if err == nil {
 			res, rows, err = out.result()
 		}
-		ts.count(t.Name, err != nil)
+		ts.count(t.name, err != nil)
 		d := time.Since(start)
-		ts.observeCall(req, t.Name, d, rows, res, err)
-		log := ts.log.With(callLog(req, []any{lakegate.LogTool, t.Name, lakegate.LogSubject, caller.Subject, lakegate.LogDuration, d.Milliseconds()})...)
+		ts.observeCall(req, t.name, d, rows, res, err)
+		log := ts.log.With(callLog(req, []any{lakegate.LogTool, t.name, lakegate.LogSubject, caller.Subject, lakegate.LogDuration, d.Milliseconds()})...)
 		if err != nil {
 			level := slog.LevelInfo
 			if errors.Is(err, errBlockStorage) {
@@ -304,4 +305,30 @@ func (ts *toolset) count(tool string, failed bool) {
 	if failed {
 		s.Errors++
 	}
+}
+
+// A toolHandler runs one tool's calls. Its arguments are checked against
+// the tool's input schema and decoded once into the handler's input type
+// (typed); its output renders itself as the tool result.
+type toolHandler struct {
+	run func(ctx context.Context, ts *toolset, c call, args json.RawMessage) (output, error)
+	// args are the arguments the input type has; nil: any (a map).
+	args []string
+}
+
+// output is a tool's result: it renders itself as the tool result, and
+// says how many rows it holds (for the Observer).
+type output interface {
+	result() (res *mcpsdk.CallToolResult, rows int64, err error)
+}
+
+// call is who calls a tool, the tool's own statement timeout (zero: the
+// engine's) and its arguments' schema.
+type call struct {
+	lakegate.Caller
+	timeout time.Duration
+	args    *argsSchema
+	// inline bounds the bytes of an inline answer (at most
+	// mcp_block_threshold; less on a session slow to read its replies).
+	inline int64
 }
