@@ -87,7 +87,7 @@ func TestIDAliasRoundTrip(t *testing.T) {
 			req := msg.(*jsonrpc.Request)
 			for _, resp := range []*jsonrpc.Response{
 				{ID: req.ID, Result: json.RawMessage(`{}`)},
-				{ID: req.ID, Error: &jsonrpc.Error{Code: -32601, Message: "no"}},
+				{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}},
 			} {
 				data, err := encodeMessage(resp)
 				if err != nil {
