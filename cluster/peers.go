@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/httperr"
 )
 
 // Any replica serves any request. A replica gives the ids of its sessions
@@ -226,7 +227,7 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, id string) bool 
 			return // the client went away
 		}
 		p.log.Warn("cluster: forward to the owning replica failed", "owner", id[:PrefixLen], "url", target.String(), lakegate.LogError, err.Error())
-		lakegate.WriteError(w, &lakegate.Error{Kind: lakegate.KindUnavailable,
+		httperr.Write(w, &lakegate.Error{Kind: lakegate.KindUnavailable,
 			Message: "the replica that holds this session or transfer does not answer",
 			Hint:    "open a new session (or run the query again): sessions and transfers live on one replica", RetryAfter: time.Second, Err: err})
 	}

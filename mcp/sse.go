@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/httperr"
 
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -21,7 +22,7 @@ import (
 // router, and records it on c for the host's logs.
 func fail(c *gin.Context, err error) {
 	_ = c.Error(err)
-	lakegate.WriteError(c.Writer, err)
+	httperr.Write(c.Writer, err)
 	c.Abort()
 }
 

@@ -3,14 +3,13 @@ package server
 import (
 	"context"
 	"errors"
-	"math"
 	"net/http"
 	"strconv"
 
-	"github.com/lakegate/lakegate"
-
 	"github.com/gin-gonic/gin"
 
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/httperr"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -33,7 +32,7 @@ func (s *Server) renderErrors(c *gin.Context) {
 	if c.Writer.Written() {
 		return // answered where it failed (the MCP plugin answers its own)
 	}
-	code := lakegate.HTTPStatus(body.Kind)
+	code := httperr.Status(body.Kind)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		body = lakegate.NewErrorBody(&lakegate.Error{Kind: lakegate.KindValidation, Message: "request body is larger than " +
@@ -46,7 +45,7 @@ func (s *Server) renderErrors(c *gin.Context) {
 		code = http.StatusUnprocessableEntity
 	}
 	if body.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(body.RetryAfter))))
+		c.Header("Retry-After", httperr.RetryAfter(body.RetryAfter))
 	}
 	if code == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", s.challenge(c.Request.URL.Path))
