@@ -379,21 +379,29 @@ func (s *Store) Lookup(id string) (*Manifest, string, error) {
 	return &m, t.owner, nil
 }
 
+// Summary describes one committed transfer, as List reports it.
+type Summary struct {
+	ID, Owner, Format string
+	Rows, Bytes       int64
+	Blocks            int
+	Created, Expires  time.Time
+}
+
 // List describes the committed, unexpired transfers of owner ("": of
 // every owner), oldest first.
-func (s *Store) List(owner string) []lakegate.TransferInfo {
+func (s *Store) List(owner string) []Summary {
 	now := s.opts.Now()
 	s.mu.Lock()
-	out := make([]lakegate.TransferInfo, 0, len(s.transfers))
+	out := make([]Summary, 0, len(s.transfers))
 	for _, t := range s.transfers {
 		if (owner == "" || t.owner == owner) && now.Before(t.manifest.Expires) {
 			m := &t.manifest
-			out = append(out, lakegate.TransferInfo{ID: m.ID, Owner: t.owner, Format: m.Format, Rows: m.Rows, Bytes: m.Bytes,
+			out = append(out, Summary{ID: m.ID, Owner: t.owner, Format: m.Format, Rows: m.Rows, Bytes: m.Bytes,
 				Blocks: len(m.Blocks), Created: m.Created, Expires: m.Expires})
 		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b lakegate.TransferInfo) int { return a.Created.Compare(b.Created) })
+	slices.SortFunc(out, func(a, b Summary) int { return a.Created.Compare(b.Created) })
 	return out
 }
 

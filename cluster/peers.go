@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/internal/httperr"
 )
 
@@ -136,8 +137,8 @@ func (p *Peers) Prefix() string {
 	return p.prefix
 }
 
-// Interface is p as a lakegate.Peers, nil when p is nil (no cluster).
-func (p *Peers) Interface() lakegate.Peers {
+// Interface is p as a host.Peers, nil when p is nil (no cluster).
+func (p *Peers) Interface() host.Peers {
 	if p == nil {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/host"
 )
 
 // errBlockStorage marks a failure of the block spool itself; such calls are
@@ -266,15 +267,20 @@ func (p *Plugin) mountBlocks(g gin.IRouter) {
 
 // Transfers lists the committed block transfers c may read: its own, or
 // every one for an admin.
-func (p *Plugin) Transfers(c lakegate.Caller) []lakegate.TransferInfo {
+func (p *Plugin) Transfers(c lakegate.Caller) []host.TransferInfo {
 	if p.opts.Blocks == nil {
-		return []lakegate.TransferInfo{}
+		return []host.TransferInfo{}
 	}
 	owner := c.Subject
 	if c.HasRole(lakegate.RoleAdmin) {
 		owner = ""
 	}
-	return p.opts.Blocks.List(owner)
+	list := p.opts.Blocks.List(owner)
+	out := make([]host.TransferInfo, len(list))
+	for i, t := range list {
+		out[i] = host.TransferInfo(t)
+	}
+	return out
 }
 
 // DeleteTransfer deletes transfer id for its owner or an admin; others
@@ -297,7 +303,7 @@ func (p *Plugin) ServeTransfer(w http.ResponseWriter, r *http.Request, c lakegat
 }
 
 // remoteBlock reads block n of a transfer another replica of the cluster
-// holds, on c's behalf (lakegate.Peers.Fetch): its manifest, then the
+// holds, on c's behalf (host.Peers.Fetch): its manifest, then the
 // block, checked against the manifest's SHA-256. The owner checks that c
 // may read it.
 func (p *Plugin) remoteBlock(ctx context.Context, c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error) {

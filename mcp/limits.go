@@ -12,18 +12,19 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The host's side of the plugin contract is the kernel's.
+// The host's side of the plugin contract is package host's.
 type (
-	// Workers is lakegate.Workers.
-	Workers = lakegate.Workers
-	// Observer is lakegate.Observer.
-	Observer = lakegate.Observer
-	// ToolCall is lakegate.ToolCall.
-	ToolCall = lakegate.ToolCall
+	// Workers is host.Workers.
+	Workers = host.Workers
+	// Observer is host.Observer.
+	Observer = host.Observer
+	// ToolCall is host.ToolCall.
+	ToolCall = host.ToolCall
 )
 
 // localWorkers is the plugin's own pool when the host gives none.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/internal/origin"
 	"github.com/lakegate/lakegate/query"
 )
@@ -84,7 +85,7 @@ type Options struct {
 	// Peers, in a cluster of replicas (cluster.Peers), prefixes the ids of
 	// sessions and forwards requests for another replica's sessions and
 	// transfers to it. Nil: a single server.
-	Peers lakegate.Peers
+	Peers host.Peers
 	// PageSize bounds the items of one tools, prompts, resources or
 	// templates list page (default 100).
 	PageSize int
@@ -151,16 +152,16 @@ type Plugin struct {
 	calls   map[string]*ToolStats
 }
 
-// The plugin's status types are the kernel's, the contract a host reads.
+// The plugin's status types are package host's, the contract a host reads.
 type (
-	// ToolStats is lakegate.ToolStats.
-	ToolStats = lakegate.ToolStats
-	// Status is lakegate.PluginStatus.
-	Status = lakegate.PluginStatus
-	// WorkerStatus is lakegate.WorkerStatus.
-	WorkerStatus = lakegate.WorkerStatus
-	// BlockStatus is lakegate.BlockStatus.
-	BlockStatus = lakegate.BlockStatus
+	// ToolStats is host.ToolStats.
+	ToolStats = host.ToolStats
+	// Status is host.PluginStatus.
+	Status = host.PluginStatus
+	// WorkerStatus is host.WorkerStatus.
+	WorkerStatus = host.WorkerStatus
+	// BlockStatus is host.BlockStatus.
+	BlockStatus = host.BlockStatus
 )
 
 // The defaults of Options, for its zero values. A server built from

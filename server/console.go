@@ -13,6 +13,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/console"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/internal/origin"
 	"github.com/lakegate/lakegate/query"
 )
@@ -91,13 +92,13 @@ type overview struct {
 	Now time.Time `json:"now"`
 	// Replica is the prefix of the replica that answered, in a cluster:
 	// sessions are counted across the cluster, the rest is this replica's.
-	Replica   string                `json:"replica,omitempty"`
-	MCP       mcpState              `json:"mcp"`
-	Sessions  sessionCounts         `json:"sessions"`
-	Workers   lakegate.WorkerStatus `json:"workers"`
-	Databases []databaseState       `json:"databases"`
-	Blocks    *lakegate.BlockStatus `json:"blocks"`
-	History   HistoryView           `json:"history"`
+	Replica   string            `json:"replica,omitempty"`
+	MCP       mcpState          `json:"mcp"`
+	Sessions  sessionCounts     `json:"sessions"`
+	Workers   host.WorkerStatus `json:"workers"`
+	Databases []databaseState   `json:"databases"`
+	Blocks    *host.BlockStatus `json:"blocks"`
+	History   HistoryView       `json:"history"`
 }
 
 type mcpState struct {
@@ -200,15 +201,15 @@ func (s *Server) consoleSessions(c *gin.Context) {
 
 // allSessions lists the sessions of this replica and, unless the request
 // came from another replica, of every other one.
-func (s *Server) allSessions(c *gin.Context) []lakegate.SessionInfo {
+func (s *Server) allSessions(c *gin.Context) []host.SessionInfo {
 	list := s.plugin.Sessions()
 	for _, body := range s.gather(c, "/console/api/sessions") {
-		var part struct{ Sessions []lakegate.SessionInfo }
+		var part struct{ Sessions []host.SessionInfo }
 		if json.Unmarshal(body, &part) == nil {
 			list = append(list, part.Sessions...)
 		}
 	}
-	slices.SortFunc(list, func(a, b lakegate.SessionInfo) int { return a.Opened.Compare(b.Opened) })
+	slices.SortFunc(list, func(a, b host.SessionInfo) int { return a.Opened.Compare(b.Opened) })
 	return list
 }
 
@@ -257,12 +258,12 @@ func (s *Server) consoleCloseSession(c *gin.Context) {
 func (s *Server) consoleTransfers(c *gin.Context) {
 	list := s.plugin.Transfers(caller(c))
 	for _, body := range s.gather(c, "/console/api/transfers") {
-		var part struct{ Transfers []lakegate.TransferInfo }
+		var part struct{ Transfers []host.TransferInfo }
 		if json.Unmarshal(body, &part) == nil {
 			list = append(list, part.Transfers...)
 		}
 	}
-	slices.SortFunc(list, func(a, b lakegate.TransferInfo) int { return a.Created.Compare(b.Created) })
+	slices.SortFunc(list, func(a, b host.TransferInfo) int { return a.Created.Compare(b.Created) })
 	c.JSON(http.StatusOK, gin.H{"transfers": list})
 }
 
@@ -326,7 +327,7 @@ func (s *Server) consoleDownload(c *gin.Context) {
 		t.sql = &r
 	case req.Transfer != "" && req.SQL == nil:
 		mine := s.plugin.Transfers(cl)
-		i := slices.IndexFunc(mine, func(ti lakegate.TransferInfo) bool { return ti.ID == req.Transfer })
+		i := slices.IndexFunc(mine, func(ti host.TransferInfo) bool { return ti.ID == req.Transfer })
 		if i < 0 {
 			fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such transfer",
 				Hint: "transfers expire after a while and can be read only by the subject that made them"})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/host"
 )
 
 func TestConsolePageAndHeaders(t *testing.T) {
@@ -110,7 +111,7 @@ func TestConsoleOverviewAndSessions(t *testing.T) {
 		t.Errorf("sessions for a reader: %d", r.code)
 	}
 	var list struct {
-		Sessions []lakegate.SessionInfo `json:"sessions"`
+		Sessions []host.SessionInfo `json:"sessions"`
 	}
 	w.do(t, "GET", "/console/api/sessions", admin, "").decode(t, &list)
 	var id string

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -105,11 +106,11 @@ func NewLimits(cfg config.Config, m *Metrics) *Limits {
 // MCP is the plugin's view of the limits: each tool call takes a token of
 // its subject's bucket, one of its concurrent queries and a slot of MCP's
 // share of the pool.
-func (l *Limits) MCP() lakegate.Workers { return mcpWorkers{l} }
+func (l *Limits) MCP() host.Workers { return mcpWorkers{l} }
 
 type mcpWorkers struct{ l *Limits }
 
-var _ lakegate.Workers = mcpWorkers{}
+var _ host.Workers = mcpWorkers{}
 
 func (w mcpWorkers) Acquire(ctx context.Context) (func(), error) {
 	caller, _ := lakegate.CallerFrom(ctx)
@@ -119,8 +120,8 @@ func (w mcpWorkers) Acquire(ctx context.Context) (func(), error) {
 	return w.l.admit(ctx, caller.Subject, workMCP)
 }
 
-func (w mcpWorkers) Use() lakegate.WorkerStatus {
-	return lakegate.WorkerStatus{
+func (w mcpWorkers) Use() host.WorkerStatus {
+	return host.WorkerStatus{
 		Max:       cap(w.l.mcp),
 		InUse:     int(w.l.inUse[workMCP].Load()),
 		Waiting:   int(w.l.waiting[workMCP].Load()),

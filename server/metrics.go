@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -41,7 +41,7 @@ type Metrics struct {
 	history history
 }
 
-var _ lakegate.Observer = (*Metrics)(nil)
+var _ host.Observer = (*Metrics)(nil)
 
 // NewMetrics builds the registry with the Go runtime and process
 // collectors and lakegate's request metrics.
@@ -109,7 +109,7 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // ToolCall implements mcp.Observer.
-func (m *Metrics) ToolCall(tc lakegate.ToolCall) {
+func (m *Metrics) ToolCall(tc host.ToolCall) {
 	m.toolCalls.WithLabelValues(tc.Tool, tc.Outcome).Inc()
 	m.toolDuration.WithLabelValues(tc.Tool, tc.Outcome).Observe(tc.Duration.Seconds())
 	m.history.record(tc.Tool, tc.Outcome != "ok", tc.Duration)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -112,15 +113,15 @@ type Plugin interface {
 	Enable()
 	Disable()
 	Enabled() bool
-	Status() lakegate.PluginStatus
+	Status() host.PluginStatus
 	// Sessions lists the open SSE and Streamable HTTP sessions;
 	// CloseSession closes one and reports whether it was open.
-	Sessions() []lakegate.SessionInfo
+	Sessions() []host.SessionInfo
 	CloseSession(id string) bool
 	// Transfers lists the block transfers c may read (its own; an admin's:
 	// all). DeleteTransfer deletes one and ServeTransfer writes one whole,
 	// for its owner or an admin (otherwise a not_found error).
-	Transfers(c lakegate.Caller) []lakegate.TransferInfo
+	Transfers(c lakegate.Caller) []host.TransferInfo
 	DeleteTransfer(c lakegate.Caller, id string) error
 	ServeTransfer(w http.ResponseWriter, r *http.Request, c lakegate.Caller, id string) error
 	// Shutdown stops the plugin's sessions and requests within ctx, as
