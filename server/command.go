@@ -37,22 +37,22 @@ type commandArgs struct {
 func commands() []command {
 	return []command{
 		{"run mcp server", []string{"run", "mcp", "server"}, RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
-			if err := s.setMCP(c, true); err != nil {
+			if err := s.plugin.set(c, true); err != nil {
 				return nil, err
 			}
-			return s.plugin.Status(), nil
+			return s.plugin.state(), nil
 		}},
 		{"exit mcp server", []string{"exit", "mcp", "server"}, RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
-			if err := s.setMCP(c, false); err != nil {
+			if err := s.plugin.set(c, false); err != nil {
 				return nil, err
 			}
-			return s.plugin.Status(), nil
+			return s.plugin.state(), nil
 		}},
 		{"get mcp status", []string{"get", "mcp", "status"}, RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
-			return s.plugin.Status(), nil
+			return s.plugin.status()
 		}},
 		{"get status", []string{"get", "status"}, RoleReader, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
-			return gin.H{"status": "running", "version": s.opts.Version, "mcp_enabled": s.plugin.Enabled(),
+			return gin.H{"status": "running", "version": s.opts.Version, "mcp_enabled": s.plugin.enabled(),
 				"uptime_s": int64(time.Since(s.started).Seconds())}, nil
 		}},
 		{"get databases", []string{"get", "databases"}, RoleReader, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {

@@ -69,14 +69,6 @@ func (s *Server) checkOrigin(c *gin.Context) {
 	}
 }
 
-// adminAction logs what an operator did, with who did it, as the command
-// interface and the admin routes do.
-func (s *Server) adminAction(c *gin.Context, action string, attrs ...any) {
-	attrs = append([]any{"action", action, subjectKey, caller(c).Subject, keyRequestID, RequestID(c.Request.Context()),
-		"route", c.FullPath()}, attrs...)
-	s.log.InfoContext(c.Request.Context(), "admin action", attrs...)
-}
-
 func (s *Server) consoleMe(c *gin.Context) {
 	cl := caller(c)
 	roles := cl.Roles
@@ -84,7 +76,7 @@ func (s *Server) consoleMe(c *gin.Context) {
 		roles = []string{}
 	}
 	c.JSON(http.StatusOK, gin.H{"subject": cl.Subject, "roles": roles, "admin": cl.HasRole(RoleAdmin),
-		"version": s.opts.Version, "mcp_enabled": s.plugin.Enabled()})
+		"version": s.opts.Version, "mcp_enabled": s.plugin.enabled()})
 }
 
 // overview is the console's overview page.
@@ -139,12 +131,12 @@ type poolState struct {
 func (s *Server) consoleOverview(c *gin.Context) {
 	cl := caller(c)
 	admin := cl.HasRole(RoleAdmin)
-	st := s.plugin.Status()
+	st, _ := s.plugin.status() // without a report: whether it is on
 	ov := overview{Now: time.Now().UTC(), MCP: mcpState{Enabled: st.Enabled, Since: st.Since},
 		Sessions: sessionCounts{SSE: st.Sessions["sse"], Streamable: st.Sessions["streamable"], Stdio: st.Sessions["stdio"],
 			BySubject: []subjectSessions{}},
 		Workers: st.Workers, Blocks: st.Blocks, History: s.metrics.history.view()}
-	all := s.plugin.Sessions()
+	all := s.localSessions()
 	if s.opts.Replicas != nil {
 		ov.Replica = s.opts.Replicas.Prefix()
 	}
@@ -196,13 +188,17 @@ func (s *Server) consoleOverview(c *gin.Context) {
 }
 
 func (s *Server) consoleSessions(c *gin.Context) {
+	if s.plugin.sessions == nil {
+		fail(c, errLacks("sessions"))
+		return
+	}
 	c.JSON(http.StatusOK, gin.H{"sessions": s.allSessions(c)})
 }
 
 // allSessions lists the sessions of this replica and, unless the request
 // came from another replica, of every other one.
 func (s *Server) allSessions(c *gin.Context) []host.SessionInfo {
-	list := s.plugin.Sessions()
+	list := s.localSessions()
 	for _, body := range s.gather(c, "/console/api/sessions") {
 		var part struct{ Sessions []host.SessionInfo }
 		if json.Unmarshal(body, &part) == nil {
@@ -211,6 +207,15 @@ func (s *Server) allSessions(c *gin.Context) []host.SessionInfo {
 	}
 	slices.SortFunc(list, func(a, b host.SessionInfo) int { return a.Opened.Compare(b.Opened) })
 	return list
+}
+
+// localSessions lists this replica's sessions: none when the plugin keeps
+// none.
+func (s *Server) localSessions() []host.SessionInfo {
+	if s.plugin.sessions == nil {
+		return nil
+	}
+	return s.plugin.sessions.Sessions()
 }
 
 // gather is the answers of the other replicas of a cluster to GET path, for
@@ -243,20 +248,28 @@ func (s *Server) forward(c *gin.Context, id string) bool {
 }
 
 func (s *Server) consoleCloseSession(c *gin.Context) {
+	if s.plugin.sessions == nil {
+		fail(c, errLacks("sessions"))
+		return
+	}
 	id := c.Param("id")
 	if s.forward(c, id) {
 		return
 	}
-	if !s.plugin.CloseSession(id) {
+	if !s.plugin.sessions.CloseSession(id) {
 		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such session", Hint: "it may have ended already; see GET /console/api/sessions"})
 		return
 	}
-	s.adminAction(c, "close mcp session", lakegate.LogSessionID, id)
+	adminAction(s.log, c, "close mcp session", lakegate.LogSessionID, id)
 	c.JSON(http.StatusOK, gin.H{"closed": id})
 }
 
 func (s *Server) consoleTransfers(c *gin.Context) {
-	list := s.plugin.Transfers(caller(c))
+	if s.plugin.transfers == nil {
+		fail(c, errLacks("block transfers"))
+		return
+	}
+	list := s.plugin.transfers.Transfers(caller(c))
 	for _, body := range s.gather(c, "/console/api/transfers") {
 		var part struct{ Transfers []host.TransferInfo }
 		if json.Unmarshal(body, &part) == nil {
@@ -268,15 +281,19 @@ func (s *Server) consoleTransfers(c *gin.Context) {
 }
 
 func (s *Server) consoleDeleteTransfer(c *gin.Context) {
+	if s.plugin.transfers == nil {
+		fail(c, errLacks("block transfers"))
+		return
+	}
 	id := c.Param("id")
 	if s.forward(c, id) {
 		return
 	}
-	if err := s.plugin.DeleteTransfer(caller(c), id); err != nil {
+	if err := s.plugin.transfers.DeleteTransfer(caller(c), id); err != nil {
 		fail(c, err)
 		return
 	}
-	s.adminAction(c, "delete block transfer", "transfer", id)
+	adminAction(s.log, c, "delete block transfer", "transfer", id)
 	c.JSON(http.StatusOK, gin.H{"deleted": id})
 }
 
@@ -304,6 +321,10 @@ func (s *Server) consoleDownload(c *gin.Context) {
 	// A transfer of another replica gets its ticket there: the download
 	// will be forwarded there by the ticket's prefix.
 	if req.Transfer != "" {
+		if s.plugin.transfers == nil {
+			fail(c, errLacks("block transfers"))
+			return
+		}
 		c.Request.Body = io.NopCloser(bytes.NewReader(raw))
 		if s.forward(c, req.Transfer) {
 			return
@@ -326,7 +347,7 @@ func (s *Server) consoleDownload(c *gin.Context) {
 		}
 		t.sql = &r
 	case req.Transfer != "" && req.SQL == nil:
-		mine := s.plugin.Transfers(cl)
+		mine := s.plugin.transfers.Transfers(cl)
 		i := slices.IndexFunc(mine, func(ti host.TransferInfo) bool { return ti.ID == req.Transfer })
 		if i < 0 {
 			fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such transfer",
@@ -376,7 +397,7 @@ func (s *Server) download(c *gin.Context) {
 	t := c.MustGet(ticketKey).(*ticket)
 	if t.transfer != "" {
 		c.Header("Content-Disposition", attachment("transfer-"+t.transfer+"."+t.format))
-		if err := s.plugin.ServeTransfer(c.Writer, c.Request, t.caller, t.transfer); err != nil {
+		if err := s.plugin.transfers.ServeTransfer(c.Writer, c.Request, t.caller, t.transfer); err != nil {
 			fail(c, err)
 		}
 		return

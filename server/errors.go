@@ -52,3 +52,10 @@ func (s *Server) renderErrors(c *gin.Context) {
 	}
 	c.JSON(code, gin.H{"error": body})
 }
+
+// errLacks answers a route or command that needs a capability the mounted
+// plugin does not offer (see Plugin).
+func errLacks(capability string) error {
+	return &lakegate.Error{Kind: lakegate.KindNotFound, Message: "the plugin mounted on this server has no " + capability,
+		Hint: "its other routes and commands still work"}
+}

@@ -188,7 +188,7 @@ func (sc stateCollector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	st := sc.s.plugin.Status()
+	st, _ := sc.s.plugin.status() // without a report: whether it is on
 	gauge(descMCPEnabled, boolFloat(st.Enabled))
 	for _, t := range []string{"sse", "streamable", "stdio"} {
 		gauge(descSessions, float64(st.Sessions[t]), t)

@@ -213,7 +213,8 @@ func TestNew(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, p := engine, plugin
+			var p Plugin = plugin // a nil Plugin, not a nil *mcp.Plugin in one
+			e := engine
 			if tt.nilE {
 				e = nil
 			}

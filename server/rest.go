@@ -301,38 +301,3 @@ func rowText(i int, raw []byte) error {
 		Message: fmt.Sprintf("row %d, column %q: the string is not valid UTF-8 text (a byte that is not UTF-8, or a \\u escape of half a surrogate pair)", i, key),
 		Hint:    "send text as UTF-8; send binary data to a bytea or BLOB column as base64"}
 }
-
-func (s *Server) mcpEnable(c *gin.Context)  { s.switchMCP(c, true) }
-func (s *Server) mcpDisable(c *gin.Context) { s.switchMCP(c, false) }
-
-func (s *Server) switchMCP(c *gin.Context, enabled bool) {
-	if err := s.setMCP(c, enabled); err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, s.plugin.Status())
-}
-
-// setMCP turns MCP on or off: on every replica with a shared switch
-// (Options.Switch), else here. The admin action is logged.
-func (s *Server) setMCP(c *gin.Context, enabled bool) error {
-	action := "disable mcp"
-	if enabled {
-		action = "enable mcp"
-	}
-	if sw := s.opts.Switch; sw != nil {
-		if err := sw.Set(c.Request.Context(), enabled, caller(c).Subject); err != nil {
-			return err
-		}
-	} else if enabled {
-		s.plugin.Enable()
-	} else {
-		s.plugin.Disable()
-	}
-	s.adminAction(c, action)
-	return nil
-}
-
-func (s *Server) mcpStatus(c *gin.Context) {
-	c.JSON(http.StatusOK, s.plugin.Status())
-}

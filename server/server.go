@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +25,6 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
-	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -83,7 +81,7 @@ type Switch interface {
 type Server struct {
 	cfg      config.Config
 	engine   *query.Engine
-	plugin   Plugin
+	plugin   *mounted
 	verifier *verifier
 	log      *slog.Logger
 	opts     Options
@@ -102,40 +100,12 @@ type Server struct {
 	released  chan struct{} // closed once Close has released what New started
 }
 
-// Plugin is what the server needs of the MCP plugin (*mcp.Plugin): its
-// routes, the run-time switch, its state, and its part in the drain. The
-// server never closes it: whoever built the plugin does, after
-// [Server.Close].
-type Plugin interface {
-	// Mount registers the plugin's routes on r, which authenticates
-	// callers; meter is the host's per-request rate limit.
-	Mount(r gin.IRouter, meter gin.HandlerFunc)
-	Enable()
-	Disable()
-	Enabled() bool
-	Status() host.PluginStatus
-	// Sessions lists the open SSE and Streamable HTTP sessions;
-	// CloseSession closes one and reports whether it was open.
-	Sessions() []host.SessionInfo
-	CloseSession(id string) bool
-	// Transfers lists the block transfers c may read (its own; an admin's:
-	// all). DeleteTransfer deletes one and ServeTransfer writes one whole,
-	// for its owner or an admin (otherwise a not_found error).
-	Transfers(c lakegate.Caller) []host.TransferInfo
-	DeleteTransfer(c lakegate.Caller, id string) error
-	ServeTransfer(w http.ResponseWriter, r *http.Request, c lakegate.Caller, id string) error
-	// Shutdown stops the plugin's sessions and requests within ctx, as
-	// part of Serve's drain: its calls must answer while the connections
-	// carrying their answers are still open. It may be called more than
-	// once.
-	Shutdown(ctx context.Context) error
-}
-
 // New builds the server and its routes. The engine and plugin stay owned
 // by the caller. After Serve returns, the caller closes the server
 // ([Server.Close]), then the plugin, then the engine: the reverse of
 // building them. Serve's drain only shuts the plugin's traffic down
-// (Plugin.Shutdown); its release is its owner's.
+// (Plugin.Shutdown); its release is its owner's. A nil plugin is refused;
+// a typed nil (a nil *mcp.Plugin in the interface) is the caller's bug.
 func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -144,11 +114,10 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 		return nil, errors.New("server: no way to authenticate callers: set jwt_secret (HS256, at least 32 bytes), " +
 			"jwt_public_key_files, jwt_jwks_url or tls_client_cert_auth")
 	}
-	// A nil *mcp.Plugin is a non-nil Plugin: look inside the interface.
-	if v := reflect.ValueOf(plugin); engine == nil || plugin == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
+	if engine == nil || plugin == nil {
 		return nil, errors.New("server: engine and plugin are required")
 	}
-	s := &Server{cfg: cfg, engine: engine, plugin: plugin, started: time.Now()}
+	s := &Server{cfg: cfg, engine: engine, started: time.Now()}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -156,6 +125,7 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.plugin = newMounted(plugin, s.opts.Switch, s.log)
 	tlsConf, err := tlsConfig(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -242,9 +212,9 @@ func (s *Server) routes() *gin.Engine {
 	metered.POST("/data/:db/:table", requireRole(RoleWriter), s.work(workIngest), s.ingest)
 
 	admin := metered.Group("/admin", requireRole(RoleAdmin))
-	admin.POST("/mcp/enable", s.mcpEnable)
-	admin.POST("/mcp/disable", s.mcpDisable)
-	admin.GET("/mcp/status", s.mcpStatus)
+	admin.POST("/mcp/enable", s.plugin.serveSwitch(true))
+	admin.POST("/mcp/disable", s.plugin.serveSwitch(false))
+	admin.GET("/mcp/status", s.plugin.serveStatus)
 
 	s.mountConsole(r, metered.Group("/console/api"))
 

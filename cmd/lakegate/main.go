@@ -289,8 +289,15 @@ func cursorKey(cfg config.Config) []byte {
 	return m.Sum(nil)
 }
 
-// The MCP plugin is what the server hosts.
-var _ server.Plugin = (*mcp.Plugin)(nil)
+// The MCP plugin is what the server hosts, with every capability the
+// server looks for: a plugin losing one would lose its routes silently.
+var _ interface {
+	server.Plugin
+	server.Switcher
+	server.StatusReporter
+	server.SessionHolder
+	server.TransferHolder
+} = (*mcp.Plugin)(nil)
 
 // openPlugin opens the query engine and the block store (spooling under
 // blockDir) and builds the MCP plugin on them. The caller owns the three
