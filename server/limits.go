@@ -374,7 +374,7 @@ func (s *Server) runCommandWork(c *gin.Context, cmd command, args commandArgs) (
 	defer release()
 	out, err := cmd.run(s, c, args)
 	if st, ok := out.(*query.Stmt); ok && err == nil {
-		s.streamResult(c, st, "")
+		streamResult(c, s.log, st, "")
 		s.metrics.returned(workREST, int64(c.GetInt(rowsKey)), 0)
 		return streamed{}, nil
 	}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/origin"
 )
 
 // Log keys used on every line of a request (the kernel's).
@@ -111,5 +113,19 @@ func limitBody(max int64) gin.HandlerFunc {
 			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max)
 		}
 		c.Next()
+	}
+}
+
+// checkOrigin refuses browser requests from other sites on the host's
+// authenticated routes (origin.Policy): pages of this server (the
+// console) and the allowed origins (mcp_allowed_origins) may call them;
+// clients that send no Origin are not browsers and pass.
+func checkOrigin(allowed []string) gin.HandlerFunc {
+	p := origin.Policy{Allowed: allowed, SameOrigin: true, Routes: "this server's routes", Setting: "mcp_allowed_origins"}
+	return func(c *gin.Context) {
+		if err := p.Check(c.Request); err != nil {
+			dropBody(c)
+			fail(c, err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -86,15 +87,15 @@ func (s *Server) runSQL(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s.streamResult(c, st, req.Format)
+	streamResult(c, s.log, st, req.Format)
 }
 
 // streamResult runs st and writes its rows as they come: in format f, or
 // with f empty as one JSON result object (query.NewObjectEncoder). An
 // error before the first byte is an ordinary JSON error; after it, the
 // response is cut off (no final chunk), so a client can never take a
-// partial result for a whole one.
-func (s *Server) streamResult(c *gin.Context, st *query.Stmt, f query.Format) {
+// partial result for a whole one, and the cut logged to log.
+func streamResult(c *gin.Context, log *slog.Logger, st *query.Stmt, f query.Format) {
 	w := &lazyWriter{c: c, contentType: f.ContentType()}
 	var enc query.Encoder
 	if f == "" {
@@ -108,7 +109,7 @@ func (s *Server) streamResult(c *gin.Context, st *query.Stmt, f query.Format) {
 			fail(c, err)
 			return
 		}
-		s.log.Warn("streamed result cut off", keyRequestID, RequestID(c.Request.Context()), lakegate.LogError, err.Error())
+		log.Warn("streamed result cut off", keyRequestID, RequestID(c.Request.Context()), lakegate.LogError, err.Error())
 		panic(http.ErrAbortHandler)
 	}
 	if !w.started {

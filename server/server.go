@@ -93,7 +93,7 @@ type Server struct {
 	metrics   *Metrics
 	limits    *Limits
 	readiness readiness
-	tickets   tickets     // the console's downloads
+	console   *console
 	draining  atomic.Bool // set when Serve begins its shutdown
 
 	closeOnce sync.Once
@@ -134,6 +134,8 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 	if err := s.setupLimits(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.console = &console{version: s.opts.Version, engine: engine, plugin: s.plugin, replicas: s.opts.Replicas,
+		metrics: s.metrics, limits: s.limits, log: s.log}
 	// Last: with a JWKS URL it starts a refresh that Close ends.
 	if s.verifier, err = newVerifier(cfg, s.log); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -200,7 +202,8 @@ func (s *Server) routes() *gin.Engine {
 	authed := r.Group("", s.authenticate)
 	// The plugin meters and origin-checks its own routes (Mount's meter);
 	// the host's are checked and metered here.
-	metered := authed.Group("", s.checkOrigin, s.rateLimit)
+	check := checkOrigin(s.cfg.MCPAllowedOrigins)
+	metered := authed.Group("", check, s.rateLimit)
 	metered.GET("/", s.runCommand)
 	metered.POST("/", s.runCommand)
 	rest := metered.Group("/rest", requireRole(RoleReader))
@@ -216,7 +219,7 @@ func (s *Server) routes() *gin.Engine {
 	admin.POST("/mcp/disable", s.plugin.serveSwitch(false))
 	admin.GET("/mcp/status", s.plugin.serveStatus)
 
-	s.mountConsole(r, metered.Group("/console/api"))
+	s.console.mount(r, metered.Group("/console/api"), check, s.rateLimit)
 
 	s.plugin.Mount(authed.Group("", requireRole(RoleReader)), s.rateLimit)
 	return r
