@@ -337,8 +337,3 @@ func requireRole(role string) gin.HandlerFunc {
 		}
 	}
 }
-
-func fail(c *gin.Context, err error) {
-	_ = c.Error(err)
-	c.Abort()
-}

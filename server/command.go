@@ -126,6 +126,38 @@ func (s *Server) runCommand(c *gin.Context) {
 	}
 }
 
+// readsDatabase reports whether cmd reads a database, and so takes a
+// worker. The others (enable, disable, status) never wait for one.
+func readsDatabase(cmd command) bool {
+	switch strings.Join(cmd.words, " ") {
+	case "sql", "get tables", "get columns":
+		return true
+	}
+	return false
+}
+
+// runCommandWork runs cmd, holding a worker slot when it reads a database.
+func (s *Server) runCommandWork(c *gin.Context, cmd command, args commandArgs) (any, error) {
+	if !readsDatabase(cmd) {
+		return cmd.run(s, c, args)
+	}
+	release, err := s.limits.admit(c.Request.Context(), caller(c).Subject, workREST)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	out, err := cmd.run(s, c, args)
+	if st, ok := out.(*query.Stmt); ok && err == nil {
+		streamResult(c, s.log, st, "")
+		s.metrics.returned(workREST, int64(c.GetInt(rowsKey)), 0)
+		return streamed{}, nil
+	}
+	return out, err
+}
+
+// streamed is what runCommandWork returns for a result it has written.
+type streamed struct{}
+
 // parseCommand finds the command text names and reads its arguments.
 func parseCommand(text string) (command, commandArgs, error) {
 	words, err := splitCommand(text)

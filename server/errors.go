@@ -13,6 +13,13 @@ import (
 	"github.com/lakegate/lakegate/query"
 )
 
+// fail records err for renderErrors and stops the chain: a handler's one
+// way to answer an error.
+func fail(c *gin.Context, err error) {
+	_ = c.Error(err)
+	c.Abort()
+}
+
 // renderErrors is the one place that turns a handler's error into a JSON
 // answer: handlers (ours and the MCP plugin's) record errors with c.Error
 // and stop; this writes {"error": {...}} with the matching status.

@@ -94,28 +94,6 @@ func (s *Server) recoverPanic(c *gin.Context) {
 	c.Next()
 }
 
-// dropBody is for answers given without reading the request's body (an
-// unauthenticated request, an unknown route): net/http would otherwise
-// wait for the body, up to read_timeout, to keep the connection. The
-// connection closes after the answer instead, and the wait ends at once.
-func dropBody(c *gin.Context) {
-	if c.Request.ContentLength == 0 {
-		return
-	}
-	c.Header("Connection", "close")
-	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
-}
-
-// limitBody caps every request body at max bytes.
-func limitBody(max int64) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if c.Request.Body != nil {
-			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max)
-		}
-		c.Next()
-	}
-}
-
 // checkOrigin refuses browser requests from other sites on the host's
 // authenticated routes (origin.Policy): pages of this server (the
 // console) and the allowed origins (mcp_allowed_origins) may call them;

@@ -147,26 +147,6 @@ func (w *lazyWriter) Write(p []byte) (int, error) {
 	return w.c.Writer.Write(p)
 }
 
-// decodeJSON reads one JSON object strictly into v.
-func decodeJSON(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
-		}
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "request body: " + strings.TrimPrefix(err.Error(), "json: "),
-			Hint: "send one JSON object"}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "request body: unexpected data after the JSON object",
-			Hint: "send one JSON object"}
-	}
-	return nil
-}
-
 // ingest inserts a JSON array or NDJSON stream of row objects into a table,
 // all in one transaction, and answers with the count once committed. With
 // an Idempotency-Key header, a retry of the same batch is not inserted

@@ -1,11 +1,15 @@
 // Package server is lakegate's host data server: one Gin engine on one port
 // with the middleware (request id, access log, error rendering, panic
-// recovery, body limit, JWT auth), the REST API, ingest, the admin API and
-// health, and the MCP plugin mounted on its authenticated routes.
+// recovery, body limit, JWT auth), the REST API, ingest, the command
+// interface, the admin API, the operator console, health, readiness and
+// metrics, and the MCP plugin mounted on its authenticated routes.
 //
-// It imports the kernel (package lakegate), query and config; the MCP
-// plugin comes in through the Plugin interface, so server does not import
-// mcp. None of them imports server.
+// It imports the kernel (package lakegate), host, query, config, console
+// (the console's assets), telemetry and the internal origin and httperr
+// packages. The plugin comes in through the Plugin interface and the
+// optional capabilities beside it (plugin.go), so server does not import
+// mcp; the cluster through Replicas and Switch, so it does not import
+// cluster. None of them imports server.
 package server
 
 import (
