@@ -17,16 +17,6 @@ import (
 	"github.com/lakegate/lakegate/config"
 )
 
-// Roles a token may carry: the kernel's (lakegate.RoleReader, ...).
-const (
-	RoleReader = lakegate.RoleReader
-	RoleWriter = lakegate.RoleWriter
-	RoleAdmin  = lakegate.RoleAdmin
-)
-
-// Roles lists the known roles.
-var Roles = lakegate.Roles
-
 // leeway is the clock skew allowed on exp, nbf and iat.
 const leeway = 30 * time.Second
 
@@ -46,8 +36,8 @@ func NewToken(secret []byte, subject, role string, ttl time.Duration) (string, e
 	if subject == "" {
 		return "", errors.New("subject is required")
 	}
-	if !slices.Contains(Roles, role) {
-		return "", fmt.Errorf("role %q: want one of %s", role, strings.Join(Roles, ", "))
+	if !slices.Contains(lakegate.Roles, role) {
+		return "", fmt.Errorf("role %q: want one of %s", role, strings.Join(lakegate.Roles, ", "))
 	}
 	if ttl <= 0 {
 		return "", errors.New("ttl must be positive")
@@ -291,8 +281,8 @@ func (s *Server) replicaCaller(c *gin.Context, authz string, signed lakegate.Cal
 		return lakegate.Caller{}, sigErr
 	}
 	roles := []string{}
-	if slices.Contains(signed.Roles, RoleReader) {
-		roles = append(roles, RoleReader)
+	if slices.Contains(signed.Roles, lakegate.RoleReader) {
+		roles = append(roles, lakegate.RoleReader)
 	}
 	return lakegate.Caller{Subject: signed.Subject, Roles: roles}, nil
 }

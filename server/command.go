@@ -36,29 +36,29 @@ type commandArgs struct {
 
 func commands() []command {
 	return []command{
-		{"run mcp server", []string{"run", "mcp", "server"}, RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
+		{"run mcp server", []string{"run", "mcp", "server"}, lakegate.RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
 			if err := s.plugin.set(c, true); err != nil {
 				return nil, err
 			}
 			return s.plugin.state(), nil
 		}},
-		{"exit mcp server", []string{"exit", "mcp", "server"}, RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
+		{"exit mcp server", []string{"exit", "mcp", "server"}, lakegate.RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
 			if err := s.plugin.set(c, false); err != nil {
 				return nil, err
 			}
 			return s.plugin.state(), nil
 		}},
-		{"get mcp status", []string{"get", "mcp", "status"}, RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
+		{"get mcp status", []string{"get", "mcp", "status"}, lakegate.RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
 			return s.plugin.status()
 		}},
-		{"get status", []string{"get", "status"}, RoleReader, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
+		{"get status", []string{"get", "status"}, lakegate.RoleReader, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
 			return gin.H{"status": "running", "version": s.opts.Version, "mcp_enabled": s.plugin.enabled(),
 				"uptime_s": int64(time.Since(s.started).Seconds())}, nil
 		}},
-		{"get databases", []string{"get", "databases"}, RoleReader, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
+		{"get databases", []string{"get", "databases"}, lakegate.RoleReader, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
 			return gin.H{"databases": s.engine.DatabasesFor(caller(c))}, nil
 		}},
-		{"get tables where dbms = DB", []string{"get", "tables"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
+		{"get tables where dbms = DB", []string{"get", "tables"}, lakegate.RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
 			db, err := a.need("dbms")
 			if err != nil {
 				return nil, err
@@ -66,7 +66,7 @@ func commands() []command {
 			tables, err := s.engine.Tables(c.Request.Context(), caller(c), db)
 			return gin.H{"database": db, "tables": tables}, err
 		}},
-		{"get columns where dbms = DB and table = TABLE", []string{"get", "columns"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
+		{"get columns where dbms = DB and table = TABLE", []string{"get", "columns"}, lakegate.RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
 			db, err := a.need("dbms")
 			if err != nil {
 				return nil, err
@@ -77,7 +77,7 @@ func commands() []command {
 			}
 			return s.engine.Describe(c.Request.Context(), caller(c), db, table)
 		}},
-		{`sql DB format = json "SELECT ..."`, []string{"sql"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
+		{`sql DB format = json "SELECT ..."`, []string{"sql"}, lakegate.RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
 			if a.format != "" && a.format != "json" {
 				return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("format %q is not supported", excerpt(a.format)), Hint: "use format = json"}
 			}

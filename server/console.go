@@ -56,11 +56,11 @@ func (cs *console) mount(r *gin.Engine, api *gin.RouterGroup, checkOrigin, meter
 
 	api.GET("/me", cs.me)
 	api.GET("/overview", cs.overview)
-	api.GET("/sessions", requireRole(RoleAdmin), cs.sessions)
-	api.DELETE("/sessions/:id", requireRole(RoleAdmin), cs.closeSession)
-	api.GET("/transfers", requireRole(RoleReader), cs.transfers)
-	api.DELETE("/transfers/:id", requireRole(RoleReader), cs.deleteTransfer)
-	api.POST("/downloads", requireRole(RoleReader), cs.issueTicket)
+	api.GET("/sessions", requireRole(lakegate.RoleAdmin), cs.sessions)
+	api.DELETE("/sessions/:id", requireRole(lakegate.RoleAdmin), cs.closeSession)
+	api.GET("/transfers", requireRole(lakegate.RoleReader), cs.transfers)
+	api.DELETE("/transfers/:id", requireRole(lakegate.RoleReader), cs.deleteTransfer)
+	api.POST("/downloads", requireRole(lakegate.RoleReader), cs.issueTicket)
 }
 
 func consoleHeaders(c *gin.Context) {
@@ -78,7 +78,7 @@ func (cs *console) me(c *gin.Context) {
 	if roles == nil {
 		roles = []string{}
 	}
-	c.JSON(http.StatusOK, gin.H{"subject": cl.Subject, "roles": roles, "admin": cl.HasRole(RoleAdmin),
+	c.JSON(http.StatusOK, gin.H{"subject": cl.Subject, "roles": roles, "admin": cl.HasRole(lakegate.RoleAdmin),
 		"version": cs.version, "mcp_enabled": cs.plugin.enabled()})
 }
 
@@ -133,7 +133,7 @@ type poolState struct {
 // others see their own sessions and the databases they may read.
 func (cs *console) overview(c *gin.Context) {
 	cl := caller(c)
-	admin := cl.HasRole(RoleAdmin)
+	admin := cl.HasRole(lakegate.RoleAdmin)
 	st, _ := cs.plugin.status() // without a report: whether it is on
 	ov := overview{Now: time.Now().UTC(), MCP: mcpState{Enabled: st.Enabled, Since: st.Since},
 		Sessions: sessionCounts{SSE: st.Sessions["sse"], Streamable: st.Sessions["streamable"], Stdio: st.Sessions["stdio"],

@@ -197,7 +197,7 @@ func sqlJSON(t *testing.T, db, sql string, limit int) string {
 // count returns SELECT count(*) FROM table through the REST API.
 func (s *stack) count(t *testing.T, table string) int64 {
 	t.Helper()
-	r := s.do(t, "POST", "/rest/sql", token(t, "counter", RoleReader), sqlJSON(t, "demo", "SELECT count(*) AS n FROM "+table, 0))
+	r := s.do(t, "POST", "/rest/sql", token(t, "counter", lakegate.RoleReader), sqlJSON(t, "demo", "SELECT count(*) AS n FROM "+table, 0))
 	if r.code != http.StatusOK {
 		t.Fatalf("count %s: got %d %s, want 200", table, r.code, r.body)
 	}

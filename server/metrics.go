@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
@@ -245,7 +246,7 @@ func (s *Server) mountObservability(r *gin.Engine) {
 	r.GET("/ready", s.ready)
 	metrics := gin.WrapH(s.metrics.Handler())
 	if s.cfg.MetricsAuth {
-		r.GET("/metrics", s.authenticate, requireRole(RoleAdmin), metrics)
+		r.GET("/metrics", s.authenticate, requireRole(lakegate.RoleAdmin), metrics)
 	} else {
 		r.GET("/metrics", metrics)
 	}

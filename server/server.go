@@ -210,22 +210,22 @@ func (s *Server) routes() *gin.Engine {
 	metered := authed.Group("", check, s.rateLimit)
 	metered.GET("/", s.runCommand)
 	metered.POST("/", s.runCommand)
-	rest := metered.Group("/rest", requireRole(RoleReader))
+	rest := metered.Group("/rest", requireRole(lakegate.RoleReader))
 	rest.GET("/databases", s.listDatabases)
 	rest.GET("/databases/:db/tables", s.work(workREST), s.listTables)
 	rest.GET("/databases/:db/tables/:table", s.work(workREST), s.describeTable)
 	rest.POST("/sql", s.work(workREST), s.runSQL)
 
-	metered.POST("/data/:db/:table", requireRole(RoleWriter), s.work(workIngest), s.ingest)
+	metered.POST("/data/:db/:table", requireRole(lakegate.RoleWriter), s.work(workIngest), s.ingest)
 
-	admin := metered.Group("/admin", requireRole(RoleAdmin))
+	admin := metered.Group("/admin", requireRole(lakegate.RoleAdmin))
 	admin.POST("/mcp/enable", s.plugin.serveSwitch(true))
 	admin.POST("/mcp/disable", s.plugin.serveSwitch(false))
 	admin.GET("/mcp/status", s.plugin.serveStatus)
 
 	s.console.mount(r, metered.Group("/console/api"), check, s.rateLimit)
 
-	s.plugin.Mount(authed.Group("", requireRole(RoleReader)), s.rateLimit)
+	s.plugin.Mount(authed.Group("", requireRole(lakegate.RoleReader)), s.rateLimit)
 	return r
 }
 

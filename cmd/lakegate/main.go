@@ -133,7 +133,7 @@ func newRoot(stdout, stderr io.Writer, environ []string) *cobra.Command {
 		},
 	}
 	token.Flags().StringVar(&sub, "sub", "", "subject (who the token is for)")
-	token.Flags().StringVar(&role, "role", server.RoleReader, "role: reader, writer or admin")
+	token.Flags().StringVar(&role, "role", lakegate.RoleReader, "role: reader, writer or admin")
 	token.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
 	_ = token.MarkFlagRequired("sub")
 	root.AddCommand(token)
@@ -407,11 +407,11 @@ type connectInfo struct {
 // all of them can be added.
 func printConnectHelp(w io.Writer, cfg config.Config, ci connectInfo) error {
 	secret := []byte(cfg.JWTSecret)
-	admin, err := server.NewToken(secret, "admin", server.RoleAdmin, 24*time.Hour)
+	admin, err := server.NewToken(secret, "admin", lakegate.RoleAdmin, 24*time.Hour)
 	if err != nil {
 		return err
 	}
-	reader, err := server.NewToken(secret, "agent", server.RoleReader, 24*time.Hour)
+	reader, err := server.NewToken(secret, "agent", lakegate.RoleReader, 24*time.Hour)
 	if err != nil {
 		return err
 	}
