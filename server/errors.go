@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -12,6 +13,25 @@ import (
 	"github.com/lakegate/lakegate/internal/httperr"
 	"github.com/lakegate/lakegate/query"
 )
+
+// The server's errors, and their one way out: a handler fails, and
+// renderErrors answers (the connection cap answers its own, conns.go).
+
+// errConnCap is the answer of a newcomer refused at a cap.
+var errConnCap = &lakegate.Error{Kind: lakegate.KindUnavailable,
+	Message: "too many connections: every open connection is serving a request",
+	Hint:    "retry shortly; connections are capped overall and per address (max_connections, max_connections_per_address)", RetryAfter: time.Second}
+
+// Errors of key lookup, wrapped by the JWT parser; verify turns them into
+// messages.
+var (
+	errNoKey      = errors.New("no key for the token's algorithm")
+	errUnknownKID = errors.New("unknown key id")
+)
+
+// errIssuerKeys wraps a failure to find an authorization server's keys:
+// the token may be good, so the answer is unavailable, not auth_error.
+var errIssuerKeys = errors.New("authorization server keys unavailable")
 
 // fail records err for renderErrors and stops the chain: a handler's one
 // way to answer an error.

@@ -45,10 +45,6 @@ const discoveryRetry = 10 * time.Second
 // maxMetadataBytes bounds an authorization server's metadata document.
 const maxMetadataBytes = 1 << 20
 
-// errIssuerKeys wraps a failure to find an authorization server's keys:
-// the token may be good, so the answer is unavailable, not auth_error.
-var errIssuerKeys = errors.New("authorization server keys unavailable")
-
 // oauthResource is this server as an OAuth protected resource: its
 // identifiers, derived from public_url, and its authorization servers.
 type oauthResource struct {
