@@ -241,7 +241,7 @@ var _ Replicas = fakeReplicas{}
 // TestReplicaSignatureRoutes: another replica's signature opens a block
 // read as a reader, and nothing else.
 func TestReplicaSignatureRoutes(t *testing.T) {
-	st := newStack(t, nil, func(s *Server) { s.opts.Replicas = fakeReplicas{} })
+	st := newStackWith(t, nil, fakeReplicas{})
 	reader := token(t, "alice", lakegate.RoleReader)
 	tests := []struct {
 		name, method, path, signature, tok, body string

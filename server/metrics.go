@@ -246,7 +246,7 @@ func (s *Server) mountObservability(r *gin.Engine) {
 	r.GET("/ready", s.ready)
 	metrics := gin.WrapH(s.metrics.Handler())
 	if s.cfg.MetricsAuth {
-		r.GET("/metrics", s.authenticate, requireRole(lakegate.RoleAdmin), metrics)
+		r.GET("/metrics", s.auth.authenticate, requireRole(lakegate.RoleAdmin), metrics)
 	} else {
 		r.GET("/metrics", metrics)
 	}

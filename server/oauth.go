@@ -126,15 +126,15 @@ func (o *oauthResource) mount(r gin.IRouter) {
 // mountOAuth serves the protected resource metadata when authorization
 // servers are set.
 func (s *Server) mountOAuth(r gin.IRouter) {
-	if s.verifier.resource != nil {
-		s.verifier.resource.mount(r)
+	if s.auth.verifier.resource != nil {
+		s.auth.verifier.resource.mount(r)
 	}
 }
 
 // challenge is the WWW-Authenticate value of a 401 on path.
 func (s *Server) challenge(path string) string {
-	if s.verifier.resource != nil {
-		return s.verifier.resource.challenge(path)
+	if s.auth.verifier.resource != nil {
+		return s.auth.verifier.resource.challenge(path)
 	}
 	return `Bearer realm="lakegate"`
 }

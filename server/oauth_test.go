@@ -228,7 +228,7 @@ func TestOAuthTokens(t *testing.T) {
 		})
 	}
 	t.Run("the caller is the token's subject", func(t *testing.T) {
-		c, err := st.srv.verifier.verify(t.Context(), ti.sign(t, nil, claims(nil)))
+		c, err := st.srv.auth.verifier.verify(t.Context(), ti.sign(t, nil, claims(nil)))
 		if err != nil || c.Subject != "client-1" || !slices.Equal(c.Roles, []string{lakegate.RoleReader}) {
 			t.Errorf("got %+v, %v; want client-1 with [reader]", c, err)
 		}

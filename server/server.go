@@ -83,16 +83,16 @@ type Switch interface {
 // Whoever calls New owns the Server and closes it ([Server.Close]) after
 // Serve returns, before closing the plugin and engine it was given.
 type Server struct {
-	cfg      config.Config
-	engine   *query.Engine
-	plugin   *mounted
-	verifier *verifier
-	log      *slog.Logger
-	opts     Options
-	router   *gin.Engine
-	started  time.Time
-	tls      *tls.Config  // nil: plain HTTP
-	h3Port   atomic.Int32 // UDP port of HTTP/3 once served
+	cfg     config.Config
+	engine  *query.Engine
+	plugin  *mounted
+	auth    *authenticator
+	log     *slog.Logger
+	opts    Options
+	router  *gin.Engine
+	started time.Time
+	tls     *tls.Config  // nil: plain HTTP
+	h3Port  atomic.Int32 // UDP port of HTTP/3 once served
 
 	metrics   *Metrics
 	limits    *Limits
@@ -141,9 +141,11 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 	s.console = &console{version: s.opts.Version, engine: engine, plugin: s.plugin, replicas: s.opts.Replicas,
 		metrics: s.metrics, limits: s.limits, log: s.log}
 	// Last: with a JWKS URL it starts a refresh that Close ends.
-	if s.verifier, err = newVerifier(cfg, s.log); err != nil {
+	v, err := newVerifier(cfg, s.log)
+	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.auth = newAuthenticator(cfg, v, s.opts.Replicas)
 	s.router = s.routes()
 	return s, nil
 }
@@ -158,7 +160,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.released = make(chan struct{})
 		go func() {
 			defer close(s.released)
-			s.verifier.close()
+			s.auth.verifier.close()
 		}()
 	})
 	select {
@@ -203,7 +205,7 @@ func (s *Server) routes() *gin.Engine {
 	s.mountOAuth(r)
 	s.mountObservability(r)
 
-	authed := r.Group("", s.authenticate)
+	authed := r.Group("", s.auth.authenticate)
 	// The plugin meters and origin-checks its own routes (Mount's meter);
 	// the host's are checked and metered here.
 	check := checkOrigin(s.cfg.MCPAllowedOrigins)
