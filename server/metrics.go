@@ -109,7 +109,7 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// ToolCall implements mcp.Observer.
+// ToolCall implements host.Observer.
 func (m *Metrics) ToolCall(tc host.ToolCall) {
 	m.toolCalls.WithLabelValues(tc.Tool, tc.Outcome).Inc()
 	m.toolDuration.WithLabelValues(tc.Tool, tc.Outcome).Observe(tc.Duration.Seconds())
@@ -119,7 +119,7 @@ func (m *Metrics) ToolCall(tc host.ToolCall) {
 	}
 }
 
-// SessionRefused implements mcp.Observer.
+// SessionRefused implements host.Observer.
 func (m *Metrics) SessionRefused(string) {
 	m.rateLimited.WithLabelValues(limitSessions).Inc()
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/lakegate/lakegate"
-	"github.com/lakegate/lakegate/mcp"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -234,7 +234,7 @@ func TestAdminMCP(t *testing.T) {
 	for _, tt := range steps {
 		t.Run(tt.name, func(t *testing.T) {
 			r := st.do(t, tt.method, tt.path, admin, "")
-			var got mcp.Status
+			var got host.PluginStatus
 			r.decode(t, &got)
 			if r.code != http.StatusOK || got.Enabled != tt.enabled || (got.Since != nil) != tt.enabled {
 				t.Fatalf("got %d %s, want 200 enabled %v", r.code, r.body, tt.enabled)

@@ -30,6 +30,7 @@ import (
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/cluster"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 	"github.com/lakegate/lakegate/server"
@@ -306,7 +307,7 @@ var _ interface {
 // ctx, failures logged. workers and observer, when not nil, are the
 // server's shared pool and metrics.
 func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *slog.Logger, conformance bool,
-	workers mcp.Workers, observer mcp.Observer, peers *cluster.Peers) (
+	workers host.Workers, observer host.Observer, peers *cluster.Peers) (
 	engine *query.Engine, plugin *mcp.Plugin, closeAll func(ctx context.Context), err error) {
 	engine, err = query.Open(ctx, cfg.Databases, &query.Options{
 		StatementTimeout: time.Duration(cfg.StatementTimeout),
