@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -102,21 +99,7 @@ func NewErrorBody(err error) ErrorBody {
 	}
 }
 
-// WriteError answers err over HTTP: the status of its kind, Retry-After
-// when it has one, and {"error": body}. Every edge that answers HTTP
-// errors itself uses it (the host's middleware, the MCP plugin's routes on
-// any router).
-func WriteError(w http.ResponseWriter, err error) {
-	body := NewErrorBody(err)
-	if body.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(body.RetryAfter))))
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(HTTPStatus(body.Kind))
-	_ = json.NewEncoder(w).Encode(map[string]ErrorBody{"error": body})
-}
-
-// DecodeError reads an error answer's body as WriteError writes it: its
+// DecodeError reads an error answer's body as httperr.Write writes it: its
 // message (with the hint) and the wait it asks for; empty and zero when
 // data is not such a body. Clients of lakegate's HTTP routes use it.
 func DecodeError(data []byte) (message string, retryAfter time.Duration) {
@@ -129,26 +112,4 @@ func DecodeError(data []byte) (message string, retryAfter time.Duration) {
 		message += " (" + v.Error.Hint + ")"
 	}
 	return message, time.Duration(v.Error.RetryAfter * float64(time.Second))
-}
-
-// HTTPStatus is the HTTP status of an answer of kind k.
-func HTTPStatus(k Kind) int {
-	switch k {
-	case KindValidation:
-		return http.StatusBadRequest
-	case KindAuth:
-		return http.StatusUnauthorized
-	case KindForbidden:
-		return http.StatusForbidden
-	case KindNotFound:
-		return http.StatusNotFound
-	case KindRateLimited:
-		return http.StatusTooManyRequests
-	case KindTimeout:
-		return http.StatusGatewayTimeout
-	case KindUnavailable:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
-	}
 }

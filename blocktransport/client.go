@@ -129,17 +129,6 @@ func (c *Client) get(ctx context.Context, u string, h http.Header) (*http.Respon
 	return nil, &StatusError{Code: resp.StatusCode, Message: msg, RetryAfter: wait}
 }
 
-// StatusError is an answer other than 200 from the server.
-type StatusError struct {
-	Code    int
-	Message string
-	// RetryAfter is the wait the server asked for (its error's
-	// retry_after, else its Retry-After header); 0 when it named none.
-	RetryAfter time.Duration
-}
-
-func (e *StatusError) Error() string { return fmt.Sprintf("server answered %d: %s", e.Code, e.Message) }
-
 // Manifest fetches the manifest of transfer id, retrying as Attempts says.
 func (c *Client) Manifest(ctx context.Context, id string) (*Manifest, error) {
 	return c.manifest(ctx, &pacer{}, id)

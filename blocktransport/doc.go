@@ -6,6 +6,8 @@
 // HTTP (any version, HTTP/3 included), and a Client fetches the blocks of
 // a transfer in parallel and writes them in order, checking every one.
 //
-// It moves bytes only: it imports nothing about SQL, MCP or auth; callers
-// decide who may read a transfer.
+// It moves bytes only: it imports nothing about SQL, MCP, auth or the
+// operators' views (of lakegate's packages, the kernel's log keys only);
+// callers decide who may read a transfer and convert what List reports.
+// Its errors are in errors.go; callers map them to their own answers.
 package blocktransport

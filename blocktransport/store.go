@@ -74,35 +74,6 @@ type Options struct {
 	IDPrefix string
 }
 
-// Errors of the Store. A BudgetError is returned for over-budget writes.
-var (
-	ErrNotFound = errors.New("blocktransport: no such transfer")
-	ErrNoBlock  = errors.New("blocktransport: no such block")
-	ErrClosed   = errors.New("blocktransport: store closed")
-)
-
-// BudgetError says a write would pass a byte budget.
-type BudgetError struct {
-	// Owner is true for the per-owner budget, false for the store's.
-	Owner bool
-	Limit int64
-	// RetryAfter is when the owner's oldest transfer expires (Owner only).
-	RetryAfter time.Duration
-	// Whole is true when this transfer alone is over the budget: waiting
-	// will not help.
-	Whole bool
-}
-
-func (e *BudgetError) Error() string {
-	if e.Whole {
-		return fmt.Sprintf("the transfer alone is over the budget of %d bytes", e.Limit)
-	}
-	if e.Owner {
-		return fmt.Sprintf("the transfers of this caller would pass their budget of %d bytes", e.Limit)
-	}
-	return fmt.Sprintf("the block store would pass its budget of %d bytes", e.Limit)
-}
-
 // Stats counts a Store's work.
 type Stats struct {
 	// Transfers and Bytes are what is stored now (committed and in progress).
@@ -379,21 +350,29 @@ func (s *Store) Lookup(id string) (*Manifest, string, error) {
 	return &m, t.owner, nil
 }
 
+// Summary describes one committed transfer, as List reports it.
+type Summary struct {
+	ID, Owner, Format string
+	Rows, Bytes       int64
+	Blocks            int
+	Created, Expires  time.Time
+}
+
 // List describes the committed, unexpired transfers of owner ("": of
 // every owner), oldest first.
-func (s *Store) List(owner string) []lakegate.TransferInfo {
+func (s *Store) List(owner string) []Summary {
 	now := s.opts.Now()
 	s.mu.Lock()
-	out := make([]lakegate.TransferInfo, 0, len(s.transfers))
+	out := make([]Summary, 0, len(s.transfers))
 	for _, t := range s.transfers {
 		if (owner == "" || t.owner == owner) && now.Before(t.manifest.Expires) {
 			m := &t.manifest
-			out = append(out, lakegate.TransferInfo{ID: m.ID, Owner: t.owner, Format: m.Format, Rows: m.Rows, Bytes: m.Bytes,
+			out = append(out, Summary{ID: m.ID, Owner: t.owner, Format: m.Format, Rows: m.Rows, Bytes: m.Bytes,
 				Blocks: len(m.Blocks), Created: m.Created, Expires: m.Expires})
 		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b lakegate.TransferInfo) int { return a.Created.Compare(b.Created) })
+	slices.SortFunc(out, func(a, b Summary) int { return a.Created.Compare(b.Created) })
 	return out
 }
 
@@ -467,11 +446,4 @@ func Verify(data []byte, sum string) error {
 		return &ChecksumError{Want: sum, Got: hex.EncodeToString(got[:])}
 	}
 	return nil
-}
-
-// ChecksumError says data does not match its recorded SHA-256.
-type ChecksumError struct{ Want, Got string }
-
-func (e *ChecksumError) Error() string {
-	return fmt.Sprintf("checksum mismatch: sha256 is %s, the manifest says %s", e.Got, e.Want)
 }

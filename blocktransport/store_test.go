@@ -293,7 +293,7 @@ func TestListAndDelete(t *testing.T) {
 	b1, _ := write(t, s, "bob", records(5))
 	a2, _ := write(t, s, "alice", records(3))
 
-	ids := func(l []lakegate.TransferInfo) []string {
+	ids := func(l []Summary) []string {
 		var out []string
 		for _, ti := range l {
 			out = append(out, ti.ID)

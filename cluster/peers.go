@@ -19,6 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/internal/httperr"
 )
 
 // Any replica serves any request. A replica gives the ids of its sessions
@@ -135,8 +137,8 @@ func (p *Peers) Prefix() string {
 	return p.prefix
 }
 
-// Interface is p as a lakegate.Peers, nil when p is nil (no cluster).
-func (p *Peers) Interface() lakegate.Peers {
+// Interface is p as a host.Peers, nil when p is nil (no cluster).
+func (p *Peers) Interface() host.Peers {
 	if p == nil {
 		return nil
 	}
@@ -226,7 +228,7 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, id string) bool 
 			return // the client went away
 		}
 		p.log.Warn("cluster: forward to the owning replica failed", "owner", id[:PrefixLen], "url", target.String(), lakegate.LogError, err.Error())
-		lakegate.WriteError(w, &lakegate.Error{Kind: lakegate.KindUnavailable,
+		httperr.Write(w, &lakegate.Error{Kind: lakegate.KindUnavailable,
 			Message: "the replica that holds this session or transfer does not answer",
 			Hint:    "open a new session (or run the query again): sessions and transfers live on one replica", RetryAfter: time.Second, Err: err})
 	}

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -365,7 +365,7 @@ func TestBalancerConsole(t *testing.T) {
 		t.Helper()
 		consoleCall(t, lb.url, method, path, who, body, want, out)
 	}
-	var sessions struct{ Sessions []lakegate.SessionInfo }
+	var sessions struct{ Sessions []host.SessionInfo }
 	for range 3 { // one request on each replica
 		call("GET", "/console/api/sessions", admin, "", http.StatusOK, &sessions)
 		if len(sessions.Sessions) != 3 {
@@ -379,7 +379,7 @@ func TestBalancerConsole(t *testing.T) {
 	if len(sessions.Sessions) != 1 {
 		t.Errorf("after closing two: %d sessions", len(sessions.Sessions))
 	}
-	var transfers struct{ Transfers []lakegate.TransferInfo }
+	var transfers struct{ Transfers []host.TransferInfo }
 	for range 3 {
 		call("GET", "/console/api/transfers", tok, "", http.StatusOK, &transfers)
 		if len(transfers.Transfers) != 1 || transfers.Transfers[0].ID != br.Transfer.ID {

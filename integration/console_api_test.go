@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/host"
 )
 
 // The console's transfer routes on PostgreSQL with a block store: who
@@ -22,9 +22,9 @@ func TestConsoleTransfersAPI(t *testing.T) {
 	br, _ := export(t, e.connect(t, alice), "SELECT id, name FROM devices ORDER BY id", map[string]any{"export": true})
 	id := br.Transfer.ID
 
-	list := func(tok string) []lakegate.TransferInfo {
+	list := func(tok string) []host.TransferInfo {
 		var out struct {
-			Transfers []lakegate.TransferInfo `json:"transfers"`
+			Transfers []host.TransferInfo `json:"transfers"`
 		}
 		consoleCall(t, e.base, "GET", "/console/api/transfers", tok, "", http.StatusOK, &out)
 		return out.Transfers

@@ -40,8 +40,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/host"
 )
 
 // consoleWait bounds each wait for the page. Generous: the test runs under
@@ -144,7 +144,7 @@ func TestConsole(t *testing.T) {
 		lines, wait := holdSession(t, node, e.base+"/mcp/sse", token(t, "holder", "reader"))
 		nextLine(t, lines, "ready")
 		open := e.plugin.Sessions()
-		i := slices.IndexFunc(open, func(s lakegate.SessionInfo) bool { return s.Subject == "holder" })
+		i := slices.IndexFunc(open, func(s host.SessionInfo) bool { return s.Subject == "holder" })
 		if i < 0 {
 			t.Fatalf("no session of holder among %+v", open)
 		}

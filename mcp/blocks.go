@@ -17,6 +17,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/host"
 )
 
 // blockRoutes serves the block transfers that results too large to
@@ -27,7 +28,7 @@ import (
 // The store is the host's: blockRoutes never closes it.
 type blockRoutes struct {
 	store *blocktransport.Store // nil: no block store
-	peers lakegate.Peers        // nil: a single server
+	peers host.Peers            // nil: a single server
 	// replies admits a resources/read of a block by the bytes its reply
 	// takes on its session; threshold stands for a block's size then.
 	replies   replyAdmitter
@@ -55,12 +56,12 @@ func (b *blockRoutes) create(owner, format string) (*blocktransport.Writer, erro
 }
 
 // status is what Status reports of the block store; nil without one.
-func (b *blockRoutes) status() *lakegate.BlockStatus {
+func (b *blockRoutes) status() *host.BlockStatus {
 	if b.store == nil {
 		return nil
 	}
 	bs := b.store.Stats()
-	return &lakegate.BlockStatus{Transfers: bs.Created, Blocks: bs.Blocks, Bytes: bs.Written,
+	return &host.BlockStatus{Transfers: bs.Created, Blocks: bs.Blocks, Bytes: bs.Written,
 		StoredNow: bs.Transfers, StoredBytesNow: bs.Bytes}
 }
 
@@ -233,15 +234,20 @@ func (b *blockRoutes) mount(g gin.IRouter, meter gin.HandlerFunc) {
 
 // list lists the committed block transfers c may read: its own, or
 // every one for an admin.
-func (b *blockRoutes) list(c lakegate.Caller) []lakegate.TransferInfo {
+func (b *blockRoutes) list(c lakegate.Caller) []host.TransferInfo {
 	if b.store == nil {
-		return []lakegate.TransferInfo{}
+		return []host.TransferInfo{}
 	}
 	owner := c.Subject
 	if c.HasRole(lakegate.RoleAdmin) {
 		owner = ""
 	}
-	return b.store.List(owner)
+	list := b.store.List(owner)
+	out := make([]host.TransferInfo, len(list))
+	for i, t := range list {
+		out[i] = host.TransferInfo(t)
+	}
+	return out
 }
 
 // delete deletes transfer id for its owner or an admin; others are told
@@ -264,7 +270,7 @@ func (b *blockRoutes) serveAll(w http.ResponseWriter, r *http.Request, c lakegat
 }
 
 // remote reads block n of a transfer another replica of the cluster
-// holds, on c's behalf (lakegate.Peers.Fetch): its manifest, then the
+// holds, on c's behalf (host.Peers.Fetch): its manifest, then the
 // block, checked against the manifest's SHA-256. The owner checks that c
 // may read it.
 func (b *blockRoutes) remote(ctx context.Context, c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error) {

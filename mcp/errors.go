@@ -13,6 +13,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/internal/httperr"
 )
 
 // The plugin's errors, rendered for each edge from the one taxonomy
@@ -24,7 +25,7 @@ import (
 // router, and records it on c for the host's logs.
 func fail(c *gin.Context, err error) {
 	_ = c.Error(err)
-	lakegate.WriteError(c.Writer, err)
+	httperr.Write(c.Writer, err)
 	c.Abort()
 }
 

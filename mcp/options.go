@@ -7,6 +7,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -54,12 +55,12 @@ type Options struct {
 	// per-subject limits) tool calls run in. Nil: the plugin's own pool of
 	// MaxWorkers slots (default 10), waiting at most WorkerWait (default
 	// 10s) for one.
-	Workers    Workers
+	Workers    host.Workers
 	MaxWorkers int
 	WorkerWait time.Duration
 	// Observer, if set, receives tool calls and refused sessions for the
 	// host's metrics.
-	Observer Observer
+	Observer host.Observer
 	// MaxSessions and MaxSessionsPerSubject bound open sessions, SSE and
 	// Streamable HTTP together (defaults 2000 and 64).
 	MaxSessions           int
@@ -73,7 +74,7 @@ type Options struct {
 	// Peers, in a cluster of replicas (cluster.Peers), prefixes the ids of
 	// sessions and forwards requests for another replica's sessions and
 	// transfers to it. Nil: a single server.
-	Peers lakegate.Peers
+	Peers host.Peers
 	// PageSize bounds the items of one tools, prompts, resources or
 	// templates list page (default 100).
 	PageSize int
@@ -97,17 +98,6 @@ type Options struct {
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
-
-// The host's side of the plugin contract is the kernel's; the names
-// hosts already use stay here.
-type (
-	// Status is lakegate.PluginStatus.
-	Status = lakegate.PluginStatus
-	// Workers is lakegate.Workers.
-	Workers = lakegate.Workers
-	// Observer is lakegate.Observer.
-	Observer = lakegate.Observer
-)
 
 // The defaults of Options, for its zero values. A server built from
 // config gets config's declaration of each, which a test keeps equal to

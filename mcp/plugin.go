@@ -14,6 +14,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/internal/origin"
 )
 
@@ -114,7 +115,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		workers:  o.Workers,
 		observer: o.Observer,
 		log:      log,
-		calls:    map[string]*lakegate.ToolStats{},
+		calls:    map[string]*host.ToolStats{},
 	}
 	if p.tools.workers == nil {
 		p.tools.workers = newLocalWorkers(o.MaxWorkers, o.WorkerWait)
@@ -191,8 +192,8 @@ func (p *Plugin) Disable() {
 func (p *Plugin) Enabled() bool { return p.enabled.Load() }
 
 // Status reports the plugin's state.
-func (p *Plugin) Status() Status {
-	st := Status{
+func (p *Plugin) Status() host.PluginStatus {
+	st := host.PluginStatus{
 		Enabled:   p.Enabled(),
 		Since:     p.enabledSince.Load(),
 		Sessions:  map[string]int{"sse": 0, "streamable": 0, "stdio": 0},
@@ -222,7 +223,7 @@ func (p *Plugin) Close(ctx context.Context) error {
 
 // Transfers lists the committed block transfers c may read: its own, or
 // every one for an admin.
-func (p *Plugin) Transfers(c lakegate.Caller) []lakegate.TransferInfo { return p.blocks.list(c) }
+func (p *Plugin) Transfers(c lakegate.Caller) []host.TransferInfo { return p.blocks.list(c) }
 
 // DeleteTransfer deletes transfer id for its owner or an admin; others
 // are told it does not exist.
@@ -264,7 +265,7 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 }
 
 // Sessions lists the open SSE and Streamable HTTP sessions, oldest first.
-func (p *Plugin) Sessions() []lakegate.SessionInfo { return p.sessions.list() }
+func (p *Plugin) Sessions() []host.SessionInfo { return p.sessions.list() }
 
 // CloseSession closes session id (an operator's action, which the host
 // logs) and reports whether it was open.

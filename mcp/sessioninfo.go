@@ -4,9 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lakegate/lakegate/host"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/lakegate/lakegate"
 )
 
 // called counts a finished tool call of session id and the bytes of its
@@ -28,7 +27,7 @@ func (r *registry) called(id string, bytes int64) {
 }
 
 // list describes the open SSE and Streamable HTTP sessions, oldest first.
-func (r *registry) list() []lakegate.SessionInfo {
+func (r *registry) list() []host.SessionInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pruneLocked()
@@ -36,19 +35,19 @@ func (r *registry) list() []lakegate.SessionInfo {
 	for ss := range r.sdk.Sessions() {
 		init[ss.ID()] = ss.InitializeParams()
 	}
-	out := make([]lakegate.SessionInfo, 0, len(r.sse)+len(r.streams))
+	out := make([]host.SessionInfo, 0, len(r.sse)+len(r.streams))
 	for id, c := range r.sse {
 		out = append(out, sessionInfo(id, c.caller.Subject, "sse", &c.act, c.act.lastCall, init[id]))
 	}
 	for id, s := range r.streams {
 		out = append(out, sessionInfo(id, s.subject, "streamable", &s.act, s.lastUsed, init[id]))
 	}
-	slices.SortFunc(out, func(a, b lakegate.SessionInfo) int { return a.Opened.Compare(b.Opened) })
+	slices.SortFunc(out, func(a, b host.SessionInfo) int { return a.Opened.Compare(b.Opened) })
 	return out
 }
 
-func sessionInfo(id, subject, transport string, a *activity, last time.Time, init *mcpsdk.InitializeParams) lakegate.SessionInfo {
-	si := lakegate.SessionInfo{ID: id, Subject: subject, Transport: transport, Opened: a.opened,
+func sessionInfo(id, subject, transport string, a *activity, last time.Time, init *mcpsdk.InitializeParams) host.SessionInfo {
+	si := host.SessionInfo{ID: id, Subject: subject, Transport: transport, Opened: a.opened,
 		LastActive: a.opened, Calls: a.calls, Bytes: a.bytes}
 	if last.After(si.LastActive) {
 		si.LastActive = last

@@ -6,7 +6,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 )
 
 func TestSessionsListAndClose(t *testing.T) {
@@ -29,7 +29,7 @@ func TestSessionsListAndClose(t *testing.T) {
 
 	// The SSE client does not know its session id (it is in the
 	// endpoint event); the subjects tell the two apart.
-	bySubject := map[string]lakegate.SessionInfo{}
+	bySubject := map[string]host.SessionInfo{}
 	for _, si := range p.Sessions() {
 		bySubject[si.Subject] = si
 	}

@@ -11,6 +11,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 )
 
 // Session limits cover SSE and Streamable HTTP sessions together. SSE
@@ -35,7 +36,7 @@ import (
 // methods are safe for concurrent use.
 type registry struct {
 	max, maxPerSubject int
-	observer           Observer // of refused sessions; may be nil
+	observer           host.Observer // of refused sessions; may be nil
 	log                *slog.Logger
 	sdk                *mcpsdk.Server // where Streamable HTTP sessions live
 	// replyWait bounds the wait for room in an SSE session's budget

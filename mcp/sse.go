@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,8 +26,8 @@ import (
 type sseHandler struct {
 	getServer func(*http.Request) *mcpsdk.Server
 	sessions  *registry
-	enabled   func() bool    // the plugin's switch
-	peers     lakegate.Peers // nil: a single server
+	enabled   func() bool // the plugin's switch
+	peers     host.Peers  // nil: a single server
 	// queue and queueBytes bound a session's outgoing messages; a write
 	// to the client may take writeTimeout; keepalive is the interval of
 	// ": keepalive" comments (Options).

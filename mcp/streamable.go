@@ -12,6 +12,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 )
 
 // modernRevision is the first protocol revision without sessions
@@ -29,7 +30,7 @@ const modernRevision = "2026-07-28"
 type streamableHandler struct {
 	stateful, stateless http.Handler
 	sessions            *registry
-	peers               lakegate.Peers // nil: a single server
+	peers               host.Peers // nil: a single server
 	statelessDisabled   bool
 }
 

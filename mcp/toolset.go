@@ -15,6 +15,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -29,13 +30,13 @@ type toolset struct {
 	answers  answerOptions
 	blocks   blockIO
 	sessions callSessions
-	workers  Workers
-	observer Observer // may be nil
+	workers  host.Workers
+	observer host.Observer // may be nil
 	log      *slog.Logger
 	declared []string // the declared tools' names
 
 	statsMu sync.Mutex
-	calls   map[string]*lakegate.ToolStats
+	calls   map[string]*host.ToolStats
 }
 
 // answerOptions shape a query tool's answer (Options): the inline bound,
@@ -85,10 +86,10 @@ func (ts *toolset) names() []string {
 }
 
 // stats is a copy of the calls' counts, by tool.
-func (ts *toolset) stats() map[string]lakegate.ToolStats {
+func (ts *toolset) stats() map[string]host.ToolStats {
 	ts.statsMu.Lock()
 	defer ts.statsMu.Unlock()
-	out := make(map[string]lakegate.ToolStats, len(ts.calls))
+	out := make(map[string]host.ToolStats, len(ts.calls))
 	for name, s := range ts.calls {
 		out[name] = *s
 	}
@@ -181,7 +182,7 @@ func (ts *toolset) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolRequ
 // observeCall counts a finished tool call on its session and reports it
 // to the Observer, if any.
 func (ts *toolset) observeCall(req *mcpsdk.CallToolRequest, tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) {
-	tc := lakegate.ToolCall{Tool: tool, Outcome: "ok", Duration: d}
+	tc := host.ToolCall{Tool: tool, Outcome: "ok", Duration: d}
 	if err != nil {
 		tc.Outcome = string(lakegate.NewErrorBody(err).Kind)
 	} else {
@@ -298,7 +299,7 @@ func (ts *toolset) count(tool string, failed bool) {
 	defer ts.statsMu.Unlock()
 	s := ts.calls[tool]
 	if s == nil {
-		s = &lakegate.ToolStats{}
+		s = &host.ToolStats{}
 		ts.calls[tool] = s
 	}
 	s.Calls++

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 )
 
 // localWorkers is the plugin's own pool when the host gives none.
@@ -16,7 +17,7 @@ type localWorkers struct {
 	waiting atomic.Int64
 }
 
-var _ Workers = (*localWorkers)(nil)
+var _ host.Workers = (*localWorkers)(nil)
 
 func newLocalWorkers(n int, wait time.Duration) *localWorkers {
 	return &localWorkers{slots: make(chan struct{}, n), wait: wait}
@@ -44,6 +45,6 @@ func (w *localWorkers) Acquire(ctx context.Context) (func(), error) {
 	}
 }
 
-func (w *localWorkers) Use() lakegate.WorkerStatus {
-	return lakegate.WorkerStatus{Max: cap(w.slots), InUse: len(w.slots), Waiting: int(w.waiting.Load())}
+func (w *localWorkers) Use() host.WorkerStatus {
+	return host.WorkerStatus{Max: cap(w.slots), InUse: len(w.slots), Waiting: int(w.waiting.Load())}
 }

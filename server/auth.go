@@ -17,16 +17,6 @@ import (
 	"github.com/lakegate/lakegate/config"
 )
 
-// Roles a token may carry: the kernel's (lakegate.RoleReader, ...).
-const (
-	RoleReader = lakegate.RoleReader
-	RoleWriter = lakegate.RoleWriter
-	RoleAdmin  = lakegate.RoleAdmin
-)
-
-// Roles lists the known roles.
-var Roles = lakegate.Roles
-
 // leeway is the clock skew allowed on exp, nbf and iat.
 const leeway = 30 * time.Second
 
@@ -46,8 +36,8 @@ func NewToken(secret []byte, subject, role string, ttl time.Duration) (string, e
 	if subject == "" {
 		return "", errors.New("subject is required")
 	}
-	if !slices.Contains(Roles, role) {
-		return "", fmt.Errorf("role %q: want one of %s", role, strings.Join(Roles, ", "))
+	if !slices.Contains(lakegate.Roles, role) {
+		return "", fmt.Errorf("role %q: want one of %s", role, strings.Join(lakegate.Roles, ", "))
 	}
 	if ttl <= 0 {
 		return "", errors.New("ttl must be positive")
@@ -236,26 +226,49 @@ func lookupClaim(claims map[string]any, name string) (any, bool) {
 	return cur, true
 }
 
+// authenticator finds who calls: from a bearer token (verifier), a
+// verified client certificate (with tls_client_cert_auth) or, in a
+// cluster, another replica's signature. Safe for concurrent use.
+type authenticator struct {
+	verifier  *verifier
+	replicas  Replicas // nil: a single server
+	certAuth  bool
+	certRoles []string
+	hint      string // how this server accepts callers
+}
+
+func newAuthenticator(cfg config.Config, v *verifier, replicas Replicas) *authenticator {
+	ways := []string{"send Authorization: Bearer <JWT>"}
+	if cfg.JWTSecret != "" {
+		ways[0] += "; `lakegate token` makes one"
+	}
+	if cfg.TLSClientCertAuth {
+		ways = append(ways, "or connect with a client certificate")
+	}
+	return &authenticator{verifier: v, replicas: replicas, certAuth: cfg.TLSClientCertAuth,
+		certRoles: slices.Clone(cfg.TLSClientCertRoles), hint: strings.Join(ways, ", ")}
+}
+
 // authenticate puts the caller on the request context: from the bearer
 // token when there is one, else (with tls_client_cert_auth) from the
 // verified client certificate's common name. In a cluster, a request
 // signed by another replica (Replicas.Caller) goes to replicaCaller,
 // which accepts it on a block read only.
-func (s *Server) authenticate(c *gin.Context) {
+func (a *authenticator) authenticate(c *gin.Context) {
 	h := c.GetHeader("Authorization")
 	var caller lakegate.Caller
 	var err error
 	signed := false
-	if s.opts.Replicas != nil {
-		caller, signed, err = s.opts.Replicas.Caller(c.Request)
+	if a.replicas != nil {
+		caller, signed, err = a.replicas.Caller(c.Request)
 	}
 	switch {
 	case signed:
-		caller, err = s.replicaCaller(c, h, caller, err)
-	case h == "" && s.cfg.TLSClientCertAuth && c.Request.TLS != nil && len(c.Request.TLS.VerifiedChains) > 0:
-		caller, err = s.certCaller(c)
+		caller, err = a.replicaCaller(c, h, caller, err)
+	case h == "" && a.certAuth && c.Request.TLS != nil && len(c.Request.TLS.VerifiedChains) > 0:
+		caller, err = a.certCaller(c)
 	default:
-		caller, err = s.bearerCaller(c, h)
+		caller, err = a.bearerCaller(c, h)
 	}
 	if err != nil {
 		dropBody(c)
@@ -279,53 +292,41 @@ var replicaRoutes = []string{"/mcp/blocks/:id", "/mcp/blocks/:id/:n"}
 // beside another credential (a bearer token or a client certificate),
 // and gives no role but reader, whatever the signer wrote: whoever holds
 // the cluster's key can read blocks as a caller, never administer.
-func (s *Server) replicaCaller(c *gin.Context, authz string, signed lakegate.Caller, sigErr error) (lakegate.Caller, error) {
+func (a *authenticator) replicaCaller(c *gin.Context, authz string, signed lakegate.Caller, sigErr error) (lakegate.Caller, error) {
 	switch {
 	case c.Request.Method != http.MethodGet || !slices.Contains(replicaRoutes, c.FullPath()):
 		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth,
-			Message: "a replica's signature is accepted on block reads only", Hint: s.authHint()}
+			Message: "a replica's signature is accepted on block reads only", Hint: a.hint}
 	case authz != "" || (c.Request.TLS != nil && len(c.Request.TLS.PeerCertificates) > 0):
 		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth,
-			Message: "a request carries one credential: a bearer token, a client certificate or a replica's signature, not several", Hint: s.authHint()}
+			Message: "a request carries one credential: a bearer token, a client certificate or a replica's signature, not several", Hint: a.hint}
 	case sigErr != nil:
 		return lakegate.Caller{}, sigErr
 	}
 	roles := []string{}
-	if slices.Contains(signed.Roles, RoleReader) {
-		roles = append(roles, RoleReader)
+	if slices.Contains(signed.Roles, lakegate.RoleReader) {
+		roles = append(roles, lakegate.RoleReader)
 	}
 	return lakegate.Caller{Subject: signed.Subject, Roles: roles}, nil
 }
 
-func (s *Server) bearerCaller(c *gin.Context, h string) (lakegate.Caller, error) {
+func (a *authenticator) bearerCaller(c *gin.Context, h string) (lakegate.Caller, error) {
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth, Message: "missing bearer token", Hint: s.authHint()}
+		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth, Message: "missing bearer token", Hint: a.hint}
 	}
-	return s.verifier.verify(c.Request.Context(), strings.TrimSpace(token))
+	return a.verifier.verify(c.Request.Context(), strings.TrimSpace(token))
 }
 
 // certCaller is the caller of a verified client certificate: its common
 // name, with the configured roles.
-func (s *Server) certCaller(c *gin.Context) (lakegate.Caller, error) {
+func (a *authenticator) certCaller(c *gin.Context) (lakegate.Caller, error) {
 	cn := c.Request.TLS.VerifiedChains[0][0].Subject.CommonName
 	if strings.TrimSpace(cn) == "" {
 		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth, Message: "the client certificate has no common name (CN) to use as the subject",
 			Hint: "use a certificate whose subject has a CN, or send Authorization: Bearer <JWT>"}
 	}
-	return lakegate.Caller{Subject: cn, Roles: slices.Clone(s.cfg.TLSClientCertRoles)}, nil
-}
-
-// authHint says how this server accepts callers.
-func (s *Server) authHint() string {
-	ways := []string{"send Authorization: Bearer <JWT>"}
-	if s.cfg.JWTSecret != "" {
-		ways[0] += "; `lakegate token` makes one"
-	}
-	if s.cfg.TLSClientCertAuth {
-		ways = append(ways, "or connect with a client certificate")
-	}
-	return strings.Join(ways, ", ")
+	return lakegate.Caller{Subject: cn, Roles: slices.Clone(a.certRoles)}, nil
 }
 
 // requireRole lets only callers holding role through (admin holds all).
@@ -336,9 +337,4 @@ func requireRole(role string) gin.HandlerFunc {
 			fail(c, lakegate.Errorf(lakegate.KindForbidden, "this needs the %s role; the token has %v", role, caller.Roles))
 		}
 	}
-}
-
-func fail(c *gin.Context, err error) {
-	_ = c.Error(err)
-	c.Abort()
 }

@@ -36,29 +36,29 @@ type commandArgs struct {
 
 func commands() []command {
 	return []command{
-		{"run mcp server", []string{"run", "mcp", "server"}, RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
-			if err := s.setMCP(c, true); err != nil {
+		{"run mcp server", []string{"run", "mcp", "server"}, lakegate.RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
+			if err := s.plugin.set(c, true); err != nil {
 				return nil, err
 			}
-			return s.plugin.Status(), nil
+			return s.plugin.state(), nil
 		}},
-		{"exit mcp server", []string{"exit", "mcp", "server"}, RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
-			if err := s.setMCP(c, false); err != nil {
+		{"exit mcp server", []string{"exit", "mcp", "server"}, lakegate.RoleAdmin, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
+			if err := s.plugin.set(c, false); err != nil {
 				return nil, err
 			}
-			return s.plugin.Status(), nil
+			return s.plugin.state(), nil
 		}},
-		{"get mcp status", []string{"get", "mcp", "status"}, RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
-			return s.plugin.Status(), nil
+		{"get mcp status", []string{"get", "mcp", "status"}, lakegate.RoleAdmin, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
+			return s.plugin.status()
 		}},
-		{"get status", []string{"get", "status"}, RoleReader, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
-			return gin.H{"status": "running", "version": s.opts.Version, "mcp_enabled": s.plugin.Enabled(),
+		{"get status", []string{"get", "status"}, lakegate.RoleReader, func(s *Server, _ *gin.Context, _ commandArgs) (any, error) {
+			return gin.H{"status": "running", "version": s.opts.Version, "mcp_enabled": s.plugin.enabled(),
 				"uptime_s": int64(time.Since(s.started).Seconds())}, nil
 		}},
-		{"get databases", []string{"get", "databases"}, RoleReader, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
+		{"get databases", []string{"get", "databases"}, lakegate.RoleReader, func(s *Server, c *gin.Context, _ commandArgs) (any, error) {
 			return gin.H{"databases": s.engine.DatabasesFor(caller(c))}, nil
 		}},
-		{"get tables where dbms = DB", []string{"get", "tables"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
+		{"get tables where dbms = DB", []string{"get", "tables"}, lakegate.RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
 			db, err := a.need("dbms")
 			if err != nil {
 				return nil, err
@@ -66,7 +66,7 @@ func commands() []command {
 			tables, err := s.engine.Tables(c.Request.Context(), caller(c), db)
 			return gin.H{"database": db, "tables": tables}, err
 		}},
-		{"get columns where dbms = DB and table = TABLE", []string{"get", "columns"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
+		{"get columns where dbms = DB and table = TABLE", []string{"get", "columns"}, lakegate.RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
 			db, err := a.need("dbms")
 			if err != nil {
 				return nil, err
@@ -77,7 +77,7 @@ func commands() []command {
 			}
 			return s.engine.Describe(c.Request.Context(), caller(c), db, table)
 		}},
-		{`sql DB format = json "SELECT ..."`, []string{"sql"}, RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
+		{`sql DB format = json "SELECT ..."`, []string{"sql"}, lakegate.RoleReader, func(s *Server, c *gin.Context, a commandArgs) (any, error) {
 			if a.format != "" && a.format != "json" {
 				return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("format %q is not supported", excerpt(a.format)), Hint: "use format = json"}
 			}
@@ -125,6 +125,38 @@ func (s *Server) runCommand(c *gin.Context) {
 		c.JSON(http.StatusOK, out)
 	}
 }
+
+// readsDatabase reports whether cmd reads a database, and so takes a
+// worker. The others (enable, disable, status) never wait for one.
+func readsDatabase(cmd command) bool {
+	switch strings.Join(cmd.words, " ") {
+	case "sql", "get tables", "get columns":
+		return true
+	}
+	return false
+}
+
+// runCommandWork runs cmd, holding a worker slot when it reads a database.
+func (s *Server) runCommandWork(c *gin.Context, cmd command, args commandArgs) (any, error) {
+	if !readsDatabase(cmd) {
+		return cmd.run(s, c, args)
+	}
+	release, err := s.limits.admit(c.Request.Context(), caller(c).Subject, workREST)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	out, err := cmd.run(s, c, args)
+	if st, ok := out.(*query.Stmt); ok && err == nil {
+		streamResult(c, s.log, st, "")
+		s.metrics.returned(workREST, int64(c.GetInt(rowsKey)), 0)
+		return streamed{}, nil
+	}
+	return out, err
+}
+
+// streamed is what runCommandWork returns for a result it has written.
+type streamed struct{}
 
 // parseCommand finds the command text names and reads its arguments.
 func parseCommand(text string) (command, commandArgs, error) {

@@ -86,11 +86,6 @@ const (
 	refuseLinger = 500 * time.Millisecond
 )
 
-// errConnCap is the answer of a newcomer refused at a cap.
-var errConnCap = &lakegate.Error{Kind: lakegate.KindUnavailable,
-	Message: "too many connections: every open connection is serving a request",
-	Hint:    "retry shortly; connections are capped overall and per address (max_connections, max_connections_per_address)", RetryAfter: time.Second}
-
 // newConnLimiter wraps ln. max 0 takes the descriptor limit less
 // descriptorReserve; perAddr 0 turns the per-address cap off. tlsConf is
 // the server's TLS configuration, nil for plain HTTP. Closing the limiter

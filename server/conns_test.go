@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/lakegate/lakegate"
 )
 
 // limiterHarness accepts on a connLimiter and hands on what it accepts.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"slices"
@@ -12,8 +13,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/lakegate/lakegate"
-	"github.com/lakegate/lakegate/console"
-	"github.com/lakegate/lakegate/internal/origin"
+	consolefs "github.com/lakegate/lakegate/console"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -28,23 +29,38 @@ import (
 const consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// mountConsole adds the console's page, assets and downloads to r, and
-// its JSON routes to api (authenticated, origin-checked and metered).
-func (s *Server) mountConsole(r *gin.Engine, api *gin.RouterGroup) {
-	files := http.StripPrefix("/console/assets/", http.FileServerFS(console.Assets()))
+// console serves the operator console. It holds what its routes read:
+// the engine, the mounted plugin, the cluster and the server's limits and
+// metrics; it owns the download tickets. Safe for concurrent use.
+type console struct {
+	version  string
+	engine   *query.Engine
+	plugin   *mounted
+	replicas Replicas // nil: a single server
+	metrics  *Metrics
+	limits   *Limits
+	log      *slog.Logger
+	tickets  tickets
+}
+
+// mount adds the console's page, assets and downloads to r, and its JSON
+// routes to api (authenticated, origin-checked and metered); downloads are
+// origin-checked with checkOrigin and metered with meter.
+func (cs *console) mount(r *gin.Engine, api *gin.RouterGroup, checkOrigin, meter gin.HandlerFunc) {
+	files := http.StripPrefix("/console/assets/", http.FileServerFS(consolefs.Assets()))
 	r.GET("/console", consoleHeaders, func(c *gin.Context) {
-		http.ServeFileFS(c.Writer, c.Request, console.Assets(), "index.html")
+		http.ServeFileFS(c.Writer, c.Request, consolefs.Assets(), "index.html")
 	})
 	r.GET("/console/assets/*file", consoleHeaders, gin.WrapH(files))
-	r.GET("/console/download/:ticket", s.checkOrigin, s.redeemTicket, s.rateLimit, s.download)
+	r.GET("/console/download/:ticket", checkOrigin, cs.redeemTicket, meter, cs.download)
 
-	api.GET("/me", s.consoleMe)
-	api.GET("/overview", s.consoleOverview)
-	api.GET("/sessions", requireRole(RoleAdmin), s.consoleSessions)
-	api.DELETE("/sessions/:id", requireRole(RoleAdmin), s.consoleCloseSession)
-	api.GET("/transfers", requireRole(RoleReader), s.consoleTransfers)
-	api.DELETE("/transfers/:id", requireRole(RoleReader), s.consoleDeleteTransfer)
-	api.POST("/downloads", requireRole(RoleReader), s.consoleDownload)
+	api.GET("/me", cs.me)
+	api.GET("/overview", cs.overview)
+	api.GET("/sessions", requireRole(lakegate.RoleAdmin), cs.sessions)
+	api.DELETE("/sessions/:id", requireRole(lakegate.RoleAdmin), cs.closeSession)
+	api.GET("/transfers", requireRole(lakegate.RoleReader), cs.transfers)
+	api.DELETE("/transfers/:id", requireRole(lakegate.RoleReader), cs.deleteTransfer)
+	api.POST("/downloads", requireRole(lakegate.RoleReader), cs.issueTicket)
 }
 
 func consoleHeaders(c *gin.Context) {
@@ -56,34 +72,14 @@ func consoleHeaders(c *gin.Context) {
 	h.Set("Cache-Control", "no-cache")
 }
 
-// checkOrigin refuses browser requests from other sites on the host's
-// authenticated routes (origin.Policy): pages of this server (the
-// console) and the origins of mcp_allowed_origins may call them; clients
-// that send no Origin are not browsers and pass.
-func (s *Server) checkOrigin(c *gin.Context) {
-	p := origin.Policy{Allowed: s.cfg.MCPAllowedOrigins, SameOrigin: true, Routes: "this server's routes", Setting: "mcp_allowed_origins"}
-	if err := p.Check(c.Request); err != nil {
-		dropBody(c)
-		fail(c, err)
-	}
-}
-
-// adminAction logs what an operator did, with who did it, as the command
-// interface and the admin routes do.
-func (s *Server) adminAction(c *gin.Context, action string, attrs ...any) {
-	attrs = append([]any{"action", action, subjectKey, caller(c).Subject, keyRequestID, RequestID(c.Request.Context()),
-		"route", c.FullPath()}, attrs...)
-	s.log.InfoContext(c.Request.Context(), "admin action", attrs...)
-}
-
-func (s *Server) consoleMe(c *gin.Context) {
+func (cs *console) me(c *gin.Context) {
 	cl := caller(c)
 	roles := cl.Roles
 	if roles == nil {
 		roles = []string{}
 	}
-	c.JSON(http.StatusOK, gin.H{"subject": cl.Subject, "roles": roles, "admin": cl.HasRole(RoleAdmin),
-		"version": s.opts.Version, "mcp_enabled": s.plugin.Enabled()})
+	c.JSON(http.StatusOK, gin.H{"subject": cl.Subject, "roles": roles, "admin": cl.HasRole(lakegate.RoleAdmin),
+		"version": cs.version, "mcp_enabled": cs.plugin.enabled()})
 }
 
 // overview is the console's overview page.
@@ -91,13 +87,13 @@ type overview struct {
 	Now time.Time `json:"now"`
 	// Replica is the prefix of the replica that answered, in a cluster:
 	// sessions are counted across the cluster, the rest is this replica's.
-	Replica   string                `json:"replica,omitempty"`
-	MCP       mcpState              `json:"mcp"`
-	Sessions  sessionCounts         `json:"sessions"`
-	Workers   lakegate.WorkerStatus `json:"workers"`
-	Databases []databaseState       `json:"databases"`
-	Blocks    *lakegate.BlockStatus `json:"blocks"`
-	History   HistoryView           `json:"history"`
+	Replica   string            `json:"replica,omitempty"`
+	MCP       mcpState          `json:"mcp"`
+	Sessions  sessionCounts     `json:"sessions"`
+	Workers   host.WorkerStatus `json:"workers"`
+	Databases []databaseState   `json:"databases"`
+	Blocks    *host.BlockStatus `json:"blocks"`
+	History   HistoryView       `json:"history"`
 }
 
 type mcpState struct {
@@ -132,25 +128,25 @@ type poolState struct {
 	Max      int32 `json:"max"`
 }
 
-// consoleOverview reports the server's state and the last hour of tool
+// overview reports the server's state and the last hour of tool
 // calls. Sessions by subject and databases are an admin's to see whole;
 // others see their own sessions and the databases they may read.
-func (s *Server) consoleOverview(c *gin.Context) {
+func (cs *console) overview(c *gin.Context) {
 	cl := caller(c)
-	admin := cl.HasRole(RoleAdmin)
-	st := s.plugin.Status()
+	admin := cl.HasRole(lakegate.RoleAdmin)
+	st, _ := cs.plugin.status() // without a report: whether it is on
 	ov := overview{Now: time.Now().UTC(), MCP: mcpState{Enabled: st.Enabled, Since: st.Since},
 		Sessions: sessionCounts{SSE: st.Sessions["sse"], Streamable: st.Sessions["streamable"], Stdio: st.Sessions["stdio"],
 			BySubject: []subjectSessions{}},
-		Workers: st.Workers, Blocks: st.Blocks, History: s.metrics.history.view()}
-	all := s.plugin.Sessions()
-	if s.opts.Replicas != nil {
-		ov.Replica = s.opts.Replicas.Prefix()
+		Workers: st.Workers, Blocks: st.Blocks, History: cs.metrics.history.view()}
+	all := cs.localSessions()
+	if cs.replicas != nil {
+		ov.Replica = cs.replicas.Prefix()
 	}
 	// An admin sees the sessions of the whole cluster (the other replicas
 	// list theirs for admins only); the rest is this replica's.
-	if s.opts.Replicas != nil && admin {
-		all = s.allSessions(c)
+	if cs.replicas != nil && admin {
+		all = cs.allSessions(c)
 		ov.Sessions.SSE, ov.Sessions.Streamable = 0, 0
 		for _, si := range all {
 			if si.Transport == "sse" {
@@ -179,13 +175,13 @@ func (s *Server) consoleOverview(c *gin.Context) {
 		}
 	}
 	pools := map[string]*poolState{}
-	for _, p := range s.engine.PoolStats() {
+	for _, p := range cs.engine.PoolStats() {
 		pools[p.Database] = &poolState{Acquired: p.Acquired, Idle: p.Idle, Total: p.Total, Max: p.Max}
 	}
-	circuits := s.engine.BreakerStates()
-	dbs := s.engine.Databases()
+	circuits := cs.engine.BreakerStates()
+	dbs := cs.engine.Databases()
 	if !admin {
-		dbs = s.engine.DatabasesFor(cl)
+		dbs = cs.engine.DatabasesFor(cl)
 	}
 	ov.Databases = make([]databaseState, 0, len(dbs))
 	for _, db := range dbs {
@@ -194,22 +190,35 @@ func (s *Server) consoleOverview(c *gin.Context) {
 	c.JSON(http.StatusOK, ov)
 }
 
-func (s *Server) consoleSessions(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"sessions": s.allSessions(c)})
+func (cs *console) sessions(c *gin.Context) {
+	if cs.plugin.sessions == nil {
+		fail(c, errLacks("sessions"))
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"sessions": cs.allSessions(c)})
 }
 
 // allSessions lists the sessions of this replica and, unless the request
 // came from another replica, of every other one.
-func (s *Server) allSessions(c *gin.Context) []lakegate.SessionInfo {
-	list := s.plugin.Sessions()
-	for _, body := range s.gather(c, "/console/api/sessions") {
-		var part struct{ Sessions []lakegate.SessionInfo }
+func (cs *console) allSessions(c *gin.Context) []host.SessionInfo {
+	list := cs.localSessions()
+	for _, body := range cs.gather(c, "/console/api/sessions") {
+		var part struct{ Sessions []host.SessionInfo }
 		if json.Unmarshal(body, &part) == nil {
 			list = append(list, part.Sessions...)
 		}
 	}
-	slices.SortFunc(list, func(a, b lakegate.SessionInfo) int { return a.Opened.Compare(b.Opened) })
+	slices.SortFunc(list, func(a, b host.SessionInfo) int { return a.Opened.Compare(b.Opened) })
 	return list
+}
+
+// localSessions lists this replica's sessions: none when the plugin keeps
+// none.
+func (cs *console) localSessions() []host.SessionInfo {
+	if cs.plugin.sessions == nil {
+		return nil
+	}
+	return cs.plugin.sessions.Sessions()
 }
 
 // gather is the answers of the other replicas of a cluster to GET path, for
@@ -217,14 +226,14 @@ func (s *Server) allSessions(c *gin.Context) []lakegate.SessionInfo {
 // single server, a request another replica sent, or a caller with no
 // bearer token (a client certificate cannot be passed on: this replica's
 // part only, with a warning).
-func (s *Server) gather(c *gin.Context, path string) [][]byte {
-	r := s.opts.Replicas
+func (cs *console) gather(c *gin.Context, path string) [][]byte {
+	r := cs.replicas
 	if r == nil || r.Forwarded(c.Request) {
 		return nil
 	}
 	authz := c.GetHeader("Authorization")
 	if authz == "" {
-		s.log.WarnContext(c.Request.Context(), "cluster: the other replicas' part is left out: the caller has no bearer token to show them",
+		cs.log.WarnContext(c.Request.Context(), "cluster: the other replicas' part is left out: the caller has no bearer token to show them",
 			keyRequestID, RequestID(c.Request.Context()), subjectKey, caller(c).Subject, "route", c.FullPath())
 		return nil
 	}
@@ -233,49 +242,61 @@ func (s *Server) gather(c *gin.Context, path string) [][]byte {
 
 // forward hands a request for id to the replica of the cluster that owns
 // it, and reports whether it did.
-func (s *Server) forward(c *gin.Context, id string) bool {
-	if s.opts.Replicas == nil || !s.opts.Replicas.Forward(c.Writer, c.Request, id) {
+func (cs *console) forward(c *gin.Context, id string) bool {
+	if cs.replicas == nil || !cs.replicas.Forward(c.Writer, c.Request, id) {
 		return false
 	}
 	c.Abort()
 	return true
 }
 
-func (s *Server) consoleCloseSession(c *gin.Context) {
-	id := c.Param("id")
-	if s.forward(c, id) {
+func (cs *console) closeSession(c *gin.Context) {
+	if cs.plugin.sessions == nil {
+		fail(c, errLacks("sessions"))
 		return
 	}
-	if !s.plugin.CloseSession(id) {
+	id := c.Param("id")
+	if cs.forward(c, id) {
+		return
+	}
+	if !cs.plugin.sessions.CloseSession(id) {
 		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such session", Hint: "it may have ended already; see GET /console/api/sessions"})
 		return
 	}
-	s.adminAction(c, "close mcp session", lakegate.LogSessionID, id)
+	adminAction(cs.log, c, "close mcp session", lakegate.LogSessionID, id)
 	c.JSON(http.StatusOK, gin.H{"closed": id})
 }
 
-func (s *Server) consoleTransfers(c *gin.Context) {
-	list := s.plugin.Transfers(caller(c))
-	for _, body := range s.gather(c, "/console/api/transfers") {
-		var part struct{ Transfers []lakegate.TransferInfo }
+func (cs *console) transfers(c *gin.Context) {
+	if cs.plugin.transfers == nil {
+		fail(c, errLacks("block transfers"))
+		return
+	}
+	list := cs.plugin.transfers.Transfers(caller(c))
+	for _, body := range cs.gather(c, "/console/api/transfers") {
+		var part struct{ Transfers []host.TransferInfo }
 		if json.Unmarshal(body, &part) == nil {
 			list = append(list, part.Transfers...)
 		}
 	}
-	slices.SortFunc(list, func(a, b lakegate.TransferInfo) int { return a.Created.Compare(b.Created) })
+	slices.SortFunc(list, func(a, b host.TransferInfo) int { return a.Created.Compare(b.Created) })
 	c.JSON(http.StatusOK, gin.H{"transfers": list})
 }
 
-func (s *Server) consoleDeleteTransfer(c *gin.Context) {
-	id := c.Param("id")
-	if s.forward(c, id) {
+func (cs *console) deleteTransfer(c *gin.Context) {
+	if cs.plugin.transfers == nil {
+		fail(c, errLacks("block transfers"))
 		return
 	}
-	if err := s.plugin.DeleteTransfer(caller(c), id); err != nil {
+	id := c.Param("id")
+	if cs.forward(c, id) {
+		return
+	}
+	if err := cs.plugin.transfers.DeleteTransfer(caller(c), id); err != nil {
 		fail(c, err)
 		return
 	}
-	s.adminAction(c, "delete block transfer", "transfer", id)
+	adminAction(cs.log, c, "delete block transfer", "transfer", id)
 	c.JSON(http.StatusOK, gin.H{"deleted": id})
 }
 
@@ -286,10 +307,10 @@ type downloadRequest struct {
 	Transfer string            `json:"transfer,omitempty"`
 }
 
-// consoleDownload checks a download and issues its ticket: the SQL is
+// issueTicket checks a download and issues its ticket: the SQL is
 // checked as POST /rest/sql checks it, the transfer must be the caller's
 // (or the caller an admin).
-func (s *Server) consoleDownload(c *gin.Context) {
+func (cs *console) issueTicket(c *gin.Context) {
 	raw, err := io.ReadAll(c.Request.Body)
 	if err != nil {
 		fail(c, err)
@@ -303,8 +324,12 @@ func (s *Server) consoleDownload(c *gin.Context) {
 	// A transfer of another replica gets its ticket there: the download
 	// will be forwarded there by the ticket's prefix.
 	if req.Transfer != "" {
+		if cs.plugin.transfers == nil {
+			fail(c, errLacks("block transfers"))
+			return
+		}
 		c.Request.Body = io.NopCloser(bytes.NewReader(raw))
-		if s.forward(c, req.Transfer) {
+		if cs.forward(c, req.Transfer) {
 			return
 		}
 	}
@@ -319,14 +344,14 @@ func (s *Server) consoleDownload(c *gin.Context) {
 			return
 		}
 		r.Limit = query.NoLimit
-		if _, err := s.engine.PrepareSQL(c.Request.Context(), cl, r); err != nil {
+		if _, err := cs.engine.PrepareSQL(c.Request.Context(), cl, r); err != nil {
 			fail(c, err)
 			return
 		}
 		t.sql = &r
 	case req.Transfer != "" && req.SQL == nil:
-		mine := s.plugin.Transfers(cl)
-		i := slices.IndexFunc(mine, func(ti lakegate.TransferInfo) bool { return ti.ID == req.Transfer })
+		mine := cs.plugin.transfers.Transfers(cl)
+		i := slices.IndexFunc(mine, func(ti host.TransferInfo) bool { return ti.ID == req.Transfer })
 		if i < 0 {
 			fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such transfer",
 				Hint: "transfers expire after a while and can be read only by the subject that made them"})
@@ -339,10 +364,10 @@ func (s *Server) consoleDownload(c *gin.Context) {
 		return
 	}
 	prefix := ""
-	if s.opts.Replicas != nil {
-		prefix = s.opts.Replicas.Prefix()
+	if cs.replicas != nil {
+		prefix = cs.replicas.Prefix()
 	}
-	name, err := s.tickets.issue(t, prefix, time.Now())
+	name, err := cs.tickets.issue(t, prefix, time.Now())
 	if err != nil {
 		fail(c, err)
 		return
@@ -351,11 +376,11 @@ func (s *Server) consoleDownload(c *gin.Context) {
 }
 
 // redeemTicket makes the ticket's caller the request's, or refuses.
-func (s *Server) redeemTicket(c *gin.Context) {
-	if s.forward(c, c.Param("ticket")) {
+func (cs *console) redeemTicket(c *gin.Context) {
+	if cs.forward(c, c.Param("ticket")) {
 		return // issued by another replica
 	}
-	t, ok := s.tickets.redeem(c.Param("ticket"), time.Now())
+	t, ok := cs.tickets.redeem(c.Param("ticket"), time.Now())
 	if !ok {
 		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such download: it was used already, or it expired",
 			Hint: "start the download again from the console"})
@@ -371,29 +396,29 @@ const ticketKey = "lakegate.ticket"
 // download streams a ticket's file: a transfer as the block route
 // /mcp/blocks/{id}/all does, a SQL result as POST /rest/sql with format
 // csv does, in a worker slot.
-func (s *Server) download(c *gin.Context) {
+func (cs *console) download(c *gin.Context) {
 	t := c.MustGet(ticketKey).(*ticket)
 	if t.transfer != "" {
 		c.Header("Content-Disposition", attachment("transfer-"+t.transfer+"."+t.format))
-		if err := s.plugin.ServeTransfer(c.Writer, c.Request, t.caller, t.transfer); err != nil {
+		if err := cs.plugin.transfers.ServeTransfer(c.Writer, c.Request, t.caller, t.transfer); err != nil {
 			fail(c, err)
 		}
 		return
 	}
-	release, err := s.limits.admit(c.Request.Context(), t.caller.Subject, workREST)
+	release, err := cs.limits.admit(c.Request.Context(), t.caller.Subject, workREST)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	defer release()
-	st, err := s.engine.PrepareSQL(c.Request.Context(), t.caller, *t.sql)
+	st, err := cs.engine.PrepareSQL(c.Request.Context(), t.caller, *t.sql)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	c.Header("Content-Disposition", attachment(t.sql.Database+"-"+time.Now().UTC().Format("20060102-150405")+".csv"))
-	s.streamResult(c, st, query.FormatCSV)
-	s.metrics.returned(workREST, int64(c.GetInt(rowsKey)), int64(max(c.Writer.Size(), 0)))
+	streamResult(c, cs.log, st, query.FormatCSV)
+	cs.metrics.returned(workREST, int64(c.GetInt(rowsKey)), int64(max(c.Writer.Size(), 0)))
 }
 
 // attachment is a Content-Disposition that saves the body as file name.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/host"
 )
 
 func TestConsolePageAndHeaders(t *testing.T) {
@@ -40,15 +41,15 @@ func TestConsolePageAndHeaders(t *testing.T) {
 		Roles   []string `json:"roles"`
 		Admin   bool     `json:"admin"`
 	}
-	w.do(t, "GET", "/console/api/me", token(t, "alice", RoleReader), "").decode(t, &me)
-	if me.Subject != "alice" || len(me.Roles) != 1 || me.Roles[0] != RoleReader || me.Admin {
+	w.do(t, "GET", "/console/api/me", token(t, "alice", lakegate.RoleReader), "").decode(t, &me)
+	if me.Subject != "alice" || len(me.Roles) != 1 || me.Roles[0] != lakegate.RoleReader || me.Admin {
 		t.Errorf("me: %+v", me)
 	}
 }
 
 func TestConsoleOriginCheck(t *testing.T) {
 	w := startWired(t, func(c *config.Config) { c.MCPAllowedOrigins = []string{"https://app.example.com"} })
-	tok := token(t, "alice", RoleReader)
+	tok := token(t, "alice", lakegate.RoleReader)
 	for _, tc := range []struct {
 		origin string
 		want   int
@@ -73,11 +74,11 @@ func TestConsoleOriginCheck(t *testing.T) {
 
 func TestConsoleOverviewAndSessions(t *testing.T) {
 	w := startWired(t, nil)
-	admin, reader := token(t, "root", RoleAdmin), token(t, "alice", RoleReader)
+	admin, reader := token(t, "root", lakegate.RoleAdmin), token(t, "alice", lakegate.RoleReader)
 	alice := w.sse(t, reader)
-	w.streamable(t, token(t, "bob", RoleReader))
-	w.streamable(t, token(t, "carol", RoleReader))
-	w.sse(t, token(t, "carol", RoleReader))
+	w.streamable(t, token(t, "bob", lakegate.RoleReader))
+	w.streamable(t, token(t, "carol", lakegate.RoleReader))
+	w.sse(t, token(t, "carol", lakegate.RoleReader))
 	for range 3 {
 		if _, err := alice.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "list_databases"}); err != nil {
 			t.Fatal(err)
@@ -110,7 +111,7 @@ func TestConsoleOverviewAndSessions(t *testing.T) {
 		t.Errorf("sessions for a reader: %d", r.code)
 	}
 	var list struct {
-		Sessions []lakegate.SessionInfo `json:"sessions"`
+		Sessions []host.SessionInfo `json:"sessions"`
 	}
 	w.do(t, "GET", "/console/api/sessions", admin, "").decode(t, &list)
 	var id string
@@ -150,7 +151,7 @@ func TestConsoleOverviewAndSessions(t *testing.T) {
 
 func TestConsoleDownloadSQL(t *testing.T) {
 	w := startWired(t, nil)
-	reader := token(t, "alice", RoleReader)
+	reader := token(t, "alice", lakegate.RoleReader)
 	var ticket struct {
 		URL string `json:"url"`
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"gopkg.in/yaml.v3"
+
+	"github.com/lakegate/lakegate"
 )
 
 // dashboardFile is the Grafana dashboard shipped for operators.
@@ -246,7 +248,7 @@ func describedByCollector(t *testing.T) map[string]bool {
 func exportedSeries(t *testing.T) seriesSet {
 	t.Helper()
 	w := startWired(t, nil)
-	reader := token(t, "alice", RoleReader)
+	reader := token(t, "alice", lakegate.RoleReader)
 	if r := w.do(t, "GET", "/rest/databases/demo/tables", reader, ""); r.code != http.StatusOK {
 		t.Fatalf("tables: got %d %s", r.code, r.body)
 	}

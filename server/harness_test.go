@@ -55,6 +55,13 @@ func (l *logBuffer) String() string {
 // each setup runs on the Server before it starts answering (to add routes).
 func newStack(t *testing.T, change func(*config.Config), setup ...func(*Server)) *stack {
 	t.Helper()
+	return newStackWith(t, change, nil, setup...)
+}
+
+// newStackWith is newStack with the cluster replicas (nil: a single
+// server).
+func newStackWith(t *testing.T, change func(*config.Config), replicas Replicas, setup ...func(*Server)) *stack {
+	t.Helper()
 	cfg := config.Default()
 	cfg.JWTSecret = testSecret
 	if change != nil {
@@ -62,7 +69,7 @@ func newStack(t *testing.T, change func(*config.Config), setup ...func(*Server))
 	}
 	engine, plugin := newEngine(t)
 	logs := &logBuffer{}
-	s, err := New(cfg, engine, plugin, &Options{Version: "test", Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	s, err := New(cfg, engine, plugin, &Options{Version: "test", Logger: slog.New(slog.NewJSONHandler(logs, nil)), Replicas: replicas})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -197,7 +204,7 @@ func sqlJSON(t *testing.T, db, sql string, limit int) string {
 // count returns SELECT count(*) FROM table through the REST API.
 func (s *stack) count(t *testing.T, table string) int64 {
 	t.Helper()
-	r := s.do(t, "POST", "/rest/sql", token(t, "counter", RoleReader), sqlJSON(t, "demo", "SELECT count(*) AS n FROM "+table, 0))
+	r := s.do(t, "POST", "/rest/sql", token(t, "counter", lakegate.RoleReader), sqlJSON(t, "demo", "SELECT count(*) AS n FROM "+table, 0))
 	if r.code != http.StatusOK {
 		t.Fatalf("count %s: got %d %s, want 200", table, r.code, r.body)
 	}

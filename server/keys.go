@@ -44,13 +44,6 @@ const (
 	jwksUnknownRefresh = time.Minute
 )
 
-// Errors of key lookup, wrapped by the JWT parser; verify turns them into
-// messages.
-var (
-	errNoKey      = errors.New("no key for the token's algorithm")
-	errUnknownKID = errors.New("unknown key id")
-)
-
 // keySet holds the keys that verify bearer tokens, each pinned to one
 // algorithm: the HS256 secret, public keys from PEM files, a JWK Set.
 // It is safe for concurrent use; close ends the JWK Set's refreshes.

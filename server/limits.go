@@ -1,14 +1,8 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +12,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
-	"github.com/lakegate/lakegate/query"
+	"github.com/lakegate/lakegate/host"
 )
 
 // workClass is who asks for a worker.
@@ -105,11 +99,11 @@ func NewLimits(cfg config.Config, m *Metrics) *Limits {
 // MCP is the plugin's view of the limits: each tool call takes a token of
 // its subject's bucket, one of its concurrent queries and a slot of MCP's
 // share of the pool.
-func (l *Limits) MCP() lakegate.Workers { return mcpWorkers{l} }
+func (l *Limits) MCP() host.Workers { return mcpWorkers{l} }
 
 type mcpWorkers struct{ l *Limits }
 
-var _ lakegate.Workers = mcpWorkers{}
+var _ host.Workers = mcpWorkers{}
 
 func (w mcpWorkers) Acquire(ctx context.Context) (func(), error) {
 	caller, _ := lakegate.CallerFrom(ctx)
@@ -119,8 +113,8 @@ func (w mcpWorkers) Acquire(ctx context.Context) (func(), error) {
 	return w.l.admit(ctx, caller.Subject, workMCP)
 }
 
-func (w mcpWorkers) Use() lakegate.WorkerStatus {
-	return lakegate.WorkerStatus{
+func (w mcpWorkers) Use() host.WorkerStatus {
+	return host.WorkerStatus{
 		Max:       cap(w.l.mcp),
 		InUse:     int(w.l.inUse[workMCP].Load()),
 		Waiting:   int(w.l.waiting[workMCP].Load()),
@@ -320,68 +314,8 @@ func (s *Server) work(class workClass) gin.HandlerFunc {
 	}
 }
 
-// readBody reads the request body into memory (bounded by max_body_bytes)
-// within timeout and puts it back as the body.
-func readBody(c *gin.Context, timeout time.Duration) error {
-	if c.Request.Body == nil || c.Request.Body == http.NoBody {
-		return nil
-	}
-	rc := http.NewResponseController(c.Writer)
-	_ = rc.SetReadDeadline(time.Now().Add(timeout))
-	data, err := io.ReadAll(c.Request.Body)
-	// Close while the deadline holds: after a failed read it would wait
-	// for the rest of the body.
-	c.Request.Body.Close()
-	_ = rc.SetReadDeadline(time.Time{})
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return err // rendered as 413
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		c.Header("Connection", "close") // never wait for the rest
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("the request body did not arrive within %s", timeout),
-			Hint: "read_timeout bounds sending a whole request"}
-	case err != nil:
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "reading the request body failed", Err: err}
-	}
-	c.Request.Body = io.NopCloser(bytes.NewReader(data))
-	return nil
-}
-
 // rowsKey is where a handler leaves the row count of its result.
 const rowsKey = "lakegate.rows"
-
-// readsDatabase reports whether cmd reads a database, and so takes a
-// worker. The others (enable, disable, status) never wait for one.
-func readsDatabase(cmd command) bool {
-	switch strings.Join(cmd.words, " ") {
-	case "sql", "get tables", "get columns":
-		return true
-	}
-	return false
-}
-
-// runCommandWork runs cmd, holding a worker slot when it reads a database.
-func (s *Server) runCommandWork(c *gin.Context, cmd command, args commandArgs) (any, error) {
-	if !readsDatabase(cmd) {
-		return cmd.run(s, c, args)
-	}
-	release, err := s.limits.admit(c.Request.Context(), caller(c).Subject, workREST)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	out, err := cmd.run(s, c, args)
-	if st, ok := out.(*query.Stmt); ok && err == nil {
-		s.streamResult(c, st, "")
-		s.metrics.returned(workREST, int64(c.GetInt(rowsKey)), 0)
-		return streamed{}, nil
-	}
-	return out, err
-}
-
-// streamed is what runCommandWork returns for a result it has written.
-type streamed struct{}
 
 // setupLimits takes the Metrics and Limits of the options, or makes them,
 // and registers the values read at scrape time.

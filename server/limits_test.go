@@ -227,7 +227,7 @@ func TestRateLimitPerSubject(t *testing.T) {
 	// One request per 100 s after a burst of 2: the third is refused
 	// however slow the machine.
 	w := startWired(t, func(c *config.Config) { c.RateLimitRPS, c.RateLimitBurst = 0.01, 2 })
-	alice, bob := token(t, "alice", RoleReader), token(t, "bob", RoleReader)
+	alice, bob := token(t, "alice", lakegate.RoleReader), token(t, "bob", lakegate.RoleReader)
 
 	for i := range 2 {
 		if r := w.do(t, "GET", "/rest/databases", alice, ""); r.code != http.StatusOK {
@@ -260,7 +260,7 @@ func TestRateLimitPerSubject(t *testing.T) {
 
 func TestSessionLimits(t *testing.T) {
 	w := startWired(t, func(c *config.Config) { c.MCPMaxSessions, c.MCPMaxSessionsPerSubject = 2, 1 })
-	alice, bob, carol := token(t, "alice", RoleReader), token(t, "bob", RoleReader), token(t, "carol", RoleReader)
+	alice, bob, carol := token(t, "alice", lakegate.RoleReader), token(t, "bob", lakegate.RoleReader), token(t, "carol", lakegate.RoleReader)
 
 	w.sse(t, alice)
 	// Per subject, across both transports.
@@ -304,7 +304,7 @@ func TestSessionLimits(t *testing.T) {
 // in use is never taken.
 func TestSessionLimitsTakeIdleSessions(t *testing.T) {
 	w := startWired(t, func(c *config.Config) { c.MCPMaxSessions, c.MCPMaxSessionsPerSubject = 100, 2 })
-	alice := token(t, "alice", RoleReader)
+	alice := token(t, "alice", lakegate.RoleReader)
 	var ids []string
 	for i := range 5 {
 		r := w.initialize(t, alice)
@@ -341,7 +341,7 @@ func TestSessionLimitsTakeIdleSessions(t *testing.T) {
 	}
 	// Sessions in use are never taken: with both of bob's held by open
 	// streams, his next is refused.
-	bob := token(t, "bob", RoleReader)
+	bob := token(t, "bob", lakegate.RoleReader)
 	w.streamable(t, bob)
 	w.streamable(t, bob)
 	waitFor(t, "bob's streams", func() bool { return w.plugin.Status().IdleSessions == 2 }) // alice's two
@@ -476,7 +476,7 @@ func TestSlowBodyHoldsNoWorker(t *testing.T) {
 	w := startWired(t, func(c *config.Config) {
 		c.MaxWorkers, c.MCPMaxWorkers, c.WorkerWait = 1, 1, config.Duration(100*time.Millisecond)
 	})
-	tok, err := NewToken([]byte(testSecret), "slow", RoleReader, time.Hour)
+	tok, err := NewToken([]byte(testSecret), "slow", lakegate.RoleReader, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -41,7 +42,7 @@ type Metrics struct {
 	history history
 }
 
-var _ lakegate.Observer = (*Metrics)(nil)
+var _ host.Observer = (*Metrics)(nil)
 
 // NewMetrics builds the registry with the Go runtime and process
 // collectors and lakegate's request metrics.
@@ -108,8 +109,8 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// ToolCall implements mcp.Observer.
-func (m *Metrics) ToolCall(tc lakegate.ToolCall) {
+// ToolCall implements host.Observer.
+func (m *Metrics) ToolCall(tc host.ToolCall) {
 	m.toolCalls.WithLabelValues(tc.Tool, tc.Outcome).Inc()
 	m.toolDuration.WithLabelValues(tc.Tool, tc.Outcome).Observe(tc.Duration.Seconds())
 	m.history.record(tc.Tool, tc.Outcome != "ok", tc.Duration)
@@ -118,7 +119,7 @@ func (m *Metrics) ToolCall(tc lakegate.ToolCall) {
 	}
 }
 
-// SessionRefused implements mcp.Observer.
+// SessionRefused implements host.Observer.
 func (m *Metrics) SessionRefused(string) {
 	m.rateLimited.WithLabelValues(limitSessions).Inc()
 }
@@ -188,7 +189,7 @@ func (sc stateCollector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	st := sc.s.plugin.Status()
+	st, _ := sc.s.plugin.status() // without a report: whether it is on
 	gauge(descMCPEnabled, boolFloat(st.Enabled))
 	for _, t := range []string{"sse", "streamable", "stdio"} {
 		gauge(descSessions, float64(st.Sessions[t]), t)
@@ -245,7 +246,7 @@ func (s *Server) mountObservability(r *gin.Engine) {
 	r.GET("/ready", s.ready)
 	metrics := gin.WrapH(s.metrics.Handler())
 	if s.cfg.MetricsAuth {
-		r.GET("/metrics", s.authenticate, requireRole(RoleAdmin), metrics)
+		r.GET("/metrics", s.auth.authenticate, requireRole(lakegate.RoleAdmin), metrics)
 	} else {
 		r.GET("/metrics", metrics)
 	}

@@ -13,13 +13,14 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 )
 
 // scrape reads GET /metrics (as an admin) into metric families.
 func scrape(t *testing.T, w *wired) map[string]*dto.MetricFamily {
 	t.Helper()
-	r := w.do(t, "GET", "/metrics", token(t, "prometheus", RoleAdmin), "")
+	r := w.do(t, "GET", "/metrics", token(t, "prometheus", lakegate.RoleAdmin), "")
 	if r.code != http.StatusOK {
 		t.Fatalf("GET /metrics: got %d %s, want 200", r.code, r.body)
 	}
@@ -78,7 +79,7 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels 
 
 func TestMetricsAfterRealCalls(t *testing.T) {
 	w := startWired(t, nil)
-	reader := token(t, "alice", RoleReader)
+	reader := token(t, "alice", lakegate.RoleReader)
 	if r := w.do(t, "GET", "/rest/databases/demo/tables", reader, ""); r.code != http.StatusOK {
 		t.Fatalf("tables: got %d %s", r.code, r.body)
 	}
@@ -153,8 +154,8 @@ func TestMetricsAuth(t *testing.T) {
 		wantCode int
 	}{
 		{"default needs a token", true, "", http.StatusUnauthorized},
-		{"default needs the admin role", true, RoleReader, http.StatusForbidden},
-		{"admin", true, RoleAdmin, http.StatusOK},
+		{"default needs the admin role", true, lakegate.RoleReader, http.StatusForbidden},
+		{"admin", true, lakegate.RoleAdmin, http.StatusOK},
 		{"open when metrics_auth is false", false, "", http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -194,7 +195,7 @@ func TestReadyAndHealth(t *testing.T) {
 // request, its session and its JSON-RPC id, on both HTTP transports.
 func TestToolCallLogIDs(t *testing.T) {
 	w := startWired(t, nil)
-	tok := token(t, "alice", RoleReader)
+	tok := token(t, "alice", lakegate.RoleReader)
 	for _, tc := range []struct {
 		transport string
 		connect   func(*testing.T, string) *mcpsdk.ClientSession

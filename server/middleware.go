@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/origin"
 )
 
 // Log keys used on every line of a request (the kernel's).
@@ -92,24 +94,16 @@ func (s *Server) recoverPanic(c *gin.Context) {
 	c.Next()
 }
 
-// dropBody is for answers given without reading the request's body (an
-// unauthenticated request, an unknown route): net/http would otherwise
-// wait for the body, up to read_timeout, to keep the connection. The
-// connection closes after the answer instead, and the wait ends at once.
-func dropBody(c *gin.Context) {
-	if c.Request.ContentLength == 0 {
-		return
-	}
-	c.Header("Connection", "close")
-	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
-}
-
-// limitBody caps every request body at max bytes.
-func limitBody(max int64) gin.HandlerFunc {
+// checkOrigin refuses browser requests from other sites on the host's
+// authenticated routes (origin.Policy): pages of this server (the
+// console) and the allowed origins (mcp_allowed_origins) may call them;
+// clients that send no Origin are not browsers and pass.
+func checkOrigin(allowed []string) gin.HandlerFunc {
+	p := origin.Policy{Allowed: allowed, SameOrigin: true, Routes: "this server's routes", Setting: "mcp_allowed_origins"}
 	return func(c *gin.Context) {
-		if c.Request.Body != nil {
-			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max)
+		if err := p.Check(c.Request); err != nil {
+			dropBody(c)
+			fail(c, err)
 		}
-		c.Next()
 	}
 }

@@ -45,10 +45,6 @@ const discoveryRetry = 10 * time.Second
 // maxMetadataBytes bounds an authorization server's metadata document.
 const maxMetadataBytes = 1 << 20
 
-// errIssuerKeys wraps a failure to find an authorization server's keys:
-// the token may be good, so the answer is unavailable, not auth_error.
-var errIssuerKeys = errors.New("authorization server keys unavailable")
-
 // oauthResource is this server as an OAuth protected resource: its
 // identifiers, derived from public_url, and its authorization servers.
 type oauthResource struct {
@@ -130,15 +126,15 @@ func (o *oauthResource) mount(r gin.IRouter) {
 // mountOAuth serves the protected resource metadata when authorization
 // servers are set.
 func (s *Server) mountOAuth(r gin.IRouter) {
-	if s.verifier.resource != nil {
-		s.verifier.resource.mount(r)
+	if s.auth.verifier.resource != nil {
+		s.auth.verifier.resource.mount(r)
 	}
 }
 
 // challenge is the WWW-Authenticate value of a 401 on path.
 func (s *Server) challenge(path string) string {
-	if s.verifier.resource != nil {
-		return s.verifier.resource.challenge(path)
+	if s.auth.verifier.resource != nil {
+		return s.auth.verifier.resource.challenge(path)
 	}
 	return `Bearer realm="lakegate"`
 }

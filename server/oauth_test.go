@@ -169,7 +169,7 @@ func TestOAuthChallenge(t *testing.T) {
 		})
 	}
 	// Other refusals carry no challenge.
-	if r := st.do(t, "GET", "/admin/mcp/status", token(t, "r", RoleReader), ""); r.code != http.StatusForbidden || r.header.Get("WWW-Authenticate") != "" {
+	if r := st.do(t, "GET", "/admin/mcp/status", token(t, "r", lakegate.RoleReader), ""); r.code != http.StatusForbidden || r.header.Get("WWW-Authenticate") != "" {
 		t.Errorf("403: got %d with WWW-Authenticate %q, want none", r.code, r.header.Get("WWW-Authenticate"))
 	}
 }
@@ -183,7 +183,7 @@ func TestOAuthTokens(t *testing.T) {
 	}
 	claims := func(change func(jwt.MapClaims)) jwt.MapClaims {
 		c := jwt.MapClaims{"iss": ti.issuer, "sub": "client-1", "aud": testPublicURL + "/mcp",
-			"roles": []string{RoleReader}, "exp": time.Now().Add(time.Hour).Unix()}
+			"roles": []string{lakegate.RoleReader}, "exp": time.Now().Add(time.Hour).Unix()}
 		if change != nil {
 			change(c)
 		}
@@ -213,7 +213,7 @@ func TestOAuthTokens(t *testing.T) {
 		{"HS256 claiming the issuer", sign(t, testSecret, claims(nil)), 401, "signature"},
 		{"no role", ti.sign(t, nil, claims(func(c jwt.MapClaims) { delete(c, "roles") })), 403, ""},
 		// The server's own tokens are untouched.
-		{"server secret", token(t, "alice", RoleReader), 200, ""},
+		{"server secret", token(t, "alice", lakegate.RoleReader), 200, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := st.do(t, "GET", "/rest/databases", tc.tok, "")
@@ -228,8 +228,8 @@ func TestOAuthTokens(t *testing.T) {
 		})
 	}
 	t.Run("the caller is the token's subject", func(t *testing.T) {
-		c, err := st.srv.verifier.verify(t.Context(), ti.sign(t, nil, claims(nil)))
-		if err != nil || c.Subject != "client-1" || !slices.Equal(c.Roles, []string{RoleReader}) {
+		c, err := st.srv.auth.verifier.verify(t.Context(), ti.sign(t, nil, claims(nil)))
+		if err != nil || c.Subject != "client-1" || !slices.Equal(c.Roles, []string{lakegate.RoleReader}) {
 			t.Errorf("got %+v, %v; want client-1 with [reader]", c, err)
 		}
 	})
@@ -259,7 +259,7 @@ func TestOAuthDiscovery(t *testing.T) {
 			ti := newTestIssuer(t, tc.path, tc.metaPath, tc.named)
 			st := oauthStack(t, ti.issuer)
 			tok := ti.sign(t, nil, jwt.MapClaims{"iss": ti.issuer, "sub": "c", "aud": testPublicURL,
-				"roles": []string{RoleReader}, "exp": time.Now().Add(time.Hour).Unix()})
+				"roles": []string{lakegate.RoleReader}, "exp": time.Now().Add(time.Hour).Unix()})
 			r := st.do(t, "GET", "/rest/databases", tok, "")
 			if r.code != tc.code {
 				t.Fatalf("got %d %s, want %d", r.code, r.body, tc.code)

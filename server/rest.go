@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -86,15 +87,15 @@ func (s *Server) runSQL(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s.streamResult(c, st, req.Format)
+	streamResult(c, s.log, st, req.Format)
 }
 
 // streamResult runs st and writes its rows as they come: in format f, or
 // with f empty as one JSON result object (query.NewObjectEncoder). An
 // error before the first byte is an ordinary JSON error; after it, the
 // response is cut off (no final chunk), so a client can never take a
-// partial result for a whole one.
-func (s *Server) streamResult(c *gin.Context, st *query.Stmt, f query.Format) {
+// partial result for a whole one, and the cut logged to log.
+func streamResult(c *gin.Context, log *slog.Logger, st *query.Stmt, f query.Format) {
 	w := &lazyWriter{c: c, contentType: f.ContentType()}
 	var enc query.Encoder
 	if f == "" {
@@ -108,7 +109,7 @@ func (s *Server) streamResult(c *gin.Context, st *query.Stmt, f query.Format) {
 			fail(c, err)
 			return
 		}
-		s.log.Warn("streamed result cut off", keyRequestID, RequestID(c.Request.Context()), lakegate.LogError, err.Error())
+		log.Warn("streamed result cut off", keyRequestID, RequestID(c.Request.Context()), lakegate.LogError, err.Error())
 		panic(http.ErrAbortHandler)
 	}
 	if !w.started {
@@ -144,26 +145,6 @@ func (w *lazyWriter) Write(p []byte) (int, error) {
 		w.start()
 	}
 	return w.c.Writer.Write(p)
-}
-
-// decodeJSON reads one JSON object strictly into v.
-func decodeJSON(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
-		}
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "request body: " + strings.TrimPrefix(err.Error(), "json: "),
-			Hint: "send one JSON object"}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "request body: unexpected data after the JSON object",
-			Hint: "send one JSON object"}
-	}
-	return nil
 }
 
 // ingest inserts a JSON array or NDJSON stream of row objects into a table,
@@ -300,39 +281,4 @@ func rowText(i int, raw []byte) error {
 	return &lakegate.Error{Kind: lakegate.KindValidation,
 		Message: fmt.Sprintf("row %d, column %q: the string is not valid UTF-8 text (a byte that is not UTF-8, or a \\u escape of half a surrogate pair)", i, key),
 		Hint:    "send text as UTF-8; send binary data to a bytea or BLOB column as base64"}
-}
-
-func (s *Server) mcpEnable(c *gin.Context)  { s.switchMCP(c, true) }
-func (s *Server) mcpDisable(c *gin.Context) { s.switchMCP(c, false) }
-
-func (s *Server) switchMCP(c *gin.Context, enabled bool) {
-	if err := s.setMCP(c, enabled); err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, s.plugin.Status())
-}
-
-// setMCP turns MCP on or off: on every replica with a shared switch
-// (Options.Switch), else here. The admin action is logged.
-func (s *Server) setMCP(c *gin.Context, enabled bool) error {
-	action := "disable mcp"
-	if enabled {
-		action = "enable mcp"
-	}
-	if sw := s.opts.Switch; sw != nil {
-		if err := sw.Set(c.Request.Context(), enabled, caller(c).Subject); err != nil {
-			return err
-		}
-	} else if enabled {
-		s.plugin.Enable()
-	} else {
-		s.plugin.Disable()
-	}
-	s.adminAction(c, action)
-	return nil
-}
-
-func (s *Server) mcpStatus(c *gin.Context) {
-	c.JSON(http.StatusOK, s.plugin.Status())
 }

@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/lakegate/lakegate"
-	"github.com/lakegate/lakegate/mcp"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
 
 func TestCatalogRoutes(t *testing.T) {
 	st := newStack(t, nil)
-	tok := token(t, "r", RoleReader)
+	tok := token(t, "r", lakegate.RoleReader)
 	t.Run("databases", func(t *testing.T) {
 		r := st.do(t, "GET", "/rest/databases", tok, "")
 		var got struct{ Databases []query.Database }
@@ -80,7 +80,7 @@ func TestCatalogRoutes(t *testing.T) {
 
 func TestSQL(t *testing.T) {
 	st := newStack(t, nil)
-	tok := token(t, "r", RoleReader)
+	tok := token(t, "r", lakegate.RoleReader)
 	tests := []struct {
 		name, body    string
 		want          int
@@ -141,7 +141,7 @@ func TestSQL(t *testing.T) {
 
 func TestIngest(t *testing.T) {
 	st := newStack(t, nil)
-	tok := token(t, "w", RoleWriter)
+	tok := token(t, "w", lakegate.RoleWriter)
 	device := func(id string) string {
 		return `{"id": ` + id + `, "name": "d` + id + `", "site": "lab", "kind": "probe", "installed": "2024-05-01", "active": true}`
 	}
@@ -218,7 +218,7 @@ func TestIngest(t *testing.T) {
 
 func TestAdminMCP(t *testing.T) {
 	st := newStack(t, nil)
-	admin, reader := token(t, "a", RoleAdmin), token(t, "r", RoleReader)
+	admin, reader := token(t, "a", lakegate.RoleAdmin), token(t, "r", lakegate.RoleReader)
 	steps := []struct {
 		name, method, path string
 		enabled            bool
@@ -234,7 +234,7 @@ func TestAdminMCP(t *testing.T) {
 	for _, tt := range steps {
 		t.Run(tt.name, func(t *testing.T) {
 			r := st.do(t, tt.method, tt.path, admin, "")
-			var got mcp.Status
+			var got host.PluginStatus
 			r.decode(t, &got)
 			if r.code != http.StatusOK || got.Enabled != tt.enabled || (got.Since != nil) != tt.enabled {
 				t.Fatalf("got %d %s, want 200 enabled %v", r.code, r.body, tt.enabled)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/ssetest"
 )
@@ -93,7 +94,7 @@ func (r *running) get(ctx context.Context, path, tok string) (*http.Response, er
 
 func TestServeShutdownEndsSSE(t *testing.T) {
 	r := startServe(t, nil, nil)
-	stream, err := ssetest.Open(t.Context(), r.client, r.base+"/mcp/sse", ssetest.Bearer(token(t, "agent", RoleReader)))
+	stream, err := ssetest.Open(t.Context(), r.client, r.base+"/mcp/sse", ssetest.Bearer(token(t, "agent", lakegate.RoleReader)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestServeReadTimeout(t *testing.T) {
 	cfg.ReadTimeout = config.Duration(timeout)
 	short := startServeWith(t, cfg, nil, nil)
 
-	tok := token(t, "agent", RoleReader)
+	tok := token(t, "agent", lakegate.RoleReader)
 	body := "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
 	for _, tc := range []struct {
 		name    string
@@ -277,7 +278,7 @@ func TestServeReadTimeout(t *testing.T) {
 		}
 	}
 
-	stream, err := ssetest.Open(t.Context(), r.client, r.base+"/mcp/sse", ssetest.Bearer(token(t, "agent", RoleReader)))
+	stream, err := ssetest.Open(t.Context(), r.client, r.base+"/mcp/sse", ssetest.Bearer(token(t, "agent", lakegate.RoleReader)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,15 @@
 // Package server is lakegate's host data server: one Gin engine on one port
 // with the middleware (request id, access log, error rendering, panic
-// recovery, body limit, JWT auth), the REST API, ingest, the admin API and
-// health, and the MCP plugin mounted on its authenticated routes.
+// recovery, body limit, JWT auth), the REST API, ingest, the command
+// interface, the admin API, the operator console, health, readiness and
+// metrics, and the MCP plugin mounted on its authenticated routes.
 //
-// It imports the kernel (package lakegate), query and config; the MCP
-// plugin comes in through the Plugin interface, so server does not import
-// mcp. None of them imports server.
+// It imports the kernel (package lakegate), host, query, config, console
+// (the console's assets), telemetry and the internal origin and httperr
+// packages. The plugin comes in through the Plugin interface and the
+// optional capabilities beside it (plugin.go), so server does not import
+// mcp; the cluster through Replicas and Switch, so it does not import
+// cluster. None of them imports server.
 package server
 
 import (
@@ -16,7 +20,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,61 +83,33 @@ type Switch interface {
 // Whoever calls New owns the Server and closes it ([Server.Close]) after
 // Serve returns, before closing the plugin and engine it was given.
 type Server struct {
-	cfg      config.Config
-	engine   *query.Engine
-	plugin   Plugin
-	verifier *verifier
-	log      *slog.Logger
-	opts     Options
-	router   *gin.Engine
-	started  time.Time
-	tls      *tls.Config  // nil: plain HTTP
-	h3Port   atomic.Int32 // UDP port of HTTP/3 once served
+	cfg     config.Config
+	engine  *query.Engine
+	plugin  *mounted
+	auth    *authenticator
+	log     *slog.Logger
+	opts    Options
+	router  *gin.Engine
+	started time.Time
+	tls     *tls.Config  // nil: plain HTTP
+	h3Port  atomic.Int32 // UDP port of HTTP/3 once served
 
 	metrics   *Metrics
 	limits    *Limits
 	readiness readiness
-	tickets   tickets     // the console's downloads
+	console   *console
 	draining  atomic.Bool // set when Serve begins its shutdown
 
 	closeOnce sync.Once
 	released  chan struct{} // closed once Close has released what New started
 }
 
-// Plugin is what the server needs of the MCP plugin (*mcp.Plugin): its
-// routes, the run-time switch, its state, and its part in the drain. The
-// server never closes it: whoever built the plugin does, after
-// [Server.Close].
-type Plugin interface {
-	// Mount registers the plugin's routes on r, which authenticates
-	// callers; meter is the host's per-request rate limit.
-	Mount(r gin.IRouter, meter gin.HandlerFunc)
-	Enable()
-	Disable()
-	Enabled() bool
-	Status() lakegate.PluginStatus
-	// Sessions lists the open SSE and Streamable HTTP sessions;
-	// CloseSession closes one and reports whether it was open.
-	Sessions() []lakegate.SessionInfo
-	CloseSession(id string) bool
-	// Transfers lists the block transfers c may read (its own; an admin's:
-	// all). DeleteTransfer deletes one and ServeTransfer writes one whole,
-	// for its owner or an admin (otherwise a not_found error).
-	Transfers(c lakegate.Caller) []lakegate.TransferInfo
-	DeleteTransfer(c lakegate.Caller, id string) error
-	ServeTransfer(w http.ResponseWriter, r *http.Request, c lakegate.Caller, id string) error
-	// Shutdown stops the plugin's sessions and requests within ctx, as
-	// part of Serve's drain: its calls must answer while the connections
-	// carrying their answers are still open. It may be called more than
-	// once.
-	Shutdown(ctx context.Context) error
-}
-
 // New builds the server and its routes. The engine and plugin stay owned
 // by the caller. After Serve returns, the caller closes the server
 // ([Server.Close]), then the plugin, then the engine: the reverse of
 // building them. Serve's drain only shuts the plugin's traffic down
-// (Plugin.Shutdown); its release is its owner's.
+// (Plugin.Shutdown); its release is its owner's. A nil plugin is refused;
+// a typed nil (a nil *mcp.Plugin in the interface) is the caller's bug.
 func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -143,11 +118,10 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 		return nil, errors.New("server: no way to authenticate callers: set jwt_secret (HS256, at least 32 bytes), " +
 			"jwt_public_key_files, jwt_jwks_url or tls_client_cert_auth")
 	}
-	// A nil *mcp.Plugin is a non-nil Plugin: look inside the interface.
-	if v := reflect.ValueOf(plugin); engine == nil || plugin == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
+	if engine == nil || plugin == nil {
 		return nil, errors.New("server: engine and plugin are required")
 	}
-	s := &Server{cfg: cfg, engine: engine, plugin: plugin, started: time.Now()}
+	s := &Server{cfg: cfg, engine: engine, started: time.Now()}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -155,6 +129,7 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.plugin = newMounted(plugin, s.opts.Switch, s.log)
 	tlsConf, err := tlsConfig(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -163,10 +138,14 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 	if err := s.setupLimits(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.console = &console{version: s.opts.Version, engine: engine, plugin: s.plugin, replicas: s.opts.Replicas,
+		metrics: s.metrics, limits: s.limits, log: s.log}
 	// Last: with a JWKS URL it starts a refresh that Close ends.
-	if s.verifier, err = newVerifier(cfg, s.log); err != nil {
+	v, err := newVerifier(cfg, s.log)
+	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.auth = newAuthenticator(cfg, v, s.opts.Replicas)
 	s.router = s.routes()
 	return s, nil
 }
@@ -181,7 +160,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.released = make(chan struct{})
 		go func() {
 			defer close(s.released)
-			s.verifier.close()
+			s.auth.verifier.close()
 		}()
 	})
 	select {
@@ -226,28 +205,29 @@ func (s *Server) routes() *gin.Engine {
 	s.mountOAuth(r)
 	s.mountObservability(r)
 
-	authed := r.Group("", s.authenticate)
+	authed := r.Group("", s.auth.authenticate)
 	// The plugin meters and origin-checks its own routes (Mount's meter);
 	// the host's are checked and metered here.
-	metered := authed.Group("", s.checkOrigin, s.rateLimit)
+	check := checkOrigin(s.cfg.MCPAllowedOrigins)
+	metered := authed.Group("", check, s.rateLimit)
 	metered.GET("/", s.runCommand)
 	metered.POST("/", s.runCommand)
-	rest := metered.Group("/rest", requireRole(RoleReader))
+	rest := metered.Group("/rest", requireRole(lakegate.RoleReader))
 	rest.GET("/databases", s.listDatabases)
 	rest.GET("/databases/:db/tables", s.work(workREST), s.listTables)
 	rest.GET("/databases/:db/tables/:table", s.work(workREST), s.describeTable)
 	rest.POST("/sql", s.work(workREST), s.runSQL)
 
-	metered.POST("/data/:db/:table", requireRole(RoleWriter), s.work(workIngest), s.ingest)
+	metered.POST("/data/:db/:table", requireRole(lakegate.RoleWriter), s.work(workIngest), s.ingest)
 
-	admin := metered.Group("/admin", requireRole(RoleAdmin))
-	admin.POST("/mcp/enable", s.mcpEnable)
-	admin.POST("/mcp/disable", s.mcpDisable)
-	admin.GET("/mcp/status", s.mcpStatus)
+	admin := metered.Group("/admin", requireRole(lakegate.RoleAdmin))
+	admin.POST("/mcp/enable", s.plugin.serveSwitch(true))
+	admin.POST("/mcp/disable", s.plugin.serveSwitch(false))
+	admin.GET("/mcp/status", s.plugin.serveStatus)
 
-	s.mountConsole(r, metered.Group("/console/api"))
+	s.console.mount(r, metered.Group("/console/api"), check, s.rateLimit)
 
-	s.plugin.Mount(authed.Group("", requireRole(RoleReader)), s.rateLimit)
+	s.plugin.Mount(authed.Group("", requireRole(lakegate.RoleReader)), s.rateLimit)
 	return r
 }
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lakegate/lakegate/mcp"
+	"github.com/lakegate/lakegate/host"
 )
 
 // adminTimeout bounds one admin request.
@@ -66,7 +66,7 @@ func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Comman
 				_, err := b.WriteTo(stdout)
 				return err
 			}
-			var st mcp.Status
+			var st host.PluginStatus
 			if err := json.Unmarshal(body, &st); err != nil {
 				return fmt.Errorf("the server's answer is not an MCP status: %w", err)
 			}
@@ -198,7 +198,7 @@ func serverError(status string, body []byte) string {
 }
 
 // printStatus writes st for people.
-func printStatus(w io.Writer, st mcp.Status) error {
+func printStatus(w io.Writer, st host.PluginStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	state := "disabled"
 	if st.Enabled {

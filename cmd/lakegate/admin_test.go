@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/server"
 )
@@ -65,7 +66,7 @@ func signed(t *testing.T, sub, role string) string {
 
 func TestAdminMCP(t *testing.T) {
 	base := serveForTest(t)
-	admin, reader := signed(t, "ops", server.RoleAdmin), signed(t, "agent", server.RoleReader)
+	admin, reader := signed(t, "ops", lakegate.RoleAdmin), signed(t, "agent", lakegate.RoleReader)
 	viaEnv := map[string]string{"LAKEGATE_TOKEN": admin}
 	// A port nothing listens on: take one and close it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -147,7 +148,7 @@ func TestAdminBinaryExitCode(t *testing.T) {
 	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	admin, reader := signed(t, "ops", server.RoleAdmin), signed(t, "agent", server.RoleReader)
+	admin, reader := signed(t, "ops", lakegate.RoleAdmin), signed(t, "agent", lakegate.RoleReader)
 	tests := []struct {
 		name       string
 		token      string

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/server"
 )
@@ -70,7 +71,7 @@ func TestFetch(t *testing.T) {
 
 	// A token of another secret (a make run server's, after a restart)
 	// is refused with where a good one comes from.
-	stale, err := server.NewToken([]byte("another-secret-0123456789abcdef0123"), "agent", server.RoleReader, time.Hour)
+	stale, err := server.NewToken([]byte("another-secret-0123456789abcdef0123"), "agent", lakegate.RoleReader, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

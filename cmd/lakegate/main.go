@@ -30,6 +30,7 @@ import (
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/cluster"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 	"github.com/lakegate/lakegate/server"
@@ -133,7 +134,7 @@ func newRoot(stdout, stderr io.Writer, environ []string) *cobra.Command {
 		},
 	}
 	token.Flags().StringVar(&sub, "sub", "", "subject (who the token is for)")
-	token.Flags().StringVar(&role, "role", server.RoleReader, "role: reader, writer or admin")
+	token.Flags().StringVar(&role, "role", lakegate.RoleReader, "role: reader, writer or admin")
 	token.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
 	_ = token.MarkFlagRequired("sub")
 	root.AddCommand(token)
@@ -289,8 +290,15 @@ func cursorKey(cfg config.Config) []byte {
 	return m.Sum(nil)
 }
 
-// The MCP plugin is what the server hosts.
-var _ server.Plugin = (*mcp.Plugin)(nil)
+// The MCP plugin is what the server hosts, with every capability the
+// server looks for: a plugin losing one would lose its routes silently.
+var _ interface {
+	server.Plugin
+	server.Switcher
+	server.StatusReporter
+	server.SessionHolder
+	server.TransferHolder
+} = (*mcp.Plugin)(nil)
 
 // openPlugin opens the query engine and the block store (spooling under
 // blockDir) and builds the MCP plugin on them. The caller owns the three
@@ -299,7 +307,7 @@ var _ server.Plugin = (*mcp.Plugin)(nil)
 // ctx, failures logged. workers and observer, when not nil, are the
 // server's shared pool and metrics.
 func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *slog.Logger, conformance bool,
-	workers mcp.Workers, observer mcp.Observer, peers *cluster.Peers) (
+	workers host.Workers, observer host.Observer, peers *cluster.Peers) (
 	engine *query.Engine, plugin *mcp.Plugin, closeAll func(ctx context.Context), err error) {
 	engine, err = query.Open(ctx, cfg.Databases, &query.Options{
 		StatementTimeout: time.Duration(cfg.StatementTimeout),
@@ -400,11 +408,11 @@ type connectInfo struct {
 // all of them can be added.
 func printConnectHelp(w io.Writer, cfg config.Config, ci connectInfo) error {
 	secret := []byte(cfg.JWTSecret)
-	admin, err := server.NewToken(secret, "admin", server.RoleAdmin, 24*time.Hour)
+	admin, err := server.NewToken(secret, "admin", lakegate.RoleAdmin, 24*time.Hour)
 	if err != nil {
 		return err
 	}
-	reader, err := server.NewToken(secret, "agent", server.RoleReader, 24*time.Hour)
+	reader, err := server.NewToken(secret, "agent", lakegate.RoleReader, 24*time.Hour)
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/testcert"
-	"github.com/lakegate/lakegate/server"
 )
 
 var httpsURL = regexp.MustCompile(`"msg":"lakegate listening","url":"(https://[^"]+)"`)
@@ -41,7 +41,7 @@ func TestMutualTLS(t *testing.T) {
 	cfg.MCPBlockSize = 2048
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile = serverCert, serverKey, ca.File
 	// A certificate alone may stand for its CN ("ops", an admin).
-	cfg.TLSClientCertAuth, cfg.TLSClientCertRoles = true, []string{server.RoleAdmin}
+	cfg.TLSClientCertAuth, cfg.TLSClientCertRoles = true, []string{lakegate.RoleAdmin}
 	var stdout, stderr syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -60,8 +60,8 @@ func TestMutualTLS(t *testing.T) {
 			t.Fatalf("no listening line; stderr: %s", stderr.String())
 		}
 	}
-	env := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed(t, "agent", server.RoleReader)}
-	adminEnv := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed(t, "ops", server.RoleAdmin)}
+	env := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed(t, "agent", lakegate.RoleReader)}
+	adminEnv := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed(t, "ops", lakegate.RoleAdmin)}
 	withCert := []string{"--ca-file", ca.File, "--cert", clientCert, "--key", clientKey}
 	dir := t.TempDir()
 

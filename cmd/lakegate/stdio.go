@@ -16,7 +16,6 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/mcp"
-	"github.com/lakegate/lakegate/server"
 )
 
 // newStdioCommand is `lakegate stdio`: the MCP tools over standard input
@@ -51,7 +50,7 @@ func newStdioCommand(configFile *string, stderr io.Writer, environ []string) *co
 		},
 	}
 	cmd.Flags().StringVar(&sub, "sub", "stdio", "subject the calls run as (logs, database role mapping)")
-	cmd.Flags().StringSliceVar(&roles, "role", []string{server.RoleReader}, "roles the calls hold")
+	cmd.Flags().StringSliceVar(&roles, "role", []string{lakegate.RoleReader}, "roles the calls hold")
 	return cmd
 }
 
@@ -64,7 +63,7 @@ func stdioDrain(cfg config.Config) time.Duration {
 }
 
 func validRole(r string) bool {
-	for _, known := range server.Roles {
+	for _, known := range lakegate.Roles {
 		if r == known {
 			return true
 		}

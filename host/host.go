@@ -1,15 +1,21 @@
-package lakegate
+// Package host is what a host server and the MCP plugin it mounts
+// exchange beyond the plugin's routes: what the host lends the plugin
+// (Workers, Observer; Peers, in a cluster) and the views operators read
+// back through the host's admin routes and console (PluginStatus,
+// SessionInfo, TransferInfo).
+//
+// Both sides import it: package server (the host) and package mcp (the
+// plugin), and cluster, which implements Peers. It imports only the
+// kernel (package lakegate) and the standard library; it holds no state.
+package host
 
 import (
 	"context"
 	"net/http"
 	"time"
-)
 
-// The contract between a host server and its MCP plugin: what the host
-// gives the plugin (Workers, Observer) and what it reads back
-// (PluginStatus). A host that embeds the plugin implements the first two
-// or leaves them out.
+	"github.com/lakegate/lakegate"
+)
 
 // Workers is the pool of database workers tool calls run in. The host
 // gives its shared pool (lakegate's server: one pool for REST, ingest and
@@ -18,7 +24,7 @@ import (
 // concurrent use.
 type Workers interface {
 	// Acquire waits for a slot for the tool call running in ctx, which
-	// carries the caller (CallerFrom), and returns its release, to
+	// carries the caller (lakegate.CallerFrom), and returns its release, to
 	// be called once. It fails with a rate_limited error when the caller
 	// is over a per-subject limit, with unavailable (RetryAfter set) when
 	// no slot frees up in time, and with ctx's error when ctx ends first.
@@ -135,5 +141,5 @@ type Peers interface {
 	Forward(w http.ResponseWriter, r *http.Request, id string) bool
 	// Fetch GETs path from the replica that owns id on behalf of c (a
 	// tool call reading a block another replica holds).
-	Fetch(ctx context.Context, c Caller, id, path string) (*http.Response, error)
+	Fetch(ctx context.Context, c lakegate.Caller, id, path string) (*http.Response, error)
 }
