@@ -235,9 +235,15 @@ type authenticator struct {
 	certAuth  bool
 	certRoles []string
 	hint      string // how this server accepts callers
+	runSecret bool   // jwt_secret was made for this run
 }
 
-func newAuthenticator(cfg config.Config, v *verifier, replicas Replicas) *authenticator {
+// runSecretHint explains a refused signature on a server whose secret was
+// made for its run.
+const runSecretHint = "this server signs tokens with a secret made for this run (no jwt_secret is set), so a token from an earlier run " +
+	"is refused: use a token it printed at this start, or set jwt_secret (LAKEGATE_JWT_SECRET) so that tokens outlive restarts"
+
+func newAuthenticator(cfg config.Config, v *verifier, replicas Replicas, runSecret bool) *authenticator {
 	ways := []string{"send Authorization: Bearer <JWT>"}
 	if cfg.JWTSecret != "" {
 		ways[0] += "; `lakegate token` makes one"
@@ -246,7 +252,7 @@ func newAuthenticator(cfg config.Config, v *verifier, replicas Replicas) *authen
 		ways = append(ways, "or connect with a client certificate")
 	}
 	return &authenticator{verifier: v, replicas: replicas, certAuth: cfg.TLSClientCertAuth,
-		certRoles: slices.Clone(cfg.TLSClientCertRoles), hint: strings.Join(ways, ", ")}
+		certRoles: slices.Clone(cfg.TLSClientCertRoles), hint: strings.Join(ways, ", "), runSecret: runSecret}
 }
 
 // authenticate puts the caller on the request context: from the bearer
@@ -315,7 +321,12 @@ func (a *authenticator) bearerCaller(c *gin.Context, h string) (lakegate.Caller,
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth, Message: "missing bearer token", Hint: a.hint}
 	}
-	return a.verifier.verify(c.Request.Context(), strings.TrimSpace(token))
+	caller, err := a.verifier.verify(c.Request.Context(), strings.TrimSpace(token))
+	if e, ok := errors.AsType[*lakegate.Error](err); ok && a.runSecret && e.Hint == "" &&
+		(errors.Is(err, jwt.ErrTokenSignatureInvalid) || errors.Is(err, jwt.ErrTokenUnverifiable)) {
+		e.Hint = runSecretHint
+	}
+	return caller, err
 }
 
 // certCaller is the caller of a verified client certificate: its common

@@ -50,6 +50,10 @@ type Options struct {
 	// (cluster.Switch): the admin routes and commands set it there, and
 	// every replica, this one included, follows. Nil: this replica only.
 	Switch Switch
+	// RunSecret says jwt_secret was made for this run (none was set):
+	// a token its signature refuses is likely from an earlier run, and
+	// the 401 says so.
+	RunSecret bool
 }
 
 // Replicas is what the server needs of its cluster: the callers other
@@ -145,7 +149,7 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s.auth = newAuthenticator(cfg, v, s.opts.Replicas)
+	s.auth = newAuthenticator(cfg, v, s.opts.Replicas, s.opts.RunSecret)
 	s.router = s.routes()
 	return s, nil
 }

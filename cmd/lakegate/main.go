@@ -214,7 +214,7 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 	if so.conformance {
 		log.Warn("serving the MCP conformance fixtures (--conformance): for tests only")
 	}
-	sopts := &server.Options{Version: version, Logger: log, Metrics: metrics, Limits: limits}
+	sopts := &server.Options{Version: version, Logger: log, Metrics: metrics, Limits: limits, RunSecret: generated}
 	closeSwitch, err := shareCluster(ctx, cfg, peers, plugin, sopts, log)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"go.uber.org/goleak"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/server"
 )
@@ -281,6 +282,10 @@ func TestServeDemo(t *testing.T) {
 		_, _ = b.ReadFrom(resp.Body)
 		return resp.StatusCode, b.Bytes()
 	}
+	stale, err := server.NewToken([]byte("secret-of-an-earlier-run-0123456789abcdef"), "alice", lakegate.RoleReader, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, path, tok string
 		want            int
@@ -289,6 +294,8 @@ func TestServeDemo(t *testing.T) {
 		{"reader lists databases", "/rest/databases", tok, 200, `"name":"demo"`},
 		{"reader is not admin", "/admin/mcp/status", tok, 403, "forbidden"},
 		{"admin status", "/admin/mcp/status", a[1], 200, `"enabled":false`},
+		// A token of an earlier run: its secret is gone with that run.
+		{"a token of an earlier run", "/rest/databases", stale, 401, "a secret made for this run"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
