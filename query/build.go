@@ -3,42 +3,37 @@ package query
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/query/sqlbuild"
 	"github.com/lakegate/lakegate/query/validate"
+)
+
+// The structured requests, built by package sqlbuild.
+type (
+	Request           = sqlbuild.Request
+	Filter            = sqlbuild.Filter
+	Order             = sqlbuild.Order
+	Select            = sqlbuild.Select
+	Join              = sqlbuild.Join
+	JoinOn            = sqlbuild.JoinOn
+	TimeSeriesRequest = sqlbuild.TimeSeriesRequest
+	Bucket            = sqlbuild.Bucket
 )
 
 // maxOffset bounds offset (and cursor) paging.
 const maxOffset = 1_000_000_000
 
-// built is a structured request made into SQL.
-type built struct {
-	src    source
-	base   string // the statement without LIMIT
-	args   []any
-	limit  int
-	offset int
-	hash   string // of the request, for its cursors
-}
-
-// withLimit is the statement capped at n rows from the request's offset.
-func (b *built) withLimit(n int) string {
-	s := b.base + " LIMIT " + strconv.Itoa(n)
-	if b.offset > 0 {
-		s += " OFFSET " + strconv.Itoa(b.offset)
-	}
-	return s
-}
-
-// build makes r into SQL with the tables g allows.
-func (e *Engine) build(ctx context.Context, g *grant, r Request) (*built, error) {
-	cat, src, err := e.catalog(ctx, r.Database)
+// PrepareQuery builds a structured request for c (see [Request]): tables
+// and columns are checked against the catalog, identifiers quoted, every
+// value a bind parameter, and the same request always gives the same
+// text. Stmt.SQL is the built SQL.
+func (e *Engine) PrepareQuery(ctx context.Context, c lakegate.Caller, r Request) (*Stmt, error) {
+	g, err := e.grantFor(c, r.Database)
 	if err != nil {
 		return nil, err
 	}
-	t, err := g.table(cat, r.Table)
+	cat, src, err := e.granted(ctx, g, r.Database, r.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -50,18 +45,84 @@ func (e *Engine) build(ctx context.Context, g *grant, r Request) (*built, error)
 	if err != nil {
 		return nil, err
 	}
-	base, args, err := buildSQL(src.dialect(), t, r, func(name string) (*tableInfo, error) {
-		return g.table(cat, name)
-	})
+	b, err := sqlbuild.Build(src.dialect(), cat, r)
 	if err != nil {
 		return nil, err
 	}
-	b := &built{src: src, base: base, args: args, limit: limit, offset: offset, hash: hash}
-	// The builder's output should always pass; this is a second opinion.
-	if _, err := validate.Check(b.withLimit(limit), nil); err != nil {
+	return e.builtStmt(g, src, r.Database, b, limit, offset, hash)
+}
+
+// PrepareTimeSeries builds a time series request (see
+// sqlbuild.BuildTimeSeries): one row per bucket with rows (and group) in
+// the range, ordered by bucket then group. It runs like any statement
+// (read-only, timeout, row cap).
+func (e *Engine) PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r TimeSeriesRequest) (*Stmt, error) {
+	g, err := e.grantFor(c, r.Database)
+	if err != nil {
+		return nil, err
+	}
+	cat, src, err := e.granted(ctx, g, r.Database, r.Table)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := e.limit(r.Limit)
+	if err != nil {
+		return nil, err
+	}
+	b, err := sqlbuild.BuildTimeSeries(src.dialect(), cat, r)
+	if err != nil {
+		return nil, err
+	}
+	page := r
+	page.Limit, page.Cursor = 0, ""
+	hash := requestHash("time series", page)
+	offset, err := e.pageStart(r.Cursor, hash)
+	if err != nil {
+		return nil, err
+	}
+	// The buckets (and groups) are the order: pages follow it.
+	return e.builtStmt(g, src, r.Database, b, limit, offset, hash)
+}
+
+// grantedCatalog is a database's catalog as one caller's grant sees it.
+type grantedCatalog struct {
+	g   *grant
+	cat *catalog
+}
+
+func (c grantedCatalog) Table(name string) (*sqlbuild.Table, error) {
+	t, err := c.g.table(c.cat, name)
+	if err != nil {
+		return nil, err
+	}
+	return t.sql, nil
+}
+
+// granted is the catalog of db as g sees it, with table checked first
+// so that an unknown or forbidden table is the first error a request gets.
+func (e *Engine) granted(ctx context.Context, g *grant, db, table string) (grantedCatalog, source, error) {
+	cat, src, err := e.catalog(ctx, db)
+	if err != nil {
+		return grantedCatalog{}, nil, err
+	}
+	if _, err := g.table(cat, table); err != nil {
+		return grantedCatalog{}, nil, err
+	}
+	return grantedCatalog{g, cat}, src, nil
+}
+
+// builtStmt is the statement of b capped at limit rows from offset, once
+// the validator agrees: the builder's output should always pass, and
+// this is a second opinion.
+func (e *Engine) builtStmt(g *grant, src source, db string, b *sqlbuild.Statement, limit, offset int, hash string) (*Stmt, error) {
+	capped := b.Capped(limit, offset)
+	if _, err := validate.Check(capped, nil); err != nil {
 		return nil, refusal(err)
 	}
-	return b, nil
+	s := e.newStmt(g, src, db, limit)
+	s.SQL, s.text, s.args = capped, b.Capped(limit+1, offset), b.Args
+	s.offset, s.hash = offset, hash
+	return s, nil
 }
 
 // requestStart resolves the request's offset or cursor, and the hash that
@@ -81,357 +142,4 @@ func (e *Engine) requestStart(r Request) (offset int, hash string, err error) {
 	}
 	offset, err = e.pageStart(r.Cursor, hash)
 	return offset, hash, err
-}
-
-// quoteIdent quotes an identifier for both dialects.
-func quoteIdent(s string) string {
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
-
-// tableRef is t's quoted name; PostgreSQL names are schema-qualified so
-// search_path cannot change which table is read.
-func tableRef(d Dialect, t *tableInfo) string {
-	if d == Postgres && t.schema != "" {
-		return quoteIdent(t.schema) + "." + quoteIdent(t.rel)
-	}
-	return quoteIdent(t.rel)
-}
-
-// sqlWriter collects SQL text and its bind parameters.
-type sqlWriter struct {
-	d    Dialect
-	b    strings.Builder
-	args []any
-}
-
-// param adds a bind parameter and writes its placeholder.
-func (w *sqlWriter) param(v any) {
-	w.args = append(w.args, v)
-	if w.d == Postgres {
-		w.b.WriteString("$" + strconv.Itoa(len(w.args)))
-	} else {
-		w.b.WriteString("?")
-	}
-}
-
-// item is one output column of a select list.
-type item struct {
-	expr, alias string
-	agg         *aggregate
-	ref         colRef // when agg is nil
-}
-
-// buildSQL makes the statement for r on table t, without LIMIT; lookup
-// finds joined tables (nil: joins are refused).
-func buildSQL(d Dialect, t *tableInfo, r Request, lookup func(string) (*tableInfo, error)) (string, []any, error) {
-	s := &scope{d: d, tables: []*tableInfo{t}}
-	for _, j := range r.Joins {
-		if lookup == nil {
-			return "", nil, lakegate.Errorf(lakegate.KindValidation, "joins are not available here")
-		}
-		jt, err := lookup(j.Table)
-		if err != nil {
-			return "", nil, err
-		}
-		for _, prev := range s.tables {
-			if prev == jt {
-				return "", nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("table %q is joined twice", jt.Name),
-					Hint: "each table may appear once; self-joins are not supported, use run_sql"}
-			}
-		}
-		s.tables = append(s.tables, jt)
-	}
-	items, err := s.items(r)
-	if err != nil {
-		return "", nil, err
-	}
-	w := &sqlWriter{d: d}
-	w.b.WriteString("SELECT ")
-	for i, it := range items {
-		if i > 0 {
-			w.b.WriteString(", ")
-		}
-		w.b.WriteString(it.expr)
-		if it.alias != "" {
-			w.b.WriteString(" AS " + quoteIdent(it.alias))
-		}
-	}
-	w.b.WriteString(" FROM " + s.from(0))
-	for i, j := range r.Joins {
-		if err := w.join(s, i+1, j); err != nil {
-			return "", nil, err
-		}
-	}
-	if err := w.conds(" WHERE ", r.Filters, func(f Filter) error { return w.cond(s, f, 1, nil) }); err != nil {
-		return "", nil, err
-	}
-	for i, g := range r.GroupBy {
-		ref, err := s.resolve(g)
-		if err != nil {
-			return "", nil, err
-		}
-		if i == 0 {
-			w.b.WriteString(" GROUP BY ")
-		} else {
-			w.b.WriteString(", ")
-		}
-		w.b.WriteString(s.expr(ref))
-	}
-	if err := w.conds(" HAVING ", r.Having, func(f Filter) error { return w.cond(s, f, 1, items) }); err != nil {
-		return "", nil, err
-	}
-	if err := w.orderBy(s, r, items); err != nil {
-		return "", nil, err
-	}
-	return w.b.String(), w.args, nil
-}
-
-// items checks the select list: plain columns, aggregates and their
-// aliases; with aggregates or group_by every plain column must be grouped.
-func (s *scope) items(r Request) ([]item, error) {
-	var items []item
-	switch {
-	case len(r.Columns) > 0:
-	case len(r.GroupBy) > 0:
-		for _, g := range r.GroupBy {
-			r.Columns = append(r.Columns, Select{Column: g})
-		}
-	default:
-		for ti, t := range s.tables {
-			for ci := range t.Columns {
-				ref := colRef{ti, ci}
-				items = append(items, item{expr: s.expr(ref), ref: ref})
-			}
-		}
-		return items, nil
-	}
-	seen := map[string]bool{}
-	grouped := map[colRef]bool{}
-	for _, g := range r.GroupBy {
-		ref, err := s.resolve(g)
-		if err != nil {
-			return nil, err
-		}
-		grouped[ref] = true
-	}
-	hasAgg := len(r.GroupBy) > 0
-	for _, sel := range r.Columns {
-		var it item
-		if sel.Agg != "" {
-			a, err := s.aggregate(sel.Agg, sel.Column)
-			if err != nil {
-				return nil, err
-			}
-			it = item{expr: a.expr, alias: a.alias, agg: &a}
-			hasAgg = true
-		} else {
-			if sel.Column == "" {
-				return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "a column item has neither column nor agg", Hint: aggHint}
-			}
-			ref, err := s.resolve(sel.Column)
-			if err != nil {
-				return nil, err
-			}
-			it = item{expr: s.expr(ref), ref: ref}
-		}
-		if sel.As != "" {
-			it.alias = sel.As
-		}
-		if it.alias != "" {
-			if seen[it.alias] {
-				return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("output name %q is used twice", it.alias),
-					Hint: `give one of them another name with "as"`}
-			}
-			seen[it.alias] = true
-		}
-		items = append(items, it)
-	}
-	if hasAgg {
-		for i, it := range items {
-			if it.agg == nil && !grouped[it.ref] {
-				return nil, &lakegate.Error{Kind: lakegate.KindValidation,
-					Message: fmt.Sprintf("column %q is selected but neither grouped nor aggregated", r.Columns[i].Column),
-					Hint:    "add it to group_by, or select an aggregate of it"}
-			}
-		}
-	}
-	return items, nil
-}
-
-// join writes JOIN for scope table i.
-func (w *sqlWriter) join(s *scope, i int, j Join) error {
-	switch strings.ToLower(strings.TrimSpace(j.Type)) {
-	case "", "inner":
-		w.b.WriteString(" INNER JOIN ")
-	case "left":
-		w.b.WriteString(" LEFT JOIN ")
-	default:
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("join %q: unknown type %q", j.Table, j.Type), Hint: `type is "inner" or "left"`}
-	}
-	w.b.WriteString(s.from(i) + " ON ")
-	pairs, err := s.joinPairs(i, j)
-	if err != nil {
-		return err
-	}
-	for k, p := range pairs {
-		if k > 0 {
-			w.b.WriteString(" AND ")
-		}
-		w.b.WriteString(s.expr(p[0]) + " = " + s.expr(p[1]))
-	}
-	return nil
-}
-
-// joinPairs resolves a join's column pairs, declared or from the one
-// foreign key between table i and the tables before it.
-func (s *scope) joinPairs(i int, j Join) ([][2]colRef, error) {
-	before := make([]int, i)
-	for k := range before {
-		before[k] = k
-	}
-	var pairs [][2]colRef
-	for _, on := range j.On {
-		l, err := s.resolveIn(on.Left, before)
-		if err != nil {
-			return nil, err
-		}
-		r, err := s.resolveIn(on.Right, []int{i})
-		if err != nil {
-			return nil, err
-		}
-		pairs = append(pairs, [2]colRef{l, r})
-	}
-	if len(pairs) > 0 {
-		return pairs, nil
-	}
-	jt := s.tables[i]
-	var found [][][2]colRef
-	var names []string
-	add := func(a int, acols []string, b int, bcols []string) {
-		var ps [][2]colRef
-		for k := range acols {
-			if k >= len(bcols) {
-				return
-			}
-			ac, ok1 := s.tables[a].colIndex[acols[k]]
-			bc, ok2 := s.tables[b].colIndex[bcols[k]]
-			if !ok1 || !ok2 {
-				return
-			}
-			ps = append(ps, [2]colRef{{a, ac}, {b, bc}})
-		}
-		if len(ps) > 0 {
-			found = append(found, ps)
-			names = append(names, fmt.Sprintf("%s(%s) = %s(%s)", s.tables[a].Name, strings.Join(acols, ", "), jt.Name, strings.Join(bcols, ", ")))
-		}
-	}
-	for _, k := range before {
-		et := s.tables[k]
-		for _, fk := range et.ForeignKeys {
-			if fk.RefTable == jt.Name {
-				add(k, fk.Columns, i, fk.RefColumns)
-			}
-		}
-		for _, fk := range jt.ForeignKeys {
-			if fk.RefTable == et.Name {
-				add(k, fk.RefColumns, i, fk.Columns)
-			}
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
-			Message: fmt.Sprintf("join %q: no foreign key links it to the tables before it", jt.Name),
-			Hint:    `give the columns: "on": [{"left": "column", "right": "column"}]`}
-	}
-	return nil, &lakegate.Error{Kind: lakegate.KindValidation,
-		Message: fmt.Sprintf("join %q: several foreign keys link it: %s", jt.Name, strings.Join(names, "; ")),
-		Hint:    `choose one with "on": [{"left": "column", "right": "column"}]`}
-}
-
-// orderBy writes ORDER BY: the request's order (select aliases first,
-// then columns), then tie-breakers that make the order total, so that the
-// pages of a result never overlap or skip rows (see tieBreakers).
-func (w *sqlWriter) orderBy(s *scope, r Request, items []item) error {
-	written := map[string]bool{}
-	write := func(expr string) {
-		if len(written) == 0 {
-			w.b.WriteString(" ORDER BY ")
-		} else {
-			w.b.WriteString(", ")
-		}
-		written[expr] = true
-		w.b.WriteString(expr)
-	}
-	for _, o := range r.OrderBy {
-		expr := ""
-		for _, it := range items {
-			if it.alias != "" && it.alias == o.Column {
-				expr = quoteIdent(it.alias)
-			}
-		}
-		if expr == "" {
-			ref, err := s.resolve(o.Column)
-			if err != nil {
-				return err
-			}
-			expr = s.expr(ref)
-		}
-		write(expr)
-		if o.Desc {
-			w.b.WriteString(" DESC")
-		}
-		switch strings.ToLower(o.Nulls) {
-		case "":
-		case "first":
-			w.b.WriteString(" NULLS FIRST")
-		case "last":
-			w.b.WriteString(" NULLS LAST")
-		default:
-			return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("order by %q: nulls must be first or last", o.Column)}
-		}
-	}
-	for _, expr := range s.tieBreakers(r, items) {
-		if !written[expr] {
-			write(expr)
-		}
-	}
-	return nil
-}
-
-// tieBreakers are the columns that make a result's order total: with
-// aggregates or group_by, the grouped columns (a group is unique by them;
-// with aggregates alone there is one row); otherwise every table's primary
-// key. With a table without one there are none: ordering by every column
-// would sort the whole table for each page, so such pages follow the
-// request's order_by alone.
-func (s *scope) tieBreakers(r Request, items []item) []string {
-	aggregated := len(r.GroupBy) > 0
-	for _, it := range items {
-		aggregated = aggregated || it.agg != nil
-	}
-	var out []string
-	if aggregated {
-		for _, g := range r.GroupBy {
-			if ref, err := s.resolve(g); err == nil {
-				out = append(out, s.expr(ref))
-			}
-		}
-		return out
-	}
-	for ti, t := range s.tables {
-		if len(t.PrimaryKey) == 0 {
-			return nil
-		}
-		for _, k := range t.PrimaryKey {
-			c, ok := t.colIndex[k]
-			if !ok {
-				return nil
-			}
-			out = append(out, s.expr(colRef{ti, c}))
-		}
-	}
-	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/query/sqlbuild"
 	"github.com/lakegate/lakegate/query/validate"
 )
 
@@ -17,10 +18,41 @@ func fakeTable(schema, rel string, cols ...string) *tableInfo {
 	for _, c := range cols {
 		name, typ, _ := strings.Cut(c, ":")
 		t.Columns = append(t.Columns, Column{Name: name, Type: typ})
-		t.types = append(t.types, pgType(typ, strings.TrimPrefix(typ, "_")))
+		t.types = append(t.types, sqlbuild.PostgresType(typ, strings.TrimPrefix(typ, "_")))
 	}
 	t.index()
 	return t
+}
+
+// testCatalog gives the builder table base, and joined tables from lookup
+// (nil: none).
+type testCatalog struct {
+	base   *tableInfo
+	lookup func(string) (*tableInfo, error)
+}
+
+func (c testCatalog) Table(name string) (*sqlbuild.Table, error) {
+	if c.lookup == nil {
+		if name != c.base.Name {
+			return nil, lakegate.Errorf(lakegate.KindValidation, "joins are not available here")
+		}
+		return c.base.sql, nil
+	}
+	t, err := c.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.sql, nil
+}
+
+// buildSQL builds r on table t, joining tables from lookup.
+func buildSQL(d Dialect, t *tableInfo, r Request, lookup func(string) (*tableInfo, error)) (string, []any, error) {
+	r.Table = t.Name
+	st, err := sqlbuild.Build(d, testCatalog{t, lookup}, r)
+	if err != nil {
+		return "", nil, err
+	}
+	return st.Text, st.Args, nil
 }
 
 // cols makes a select list of plain columns.
@@ -301,7 +333,7 @@ func FuzzBuild(f *testing.F) {
 			if len(args) != 1 || args[0] != value {
 				t.Fatalf("got args %v, want [%q]", args, value)
 			}
-			if !strings.Contains(got, quoteIdent(tbl.rel)) {
+			if !strings.Contains(got, sqlbuild.QuoteIdent(tbl.rel)) {
 				t.Fatalf("table %q not quoted in %s", tbl.rel, got)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/query/sqlbuild"
 )
 
 // joinCatalog is a catalog of readings, devices (readings.device_id ->
@@ -111,7 +112,7 @@ func TestBuildSQLFeatures(t *testing.T) {
 }
 
 func numeric(s string) any {
-	v, err := convertIn(s, colType{kind: kindNumeric}, Postgres)
+	v, err := sqlbuild.Convert(s, sqlbuild.Type{Kind: sqlbuild.KindNumeric}, Postgres)
 	if err != nil {
 		panic(err)
 	}
@@ -120,7 +121,7 @@ func numeric(s string) any {
 
 func TestBuildSQLFeatureErrors(t *testing.T) {
 	deep := Filter{Column: "id", Op: "=", Value: 1.0}
-	for range maxFilterDepth {
+	for range 8 {
 		deep = Filter{And: []Filter{deep}}
 	}
 	tests := []struct {
@@ -165,11 +166,11 @@ func TestBuildSQLFeatureErrors(t *testing.T) {
 	}
 	// Depth 8 itself is fine.
 	ok := Filter{Column: "id", Op: "=", Value: 1.0}
-	for range maxFilterDepth - 1 {
+	for range 8 - 1 {
 		ok = Filter{And: []Filter{ok}}
 	}
 	if _, _, err := buildCat(Postgres, Request{Table: "readings", Filters: []Filter{ok}}); err != nil {
-		t.Errorf("depth %d: %v", maxFilterDepth, err)
+		t.Errorf("depth %d: %v", 8, err)
 	}
 }
 

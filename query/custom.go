@@ -2,12 +2,13 @@ package query
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/query/sqlbuild"
 	"github.com/lakegate/lakegate/query/validate"
 )
 
@@ -172,54 +173,58 @@ func (t *SQLTool) argNames() string {
 	return strings.Join(append(names, LimitArg, CursorArg), ", ")
 }
 
-// toolValue converts one argument to its declared type.
+// toolValue converts one argument to its declared type: as a column of
+// that type takes it (sqlbuild.Convert), but stricter: no numbers as
+// strings, no booleans as words.
 func toolValue(v any, typ string, d Dialect) (any, error) {
+	convert := func(t sqlbuild.Type, bad string) (any, error) {
+		c, err := sqlbuild.Convert(v, t, d)
+		if err != nil {
+			return nil, errors.New(bad)
+		}
+		return c, nil
+	}
+	_, isStr := v.(string)
 	switch typ {
 	case "string":
-		if s, ok := v.(string); ok {
-			return s, nil
+		if isStr {
+			return v, nil
 		}
 		return nil, fmt.Errorf("expected a string")
 	case "integer":
-		if _, isStr := v.(string); !isStr {
-			if n, ok := toInt(v); ok {
-				return n, nil
-			}
+		if isStr {
+			return nil, fmt.Errorf("expected an integer")
 		}
-		return nil, fmt.Errorf("expected an integer")
+		return convert(sqlbuild.Type{Kind: sqlbuild.KindInt, Bits: 64}, "expected an integer")
 	case "number":
-		bad := fmt.Errorf("expected a number")
-		if _, isStr := v.(string); isStr {
-			return nil, bad
+		if isStr {
+			return nil, fmt.Errorf("expected a number")
 		}
-		return toFloat(v, bad)
+		return convert(sqlbuild.Type{Kind: sqlbuild.KindFloat}, "expected a number")
 	case "boolean":
 		if b, ok := v.(bool); ok {
 			return b, nil
 		}
 		return nil, fmt.Errorf("expected true or false")
 	case "timestamp":
-		s, _ := v.(string)
-		ts, err := parseTime(s)
-		if err != nil {
+		if !isStr {
 			return nil, fmt.Errorf("expected an RFC 3339 timestamp")
 		}
-		if d == SQLite {
-			return ts.UTC().Format(sqliteTimeFormat), nil
-		}
-		return ts.UTC(), nil
+		return convert(sqlbuild.Type{Kind: sqlbuild.KindTimestamptz}, "expected an RFC 3339 timestamp")
 	case "date":
-		s, _ := v.(string)
-		day, err := time.Parse(time.DateOnly, s)
-		if err != nil {
+		if !isStr {
 			return nil, fmt.Errorf("expected a date YYYY-MM-DD")
 		}
-		if d == SQLite {
-			return day.Format(time.DateOnly), nil
-		}
-		return day, nil
+		return convert(sqlbuild.Type{Kind: sqlbuild.KindDate}, "expected a date YYYY-MM-DD")
 	}
 	return nil, fmt.Errorf("unknown type %q", typ)
+}
+
+// toInt is v as an integer: a Go integer, a whole number, or integer text.
+func toInt(v any) (int64, bool) {
+	n, err := sqlbuild.Convert(v, sqlbuild.Type{Kind: sqlbuild.KindInt, Bits: 64}, Postgres)
+	i, ok := n.(int64)
+	return i, err == nil && ok
 }
 
 // placeholders counts the parameters of a statement: $1..$n (every one of

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/lakegate/lakegate/query/sqlbuild"
 )
 
 // Sizes of the demo data set.
@@ -134,7 +136,7 @@ func demoRows(ctx context.Context, tx *sql.Tx) error {
 		if g%97 == 0 {
 			note = fmt.Sprintf("maintenance window %d", g%7)
 		}
-		ts := ts0.Add(time.Duration(g) * time.Minute).Format(sqliteTimeFormat)
+		ts := ts0.Add(time.Duration(g) * time.Minute).Format(sqlbuild.SQLiteTime)
 		_, err := rd.ExecContext(ctx, g, 1+g%demoDevices, ts,
 			float64(1500+(g*7919)%2000)/100, float64(3000+(g*104729)%5000)/100,
 			power, statuses[g%6], note)

@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/query/internal/names"
 )
 
 // Defaults of Options.
@@ -288,7 +288,7 @@ func (e *Engine) source(db string) (source, error) {
 	return nil, &lakegate.Error{
 		Kind:    lakegate.KindNotFound,
 		Message: fmt.Sprintf("unknown database %q", db),
-		Hint:    namesHint("databases", db, e.names),
+		Hint:    names.Hint("databases", db, e.names),
 	}
 }
 
@@ -375,41 +375,10 @@ func internalErr(what string, err error) *lakegate.Error {
 	return &lakegate.Error{Kind: lakegate.KindInternal, Message: what + " failed", Err: err}
 }
 
-// namesHint lists close matches of name among known, then the known names.
-func namesHint(what, name string, known []string) string {
-	var b strings.Builder
-	if dym := DidYouMean(name, known); dym != "" {
-		b.WriteString(dym + " ")
-	}
-	switch {
-	case len(known) == 0:
-		fmt.Fprintf(&b, "there are no %s", what)
-	case len(known) <= 30:
-		fmt.Fprintf(&b, "known %s: %s", what, strings.Join(known, ", "))
-	default:
-		fmt.Fprintf(&b, "%d %s are known; list them first", len(known), what)
-	}
-	return b.String()
-}
-
 // DidYouMean is `did you mean "x" or "y"?` with up to 3 names of known
 // close to name (a typo or two away, ignoring case; the closest first),
 // or empty when none is. Every unknown name a caller gets a hint for goes
 // through it: structured requests, the database's own errors (an unknown
 // table, column or function in caller-written SQL), and the MCP plugin's
 // unknown tools.
-func DidYouMean(name string, known []string) string {
-	close := closeMatches(name, known)
-	if len(close) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("did you mean %s?", quoteList(close))
-}
-
-func quoteList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, " or ")
-}
+func DidYouMean(name string, known []string) string { return names.DidYouMean(name, known) }

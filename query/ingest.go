@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/query/internal/names"
+	"github.com/lakegate/lakegate/query/sqlbuild"
 )
 
 // Insert writes rows into table of database db in one transaction and
@@ -89,11 +91,11 @@ func convertRows(t *tableInfo, rows []map[string]any, d Dialect) ([]insertGroup,
 		sort.Strings(keys)
 		byCol := make(map[int]string, len(keys)) // column index -> row key
 		for _, k := range keys {
-			ci, err := t.column(k)
+			ci, err := t.sql.Column(k)
 			if err != nil {
 				return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 					Message: fmt.Sprintf("row %d: unknown column %q in table %q", i, k, t.Name),
-					Hint:    namesHint("columns", k, t.columnNames())}
+					Hint:    names.Hint("columns", k, t.sql.ColumnNames())}
 			}
 			if _, dup := byCol[ci]; dup {
 				return nil, &lakegate.Error{Kind: lakegate.KindValidation,
@@ -108,7 +110,7 @@ func convertRows(t *tableInfo, rows []map[string]any, d Dialect) ([]insertGroup,
 			if !ok {
 				continue
 			}
-			v, err := convertIn(row[k], t.types[ci], d)
+			v, err := sqlbuild.Convert(row[k], t.types[ci], d)
 			if err != nil {
 				return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 					Message: fmt.Sprintf("row %d, column %q: %v", i, t.Columns[ci].Name, err)}
@@ -118,7 +120,7 @@ func convertRows(t *tableInfo, rows []map[string]any, d Dialect) ([]insertGroup,
 		}
 		if len(cols) == 0 {
 			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("row %d has no columns", i),
-				Hint: "known columns: " + strings.Join(t.columnNames(), ", ")}
+				Hint: "known columns: " + strings.Join(t.sql.ColumnNames(), ", ")}
 		}
 		key := strings.Join(cols, "\x00")
 		g, ok := groupOf[key]

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/lakegate/lakegate/query/sqlbuild"
 )
 
 // pgNotOwn leaves lakegate's own tables out of a pg_class c joined to
@@ -94,7 +95,7 @@ func (s *pgSource) loadCatalog(ctx context.Context) ([]*tableInfo, error) {
 	_, err = pgx.ForEachRow(rows, []any{&oid, &col, &typ, &nullable, &base, &elem}, func() error {
 		if t := byOID[oid]; t != nil {
 			t.Columns = append(t.Columns, Column{Name: col, Type: typ, Nullable: nullable})
-			t.types = append(t.types, pgType(base, elem))
+			t.types = append(t.types, sqlbuild.PostgresType(base, elem))
 		}
 		return nil
 	})

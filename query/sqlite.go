@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/query/sqlbuild"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -97,10 +98,10 @@ func (s *sqliteSource) writer() (*sql.DB, error) {
 // its first value that is not NULL.
 func sqliteResultColumn(name, decl string, first any) ResultColumn {
 	c := ResultColumn{Name: name, Type: sqliteTypeName(decl, first)}
-	switch sqliteType(decl).kind {
-	case kindInt, kindFloat, kindNumeric:
+	switch sqlbuild.SQLiteType(decl).Kind {
+	case sqlbuild.KindInt, sqlbuild.KindFloat, sqlbuild.KindNumeric:
 		c.JSON = JSONNumberOrString
-	case kindAny:
+	case sqlbuild.KindAny:
 		switch first.(type) {
 		case int64, float64:
 			c.JSON = JSONNumberOrString
@@ -124,10 +125,10 @@ func (s *sqliteSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, e
 		return nil, err
 	}
 	res := &Result{Columns: make([]ResultColumn, len(cts))}
-	types := make([]colType, len(cts))
+	types := make([]sqlbuild.Type, len(cts))
 	firsts := make([]any, len(cts))
 	for i, ct := range cts {
-		types[i] = sqliteType(ct.DatabaseTypeName())
+		types[i] = sqlbuild.SQLiteType(ct.DatabaseTypeName())
 	}
 	vals := make([]any, len(cts))
 	ptrs := make([]any, len(cts))
@@ -256,10 +257,10 @@ func insertGroupSQLite(ctx context.Context, tx *sql.Tx, t *tableInfo, g insertGr
 	quoted := make([]string, len(g.cols))
 	marks := make([]string, len(g.cols))
 	for i, c := range g.cols {
-		quoted[i], marks[i] = quoteIdent(c), "?"
+		quoted[i], marks[i] = sqlbuild.QuoteIdent(c), "?"
 	}
 	stmt, err := tx.PrepareContext(ctx, fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)",
-		quoteIdent(t.rel), strings.Join(quoted, ", "), strings.Join(marks, ", ")))
+		sqlbuild.QuoteIdent(t.rel), strings.Join(quoted, ", "), strings.Join(marks, ", ")))
 	if err != nil {
 		return &queryErr{err}
 	}
@@ -346,7 +347,7 @@ func sqliteColumns(ctx context.Context, conn *sql.Conn, t *tableInfo) error {
 			pk[pkPos] = c.Name
 		}
 		t.Columns = append(t.Columns, c)
-		t.types = append(t.types, sqliteType(decl))
+		t.types = append(t.types, sqlbuild.SQLiteType(decl))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -398,7 +399,7 @@ func sqliteEstimate(ctx context.Context, conn *sql.Conn, rel string, hasStats bo
 		}
 	}
 	var n int64
-	q := fmt.Sprintf("SELECT count(*) FROM (SELECT 1 FROM %s LIMIT %d)", quoteIdent(rel), sqliteCountCap+1)
+	q := fmt.Sprintf("SELECT count(*) FROM (SELECT 1 FROM %s LIMIT %d)", sqlbuild.QuoteIdent(rel), sqliteCountCap+1)
 	if err := conn.QueryRowContext(ctx, q).Scan(&n); err != nil || n > sqliteCountCap {
 		return -1
 	}

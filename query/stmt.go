@@ -119,25 +119,6 @@ func (e *Engine) PrepareSQL(ctx context.Context, c lakegate.Caller, r SQLRequest
 	return s, nil
 }
 
-// PrepareQuery builds a structured request for c (see [Request]): tables
-// and columns are checked against the catalog, identifiers quoted, every
-// value a bind parameter, and the same request always gives the same
-// text. Stmt.SQL is the built SQL.
-func (e *Engine) PrepareQuery(ctx context.Context, c lakegate.Caller, r Request) (*Stmt, error) {
-	g, err := e.grantFor(c, r.Database)
-	if err != nil {
-		return nil, err
-	}
-	b, err := e.build(ctx, g, r)
-	if err != nil {
-		return nil, err
-	}
-	s := e.newStmt(g, b.src, r.Database, b.limit)
-	s.SQL, s.text, s.args = b.withLimit(b.limit), b.withLimit(b.limit+1), b.args
-	s.offset, s.hash = b.offset, b.hash
-	return s, nil
-}
-
 func (e *Engine) newStmt(g *grant, src source, db string, limit int) *Stmt {
 	return &Stmt{Database: db, Limit: limit, Timeout: e.opts.StatementTimeout,
 		Role: g.pgRole, PinPath: g.tables != nil, e: e, g: g, src: src}

@@ -10,6 +10,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/query/internal/names"
 	"github.com/lakegate/lakegate/query/validate"
 )
 
@@ -160,11 +161,11 @@ func tableHint(d Dialect, name string, view *catalog) string {
 	if d == Postgres {
 		name = strings.TrimPrefix(name, "public.")
 	}
-	names := make([]string, len(view.tables))
+	known := make([]string, len(view.tables))
 	for i, t := range view.tables {
-		names[i] = t.Name
+		known[i] = t.Name
 	}
-	return namesHint("tables", name, names)
+	return names.Hint("tables", name, known)
 }
 
 // columnHint names the columns close to name among those of the tables
@@ -187,7 +188,7 @@ func columnHint(d Dialect, name, sqlText string, view *catalog) string {
 	if !listed {
 		return DidYouMean(name, known)
 	}
-	return namesHint("columns", name, known)
+	return names.Hint("columns", name, known)
 }
 
 // stmtTables are the visible tables sqlText reads; listed is false when

@@ -5,16 +5,17 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/query/sqlbuild"
 )
 
 // Dialect is the SQL dialect of a source; it decides identifier quoting,
-// placeholder style and time bucketing.
-type Dialect string
+// placeholder style, value conversion and time bucketing.
+type Dialect = sqlbuild.Dialect
 
 // The supported dialects.
 const (
-	Postgres Dialect = "postgres"
-	SQLite   Dialect = "sqlite"
+	Postgres = sqlbuild.Postgres
+	SQLite   = sqlbuild.SQLite
 )
 
 // Database describes one configured source.
@@ -48,60 +49,7 @@ type Column struct {
 }
 
 // ForeignKey links columns of a table to columns of another.
-type ForeignKey struct {
-	Columns    []string `json:"columns"`
-	RefTable   string   `json:"ref_table"`
-	RefColumns []string `json:"ref_columns"`
-}
-
-// Filter is one condition of a structured query: column op value, or a
-// group of conditions (And or Or, nested at most 8 deep).
-// Ops: = != < <= > >= in not_in like ilike between is_null is_not_null.
-// In Request.Having, Agg names an aggregate of Column (count without a
-// column is count(*)), or Column names the alias of an aggregate.
-type Filter struct {
-	Column string `json:"column,omitempty"`
-	Op     string `json:"op,omitempty"`
-	Value  any    `json:"value,omitempty"`
-	Agg    string `json:"agg,omitempty"`
-	// And and Or make the filter a group; it then has no column or op.
-	And []Filter `json:"and,omitempty"`
-	Or  []Filter `json:"or,omitempty"`
-}
-
-// Order is one ORDER BY term: a column ("table.column" with joins) or a
-// select alias.
-type Order struct {
-	Column string `json:"column"`
-	// Desc sorts descending.
-	Desc bool `json:"desc,omitempty"`
-	// Nulls is "first", "last" or empty (the database's default).
-	Nulls string `json:"nulls,omitempty"`
-}
-
-// Request is a structured query built by the builder: values are always
-// bind parameters and identifiers are checked against the catalog.
-type Request struct {
-	Database string `json:"database"`
-	Table    string `json:"table"`
-	// Columns are plain columns or aggregates; in JSON each is a name or
-	// {"agg", "column", "as"}. Empty means every column.
-	Columns []Select `json:"columns,omitempty"`
-	// Filters are ANDed conditions (WHERE).
-	Filters []Filter `json:"filters,omitempty"`
-	Joins   []Join   `json:"joins,omitempty"`
-	GroupBy []string `json:"group_by,omitempty"`
-	// Having are ANDed conditions on aggregates.
-	Having  []Filter `json:"having,omitempty"`
-	OrderBy []Order  `json:"order_by,omitempty"`
-	// Limit caps the rows returned; 0 means the engine's default
-	// (Options.DefaultLimit), NoLimit every row up to Options.MaxLimit.
-	Limit  int `json:"limit,omitempty"`
-	Offset int `json:"offset,omitempty"`
-	// Cursor continues a truncated answer: Result.NextCursor of the same
-	// request.
-	Cursor string `json:"cursor,omitempty"`
-}
+type ForeignKey = sqlbuild.ForeignKey
 
 // SQLRequest is a caller-written SQL statement: it must be one read-only
 // SELECT (or UNION) and passes the validator before it runs.

@@ -11,15 +11,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/lakegate/lakegate/query/sqlbuild"
 )
 
 // maxExactInt is the largest integer a JSON reader using float64 keeps
 // exactly; larger ones are returned as strings.
 const maxExactInt = 1 << 53
-
-// sqliteTimeFormat stores timestamps in SQLite: fixed width, so text order
-// is time order, and readable by SQLite's date functions.
-const sqliteTimeFormat = "2006-01-02T15:04:05.000000Z"
 
 // PostgreSQL OIDs the output conversion cares about.
 const (
@@ -233,12 +230,12 @@ func pgTypeName(oid uint32, m *pgtype.Map) string {
 
 // sqliteValue converts one value read from SQLite for a column whose
 // declared type gives t.
-func sqliteValue(v any, t colType) any {
+func sqliteValue(v any, t sqlbuild.Type) any {
 	switch x := v.(type) {
 	case nil:
 		return nil
 	case int64:
-		if t.kind == kindBool {
+		if t.Kind == sqlbuild.KindBool {
 			return x != 0
 		}
 		return intValue(x)
@@ -247,17 +244,17 @@ func sqliteValue(v any, t colType) any {
 	case []byte:
 		return base64.StdEncoding.EncodeToString(x)
 	case time.Time:
-		if t.kind == kindDate {
+		if t.Kind == sqlbuild.KindDate {
 			return x.Format(time.DateOnly)
 		}
 		return x.UTC().Format(time.RFC3339Nano)
 	case string:
-		switch t.kind {
-		case kindTimestamptz, kindTimestamp:
-			if ts, err := parseTime(x); err == nil {
+		switch t.Kind {
+		case sqlbuild.KindTimestamptz, sqlbuild.KindTimestamp:
+			if ts, err := sqlbuild.ParseTime(x); err == nil {
 				return ts.UTC().Format(time.RFC3339Nano)
 			}
-		case kindJSON:
+		case sqlbuild.KindJSON:
 			if json.Valid([]byte(x)) {
 				return json.RawMessage(x)
 			}
@@ -284,21 +281,4 @@ func sqliteTypeName(decl string, first any) string {
 		return "blob"
 	}
 	return "text"
-}
-
-// parseTime reads an RFC 3339 timestamp, or one without a zone (taken as
-// UTC), with "T" or a space, or a bare date.
-func parseTime(s string) (time.Time, error) {
-	for _, layout := range []string{
-		time.RFC3339Nano,
-		"2006-01-02 15:04:05.999999999Z07:00",
-		"2006-01-02T15:04:05.999999999",
-		"2006-01-02 15:04:05.999999999",
-		time.DateOnly,
-	} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("not a timestamp")
 }

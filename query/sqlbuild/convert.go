@@ -1,4 +1,4 @@
-package query
+package sqlbuild
 
 import (
 	"encoding/base64"
@@ -13,31 +13,33 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// Input conversion: JSON-decoded values (filters, Insert) to values the
-// driver encodes for a column's type.
+// SQLiteTime is how timestamps are stored in SQLite: fixed width, so text
+// order is time order, and readable by SQLite's date functions.
+const SQLiteTime = "2006-01-02T15:04:05.000000Z"
 
-// convertIn converts v for a column of type t in dialect d. The error says
-// what the column accepts; it never quotes the value.
-func convertIn(v any, t colType, d Dialect) (any, error) {
+// Convert converts v, decoded from JSON, for a column of type t in
+// dialect d: the argument the driver encodes for that type. The error
+// says what the column accepts; it never quotes the value.
+func Convert(v any, t Type, d Dialect) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
 	bad := fmt.Errorf("expected %s", t.describe())
-	switch t.kind {
-	case kindText:
+	switch t.Kind {
+	case KindText:
 		if s, ok := v.(string); ok {
 			return s, nil
 		}
 		return nil, bad
-	case kindInt:
+	case KindInt:
 		n, ok := toInt(v)
-		if !ok || n < -(1<<(t.bits-1)) || (t.bits < 64 && n >= 1<<(t.bits-1)) {
+		if !ok || n < -(1<<(t.Bits-1)) || (t.Bits < 64 && n >= 1<<(t.Bits-1)) {
 			return nil, bad
 		}
 		return n, nil
-	case kindFloat:
+	case KindFloat:
 		return toFloat(v, bad)
-	case kindNumeric:
+	case KindNumeric:
 		s, ok := decimalText(v)
 		if !ok {
 			return nil, bad
@@ -53,7 +55,7 @@ func convertIn(v any, t colType, d Dialect) (any, error) {
 			return nil, bad
 		}
 		return n, nil
-	case kindBool:
+	case KindBool:
 		b, ok := v.(bool)
 		if s, isStr := v.(string); isStr {
 			var err error
@@ -70,7 +72,7 @@ func convertIn(v any, t colType, d Dialect) (any, error) {
 			return int64(0), nil
 		}
 		return b, nil
-	case kindDate:
+	case KindDate:
 		s, ok := v.(string)
 		if !ok {
 			return nil, bad
@@ -83,20 +85,20 @@ func convertIn(v any, t colType, d Dialect) (any, error) {
 			return day.Format(time.DateOnly), nil
 		}
 		return day, nil
-	case kindTimestamptz, kindTimestamp:
+	case KindTimestamptz, KindTimestamp:
 		s, ok := v.(string)
 		if !ok {
 			return nil, bad
 		}
-		ts, err := parseTime(s)
+		ts, err := ParseTime(s)
 		if err != nil {
 			return nil, bad
 		}
 		if d == SQLite {
-			return ts.UTC().Format(sqliteTimeFormat), nil
+			return ts.UTC().Format(SQLiteTime), nil
 		}
 		return ts.UTC(), nil
-	case kindBytes:
+	case KindBytes:
 		s, ok := v.(string)
 		if !ok {
 			return nil, bad
@@ -106,7 +108,7 @@ func convertIn(v any, t colType, d Dialect) (any, error) {
 			return nil, bad
 		}
 		return b, nil
-	case kindUUID:
+	case KindUUID:
 		s, ok := v.(string)
 		if !ok {
 			return nil, bad
@@ -120,7 +122,7 @@ func convertIn(v any, t colType, d Dialect) (any, error) {
 			return nil, bad
 		}
 		return u, nil
-	case kindJSON:
+	case KindJSON:
 		if raw, ok := v.(json.RawMessage); ok {
 			if !json.Valid(raw) {
 				return nil, bad
@@ -132,7 +134,7 @@ func convertIn(v any, t colType, d Dialect) (any, error) {
 			return nil, bad
 		}
 		return string(b), nil
-	case kindInterval:
+	case KindInterval:
 		s, ok := v.(string)
 		if !ok {
 			return nil, bad
@@ -142,14 +144,14 @@ func convertIn(v any, t colType, d Dialect) (any, error) {
 			return nil, bad
 		}
 		return iv, nil
-	case kindArray:
+	case KindArray:
 		a, ok := v.([]any)
 		if !ok {
 			return nil, bad
 		}
 		out := make([]any, len(a))
 		for i, e := range a {
-			c, err := convertIn(e, *t.elem, d)
+			c, err := Convert(e, *t.Elem, d)
 			if err != nil {
 				return nil, bad
 			}
@@ -244,4 +246,21 @@ func decimalText(v any) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// ParseTime reads an RFC 3339 timestamp, or one without a zone (taken as
+// UTC), with "T" or a space, or a bare date.
+func ParseTime(s string) (time.Time, error) {
+	for _, layout := range []string{
+		time.RFC3339Nano,
+		"2006-01-02 15:04:05.999999999Z07:00",
+		"2006-01-02T15:04:05.999999999",
+		"2006-01-02 15:04:05.999999999",
+		time.DateOnly,
+	} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("not a timestamp")
 }

@@ -1,4 +1,4 @@
-package query
+package sqlbuild
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ const opsHint = "ops: = != < <= > >= in not_in like ilike between is_null is_not
 const maxFilterDepth = 8
 
 // conds writes kw and the ANDed conditions fs, if any.
-func (w *sqlWriter) conds(kw string, fs []Filter, one func(Filter) error) error {
+func (w *writer) conds(kw string, fs []Filter, one func(Filter) error) error {
 	for i, f := range fs {
 		if i == 0 {
 			w.b.WriteString(kw)
@@ -33,7 +33,7 @@ func (w *sqlWriter) conds(kw string, fs []Filter, one func(Filter) error) error 
 
 // cond writes one condition or group at nesting depth; items is the select
 // list for having (nil in WHERE).
-func (w *sqlWriter) cond(s *scope, f Filter, depth int, items []item) error {
+func (w *writer) cond(s *scope, f Filter, depth int, items []item) error {
 	if depth > maxFilterDepth {
 		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("filters are nested more than %d deep", maxFilterDepth)}
 	}
@@ -89,7 +89,7 @@ func (w *sqlWriter) cond(s *scope, f Filter, depth int, items []item) error {
 
 // compare writes expr op value; name and typ describe expr for errors
 // and for converting the value.
-func (w *sqlWriter) compare(expr, name string, typ colType, f Filter) error {
+func (w *writer) compare(expr, name string, typ Type, f Filter) error {
 	col := name
 	op := strings.ToLower(strings.TrimSpace(f.Op))
 	bad := func(format string, args ...any) error {
@@ -102,10 +102,10 @@ func (w *sqlWriter) compare(expr, name string, typ colType, f Filter) error {
 		}
 		_, isList := v.([]any)
 		_, isObj := v.(map[string]any)
-		if isObj || (isList && typ.kind != kindArray) {
+		if isObj || (isList && typ.Kind != KindArray) {
 			return nil, bad("op %s takes a single value", op)
 		}
-		c, err := convertIn(v, typ, w.d)
+		c, err := Convert(v, typ, w.d)
 		if err != nil {
 			return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 				Message: fmt.Sprintf("filter on column %q: %v", col, err)}

@@ -1,7 +1,6 @@
-package query
+package sqlbuild
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/lakegate/lakegate"
-	"github.com/lakegate/lakegate/query/validate"
 )
 
 // maxBuckets bounds the buckets a time series range may span.
@@ -25,95 +23,16 @@ var bucketUnits = map[string]time.Duration{
 	"day": 24 * time.Hour, "week": 7 * 24 * time.Hour,
 }
 
-// TimeSeriesRequest asks for aggregates per time bucket (EdgeLake's
-// increments query) over [Start, End).
-type TimeSeriesRequest struct {
-	Database   string `json:"database"`
-	Table      string `json:"table"`
-	TimeColumn string `json:"time_column"`
-	Bucket     Bucket `json:"bucket"`
-	// Aggregates per bucket; empty means count(*).
-	Aggregates []Select `json:"aggregates,omitempty"`
-	// GroupBy adds columns to the buckets (one series per value).
-	GroupBy []string `json:"group_by,omitempty"`
-	// Start and End are RFC 3339 timestamps (or dates); End > Start.
-	Start   string   `json:"start"`
-	End     string   `json:"end"`
-	Filters []Filter `json:"filters,omitempty"`
-	// Limit caps the rows returned; 0 means the engine's default.
-	Limit int `json:"limit,omitempty"`
-	// Cursor continues a truncated result: its NextCursor, with the same
-	// request otherwise.
-	Cursor string `json:"cursor,omitempty"`
-}
-
-// Bucket is the width of a time bucket: Count (default 1) Units.
-type Bucket struct {
-	// Unit is second, minute, hour, day, week or month.
-	Unit  string `json:"unit"`
-	Count int    `json:"count,omitempty"`
-}
-
-// PrepareTimeSeries builds a time series request: one row per bucket
-// with rows (and group) in the range: the bucket's start as an RFC 3339
-// UTC timestamp, the group columns, then the aggregates; ordered by bucket
-// then group. Empty buckets are not returned. It runs like any statement
-// (read-only, timeout, row cap).
-func (e *Engine) PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r TimeSeriesRequest) (*Stmt, error) {
-	g, err := e.grantFor(c, r.Database)
-	if err != nil {
-		return nil, err
-	}
-	cat, src, err := e.catalog(ctx, r.Database)
-	if err != nil {
-		return nil, err
-	}
-	t, err := g.table(cat, r.Table)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := e.limit(r.Limit)
-	if err != nil {
-		return nil, err
-	}
-	base, args, err := buildTimeSeries(src.dialect(), t, r)
-	if err != nil {
-		return nil, err
-	}
-	page := r
-	page.Limit, page.Cursor = 0, ""
-	hash := requestHash("time series", page)
-	offset, err := e.pageStart(r.Cursor, hash)
-	if err != nil {
-		return nil, err
-	}
-	// The buckets (and groups) are the order: pages follow it.
-	capped := func(n int) string {
-		s := base + " LIMIT " + strconv.Itoa(n)
-		if offset > 0 {
-			s += " OFFSET " + strconv.Itoa(offset)
-		}
-		return s
-	}
-	if _, err := validate.Check(capped(limit), nil); err != nil {
-		return nil, refusal(err)
-	}
-	s := e.newStmt(g, src, r.Database, limit)
-	s.SQL, s.text, s.args = capped(limit), capped(limit+1), args
-	s.offset, s.hash = offset, hash
-	return s, nil
-}
-
 // tsRange checks a time series range and bucket, returning the bounds.
 func tsRange(r TimeSeriesRequest) (from, to time.Time, err error) {
 	bad := func(format string, args ...any) error {
 		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf(format, args...),
 			Hint: `start and end are RFC 3339 timestamps like "2025-01-01T00:00:00Z"; bucket is {"unit": "second|minute|hour|day|week|month", "count": n}`}
 	}
-	if from, err = parseTime(r.Start); err != nil {
+	if from, err = ParseTime(r.Start); err != nil {
 		return from, to, bad("start %q is not a timestamp", r.Start)
 	}
-	if to, err = parseTime(r.End); err != nil {
+	if to, err = ParseTime(r.End); err != nil {
 		return from, to, bad("end %q is not a timestamp", r.End)
 	}
 	if !to.After(from) {
@@ -141,29 +60,37 @@ func tsRange(r TimeSeriesRequest) (from, to time.Time, err error) {
 	return from.UTC(), to.UTC(), nil
 }
 
-// buildTimeSeries makes the statement for r on t, without LIMIT.
-func buildTimeSeries(d Dialect, t *tableInfo, r TimeSeriesRequest) (string, []any, error) {
+// BuildTimeSeries makes r into one SELECT of dialect d on the table cat
+// gives, without LIMIT: one row per bucket with rows (and group) in the
+// range: the bucket's start as an RFC 3339 UTC timestamp, the group
+// columns, then the aggregates; grouped and ordered by bucket then group,
+// so the order is total. Empty buckets are not returned.
+func BuildTimeSeries(d Dialect, cat Catalog, r TimeSeriesRequest) (*Statement, error) {
+	t, err := cat.Table(r.Table)
+	if err != nil {
+		return nil, err
+	}
 	from, to, err := tsRange(r)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	s := &scope{d: d, tables: []*tableInfo{t}}
+	s := &scope{d: d, tables: []*Table{t}}
 	if r.TimeColumn == "" {
-		return "", nil, lakegate.Errorf(lakegate.KindValidation, "time_column is required")
+		return nil, lakegate.Errorf(lakegate.KindValidation, "time_column is required")
 	}
 	ts, err := s.resolve(r.TimeColumn)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	kind := s.typ(ts).kind
+	kind := s.typ(ts).Kind
 	switch {
-	case kind == kindTimestamptz, kind == kindTimestamp, kind == kindDate:
-	case d == SQLite && (kind == kindText || kind == kindAny):
+	case kind == KindTimestamptz, kind == KindTimestamp, kind == KindDate:
+	case d == SQLite && (kind == KindText || kind == KindAny):
 	default:
-		return "", nil, &lakegate.Error{Kind: lakegate.KindValidation,
-			Message: fmt.Sprintf("time_column %q is %s, not a timestamp or date", r.TimeColumn, s.typ(ts).name)}
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
+			Message: fmt.Sprintf("time_column %q is %s, not a timestamp or date", r.TimeColumn, s.typ(ts).Name)}
 	}
-	w := &sqlWriter{d: d}
+	w := &writer{d: d}
 	w.b.WriteString("SELECT ")
 	if d == Postgres {
 		w.pgBucket(s.expr(ts), kind, r.Bucket)
@@ -175,10 +102,10 @@ func buildTimeSeries(d Dialect, t *tableInfo, r TimeSeriesRequest) (string, []an
 	for _, g := range r.GroupBy {
 		ref, err := s.resolve(g)
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		if seen[s.col(ref).Name] {
-			return "", nil, lakegate.Errorf(lakegate.KindValidation, "group_by column %q is given twice or named bucket", g)
+			return nil, lakegate.Errorf(lakegate.KindValidation, "group_by column %q is given twice or named bucket", g)
 		}
 		seen[s.col(ref).Name] = true
 		w.b.WriteString(", " + s.expr(ref))
@@ -189,29 +116,29 @@ func buildTimeSeries(d Dialect, t *tableInfo, r TimeSeriesRequest) (string, []an
 	}
 	for _, sel := range aggs {
 		if sel.Agg == "" {
-			return "", nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("aggregate %q has no agg", sel.Column), Hint: aggHint}
+			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("aggregate %q has no agg", sel.Column), Hint: aggHint}
 		}
 		a, err := s.aggregate(sel.Agg, sel.Column)
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		if sel.As != "" {
 			a.alias = sel.As
 		}
 		if seen[a.alias] {
-			return "", nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("output name %q is used twice", a.alias),
+			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("output name %q is used twice", a.alias),
 				Hint: `give one of them another name with "as"`}
 		}
 		seen[a.alias] = true
-		w.b.WriteString(", " + a.expr + " AS " + quoteIdent(a.alias))
+		w.b.WriteString(", " + a.expr + " AS " + QuoteIdent(a.alias))
 	}
 	w.b.WriteString(" FROM " + s.from(0) + " WHERE ")
 	rng := []Filter{{Column: r.TimeColumn, Op: ">=", Value: r.Start}, {Column: r.TimeColumn, Op: "<", Value: r.End}}
-	if d == SQLite && (kind == kindText || kind == kindAny) {
+	if d == SQLite && (kind == KindText || kind == KindAny) {
 		// Stored as fixed-width ISO text: compare in the same form.
-		rng[0].Value, rng[1].Value = from.Format(sqliteTimeFormat), to.Format(sqliteTimeFormat)
+		rng[0].Value, rng[1].Value = from.Format(SQLiteTime), to.Format(SQLiteTime)
 	}
-	if kind == kindDate {
+	if kind == KindDate {
 		rng[0].Value, rng[1].Value = from.Format(time.DateOnly), to.Format(time.DateOnly)
 		if !to.Equal(to.Truncate(24 * time.Hour)) {
 			rng[1].Op = "<="
@@ -222,7 +149,7 @@ func buildTimeSeries(d Dialect, t *tableInfo, r TimeSeriesRequest) (string, []an
 			w.b.WriteString(" AND ")
 		}
 		if err := w.cond(s, f, 1, nil); err != nil {
-			return "", nil, err
+			return nil, err
 		}
 	}
 	cols := make([]string, len(r.GroupBy)+1)
@@ -230,17 +157,17 @@ func buildTimeSeries(d Dialect, t *tableInfo, r TimeSeriesRequest) (string, []an
 		cols[i] = strconv.Itoa(i + 1)
 	}
 	w.b.WriteString(" GROUP BY " + strings.Join(cols, ", ") + " ORDER BY " + strings.Join(cols, ", "))
-	return w.b.String(), w.args, nil
+	return &Statement{Text: w.b.String(), Args: w.args}, nil
 }
 
 // pgBucket writes the bucket start (a timestamptz) of column col: date_bin for fixed
 // widths, date_trunc for one month, month arithmetic for several.
-func (w *sqlWriter) pgBucket(col string, kind colKind, b Bucket) {
+func (w *writer) pgBucket(col string, kind Kind, b Bucket) {
 	n := max(b.Count, 1)
 	typ := "timestamptz"
-	if kind != kindTimestamptz {
+	if kind != KindTimestamptz {
 		typ = "timestamp"
-		if kind == kindDate {
+		if kind == KindDate {
 			col = "CAST(" + col + " AS timestamp)"
 		}
 		// The bucket of a timestamp without zone is read as UTC, so that
@@ -287,7 +214,7 @@ func (w *sqlWriter) pgBucket(col string, kind colKind, b Bucket) {
 
 // sqliteBucket writes the bucket start of col (ISO text) as RFC 3339
 // text, with strftime arithmetic on Unix seconds or months.
-func (w *sqlWriter) sqliteBucket(col string, b Bucket) {
+func (w *writer) sqliteBucket(col string, b Bucket) {
 	n := max(b.Count, 1)
 	if b.Unit == "month" {
 		m := "(CAST(strftime('%Y', " + col + ") AS INTEGER) * 12 + CAST(strftime('%m', " + col + ") AS INTEGER) - 1)"

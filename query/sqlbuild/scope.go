@@ -1,10 +1,11 @@
-package query
+package sqlbuild
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/query/internal/names"
 )
 
 // scope is the tables one structured query reads: the base table first,
@@ -12,7 +13,7 @@ import (
 // request name) and column references are qualified by it.
 type scope struct {
 	d      Dialect
-	tables []*tableInfo
+	tables []*Table
 }
 
 // colRef is a resolved column: table index in the scope, column index.
@@ -20,14 +21,14 @@ type colRef struct{ t, c int }
 
 func (s *scope) joined() bool { return len(s.tables) > 1 }
 
-func (s *scope) col(r colRef) Column  { return s.tables[r.t].Columns[r.c] }
-func (s *scope) typ(r colRef) colType { return s.tables[r.t].types[r.c] }
+func (s *scope) col(r colRef) Column { return s.tables[r.t].Columns[r.c] }
+func (s *scope) typ(r colRef) Type   { return s.tables[r.t].Columns[r.c].Type }
 
 // expr is the quoted, and with joins qualified, column reference.
 func (s *scope) expr(r colRef) string {
-	name := quoteIdent(s.col(r).Name)
+	name := QuoteIdent(s.col(r).Name)
 	if s.joined() {
-		return quoteIdent(s.tables[r.t].Name) + "." + name
+		return QuoteIdent(s.tables[r.t].Name) + "." + name
 	}
 	return name
 }
@@ -35,7 +36,7 @@ func (s *scope) expr(r colRef) string {
 // from writes the FROM target of table i.
 func (s *scope) from(i int) string {
 	if s.joined() {
-		return tableRef(s.d, s.tables[i]) + " AS " + quoteIdent(s.tables[i].Name)
+		return tableRef(s.d, s.tables[i]) + " AS " + QuoteIdent(s.tables[i].Name)
 	}
 	return tableRef(s.d, s.tables[i])
 }
@@ -55,7 +56,7 @@ func (s *scope) resolve(ref string) (colRef, error) {
 func (s *scope) resolveIn(ref string, idx []int) (colRef, error) {
 	var found []colRef
 	for _, i := range idx {
-		if c, ok := s.tables[i].colIndex[ref]; ok {
+		if c, ok := s.tables[i].index[ref]; ok {
 			found = append(found, colRef{i, c})
 		}
 	}
@@ -65,7 +66,7 @@ func (s *scope) resolveIn(ref string, idx []int) (colRef, error) {
 				continue
 			}
 			if i, ok := s.tableIn(ref[:k], idx); ok {
-				c, err := s.tables[i].column(ref[k+1:])
+				c, err := s.tables[i].Column(ref[k+1:])
 				if err != nil {
 					return colRef{}, err
 				}
@@ -74,12 +75,12 @@ func (s *scope) resolveIn(ref string, idx []int) (colRef, error) {
 		}
 	}
 	if len(found) == 0 && len(idx) == 1 {
-		c, err := s.tables[idx[0]].column(ref)
+		c, err := s.tables[idx[0]].Column(ref)
 		return colRef{idx[0], c}, err
 	}
 	if len(found) == 0 {
 		for _, i := range idx {
-			if c, ok := foldMatch(ref, len(s.tables[i].Columns), func(k int) string { return s.tables[i].Columns[k].Name }); ok {
+			if c, ok := names.Fold(ref, len(s.tables[i].Columns), func(k int) string { return s.tables[i].Columns[k].Name }); ok {
 				found = append(found, colRef{i, c})
 			}
 		}
@@ -95,9 +96,9 @@ func (s *scope) resolveIn(ref string, idx []int) (colRef, error) {
 				known = append(known, s.tables[i].Name+"."+c.Name)
 			}
 		}
-		hint := namesHint("columns", ref, known)
+		hint := names.Hint("columns", ref, known)
 		if close := closeColumns(ref, s, idx); len(close) > 0 && !strings.HasPrefix(hint, "did you mean") {
-			hint = fmt.Sprintf("did you mean %s? ", quoteList(close)) + hint
+			hint = fmt.Sprintf("did you mean %s? ", names.Quote(close)) + hint
 		}
 		return colRef{}, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("unknown column %q in tables %s", ref, strings.Join(tables, ", ")), Hint: hint}
@@ -114,10 +115,10 @@ func (s *scope) resolveIn(ref string, idx []int) (colRef, error) {
 // tableIn finds a table of idx by its request name, then ignoring case,
 // then by its unqualified name.
 func (s *scope) tableIn(name string, idx []int) (int, bool) {
-	for _, match := range []func(t *tableInfo) bool{
-		func(t *tableInfo) bool { return t.Name == name },
-		func(t *tableInfo) bool { return strings.EqualFold(t.Name, name) },
-		func(t *tableInfo) bool { return t.rel == name },
+	for _, match := range []func(t *Table) bool{
+		func(t *Table) bool { return t.Name == name },
+		func(t *Table) bool { return strings.EqualFold(t.Name, name) },
+		func(t *Table) bool { return t.Rel == name },
 	} {
 		for _, i := range idx {
 			if match(s.tables[i]) {
@@ -132,7 +133,7 @@ func (s *scope) tableIn(name string, idx []int) (int, bool) {
 func closeColumns(ref string, s *scope, idx []int) []string {
 	var out []string
 	for _, i := range idx {
-		for _, m := range closeMatches(ref, s.tables[i].columnNames()) {
+		for _, m := range names.Close(ref, s.tables[i].ColumnNames()) {
 			out = append(out, s.tables[i].Name+"."+m)
 		}
 	}
