@@ -247,7 +247,7 @@ func (ts *toolset) inlineBound(reserved int64, args int) int64 {
 // memory. export sends every result to blocks.
 func (ts *toolset) answer(ctx context.Context, c call, st *query.Stmt, f query.Format, export bool) (*answer, error) {
 	if c.timeout > 0 {
-		st.Timeout = c.timeout
+		st = st.WithTimeout(c.timeout)
 	}
 	prog := &query.Progress{}
 	reportRows(ctx, prog)

@@ -259,11 +259,11 @@ func TestStmtAccess(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if s.Role != tt.wantRole || s.PinPath != tt.wantPin {
-					t.Errorf("got role %q pin %v, want %q %v", s.Role, s.PinPath, tt.wantRole, tt.wantPin)
+				if s.role != tt.wantRole || s.pinPath != tt.wantPin {
+					t.Errorf("got role %q pin %v, want %q %v", s.role, s.pinPath, tt.wantRole, tt.wantPin)
 				}
-				if s.Database != "lite" || s.Timeout != DefaultStatementTimeout {
-					t.Errorf("got database %q timeout %v, want lite %v", s.Database, s.Timeout, DefaultStatementTimeout)
+				if s.Database != "lite" || s.timeout != DefaultStatementTimeout {
+					t.Errorf("got database %q timeout %v, want lite %v", s.Database, s.timeout, DefaultStatementTimeout)
 				}
 			})
 		}
@@ -342,8 +342,8 @@ func TestStmtAccessPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Role != role {
-		t.Errorf("got role %q, want %q", st.Role, role)
+	if st.role != role {
+		t.Errorf("got role %q, want %q", st.role, role)
 	}
 	if est, ok := st.Estimate(t.Context()); ok {
 		t.Errorf("estimate as a role that cannot be taken: got %v, want none", est)

@@ -306,10 +306,13 @@ func TestStmtTimeout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Timeout != time.Minute {
-				t.Errorf("got timeout %v, want the engine's %v", s.Timeout, time.Minute)
+			if s.timeout != time.Minute {
+				t.Errorf("got timeout %v, want the engine's %v", s.timeout, time.Minute)
 			}
-			s.Timeout = 200 * time.Millisecond
+			if d := s.WithTimeout(0).timeout; d != time.Minute {
+				t.Errorf("WithTimeout(0): got %v, want the engine's %v", d, time.Minute)
+			}
+			s = s.WithTimeout(200 * time.Millisecond)
 			start := time.Now()
 			_, _, err = Collect(t.Context(), s, collectBytes)
 			wantKind(t, err, lakegate.KindTimeout)

@@ -41,7 +41,7 @@ type txOptions struct {
 // stmtTx is how statement s runs: read-only, with its timeout, role and
 // path.
 func stmtTx(s *Stmt) txOptions {
-	return txOptions{timeout: s.timeout(), role: s.Role, pinPath: s.PinPath}
+	return txOptions{timeout: s.timeout, role: s.role, pinPath: s.pinPath}
 }
 
 // begin opens a transaction (read-only unless o.write) with the statement

@@ -50,7 +50,7 @@ func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
 	const readOnly = true
 	db := s.Database
 	br := e.breakers[db]
-	timeout := s.timeout()
+	timeout := s.timeout
 	if s.src.dialect() == Postgres {
 		timeout += stmtGrace
 	}
@@ -75,7 +75,7 @@ func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
 			return cerr
 		}
 		d := backoff(attempt)
-		if time.Since(start)+d > s.timeout() {
+		if time.Since(start)+d > s.timeout {
 			return cerr
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {

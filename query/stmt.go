@@ -26,9 +26,11 @@ const wrapAlias = "lakegate_q"
 // Stmt is one statement ready to run: the caller's access granted, the SQL
 // built or checked by the validator, the row cap resolved, all once. Run
 // streams its rows, decoded once, into a Sink; Estimate asks the planner
-// for its size. A Stmt holds no connection; it may be run more than once
-// (each Run is a new read-only transaction) but not concurrently with
-// changes to its exported fields.
+// for its size. A Stmt holds no connection; it may be run more than once,
+// also concurrently (each Run is a new read-only transaction), but not
+// concurrently with changes to its exported fields. What it runs as (the
+// role, the search path) is set by the Prepare method that made it and
+// cannot be changed; WithTimeout gives a copy with another timeout.
 type Stmt struct {
 	// SQL is the statement as the caller sees it: the caller's SQL, or
 	// the built SQL with its row cap.
@@ -38,15 +40,15 @@ type Stmt struct {
 	// Limit is the row cap: Run reads at most Limit rows and marks the
 	// result truncated when there were more.
 	Limit int
-	// Timeout is the statement timeout (Options.StatementTimeout unless
-	// set before Run; zero or less also means that).
-	Timeout time.Duration
-	// Role is the PostgreSQL role the statement runs as (SET LOCAL ROLE,
+
+	// timeout is the statement timeout.
+	timeout time.Duration
+	// role is the PostgreSQL role the statement runs as (SET LOCAL ROLE,
 	// from the caller's access rule); empty: the connecting user.
-	Role string
-	// PinPath runs the statement with search_path set to public, so that
+	role string
+	// pinPath runs the statement with search_path set to public, so that
 	// PostgreSQL reads unqualified names as a table allow-list does.
-	PinPath bool
+	pinPath bool
 
 	e    *Engine
 	g    *grant // what the caller may see, for hints (suggest)
@@ -61,12 +63,15 @@ type Stmt struct {
 	unordered bool
 }
 
-// timeout is Timeout, or the engine's statement timeout when it is not set.
-func (s *Stmt) timeout() time.Duration {
-	if s.Timeout <= 0 {
-		return s.e.opts.StatementTimeout
+// WithTimeout is a copy of s that runs under statement timeout d; zero or
+// less means Options.StatementTimeout. s itself is unchanged.
+func (s *Stmt) WithTimeout(d time.Duration) *Stmt {
+	c := *s
+	c.timeout = d
+	if d <= 0 {
+		c.timeout = s.e.opts.StatementTimeout
 	}
-	return s.Timeout
+	return &c
 }
 
 // Args are the bind parameters of the statement, in order.
@@ -120,8 +125,8 @@ func (e *Engine) PrepareSQL(ctx context.Context, c lakegate.Caller, r SQLRequest
 }
 
 func (e *Engine) newStmt(g *grant, src source, db string, limit int) *Stmt {
-	return &Stmt{Database: db, Limit: limit, Timeout: e.opts.StatementTimeout,
-		Role: g.pgRole, PinPath: g.tables != nil, e: e, g: g, src: src}
+	return &Stmt{Database: db, Limit: limit, timeout: e.opts.StatementTimeout,
+		role: g.pgRole, pinPath: g.tables != nil, e: e, g: g, src: src}
 }
 
 // Run runs the statement and streams its rows into sink: Begin, a Row per
@@ -214,7 +219,7 @@ func (s *Stmt) Estimate(ctx context.Context) (bytes float64, ok bool) {
 	e := s.e
 	rows, width, ok := e.plans.get(s.Database, s.text)
 	if !ok {
-		ctx, cancel := context.WithTimeout(ctx, min(s.timeout(), 5*time.Second))
+		ctx, cancel := context.WithTimeout(ctx, min(s.timeout, 5*time.Second))
 		defer cancel()
 		ctx, span := s.startSpan(ctx, "EXPLAIN")
 		var err error
