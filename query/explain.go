@@ -51,24 +51,17 @@ func (e *Engine) Explain(ctx context.Context, c lakegate.Caller, db, sqlText str
 		return nil, &lakegate.Error{Kind: lakegate.KindForbidden, Message: "explain with analyze runs the statement and needs the admin role",
 			Hint: "ask for the plan without analyze"}
 	}
-	g, err := e.grantFor(c, db)
-	if err != nil {
-		return nil, err
-	}
-	src, err := e.source(db)
+	// The statement is prepared as run_sql prepares it (access, the
+	// validator, the role it runs as); only the text that runs differs.
+	s, err := e.PrepareSQL(ctx, c, SQLRequest{Database: db, SQL: sqlText})
 	if err != nil {
 		return nil, err
 	}
 	text := trimSQL(sqlText)
-	if text == "" {
-		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "the SQL is empty", Hint: "give one SELECT statement"}
-	}
-	if err := g.check(src.dialect(), sqlText); err != nil {
-		return nil, err
-	}
-	p := &Plan{Database: db, Dialect: src.dialect(), Format: format, Analyze: analyze, SQL: text}
-	s := e.newStmt(g, src, db, maxPlanLines)
-	if src.dialect() == SQLite {
+	d := s.src.dialect()
+	p := &Plan{Database: db, Dialect: d, Format: format, Analyze: analyze, SQL: text}
+	s.Limit, s.hash = maxPlanLines, ""
+	if d == SQLite {
 		if analyze {
 			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "analyze is available on PostgreSQL databases only",
 				Hint: "ask for the plan without analyze"}
@@ -85,7 +78,7 @@ func (e *Engine) Explain(ctx context.Context, c lakegate.Caller, db, sqlText str
 	if err != nil {
 		return nil, err
 	}
-	if src.dialect() == SQLite {
+	if d == SQLite {
 		p.Plan = sqlitePlan(rows, format)
 	} else {
 		p.Plan = pgPlan(rows, format)
