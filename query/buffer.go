@@ -2,15 +2,10 @@ package query
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
 	"strconv"
 	"unicode/utf8"
 )
-
-// ErrBufferFull is returned by [Buffer.Row] for a row that would take the
-// buffer past its bounds; the row is not kept.
-var ErrBufferFull = errors.New("result buffer is full")
 
 // Buffer is a Sink that keeps rows in memory as compact decoded cells (a
 // kind byte and the value's bytes, not an encoding for any reader), within

@@ -18,8 +18,9 @@ import (
 // changed outside the server. The hash names the request it belongs to
 // (everything but its row cap and cursor), so that a cursor cannot be used
 // with another request. Paging is by offset over the result's order: the
-// structured tools make that order total (see tieBreakers); caller-written
-// SQL pages in its own ORDER BY, and the hint says when there is none.
+// structured builder makes that order total (sqlbuild's tie-breakers);
+// caller-written SQL pages in its own ORDER BY, and the hint says when
+// there is none.
 type cursorData struct {
 	Offset int    `json:"o"`
 	Hash   string `json:"h"`

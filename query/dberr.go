@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -344,4 +346,68 @@ func (f fault) outcome() outcome {
 		return outcomeFailure
 	}
 	return outcomeSuccess
+}
+
+// classify maps an error of database db to the taxonomy: the kind is
+// diagnose's (see its table), the message says why. ctx is the query's
+// own context: its state tells a timeout from a cancel. Messages carry the
+// database's own words for the caller's mistakes, never a DSN.
+func classify(ctx context.Context, db string, err error) error {
+	return diagnose(ctx, err).error(db)
+}
+
+// error is the taxonomy error for f, nil for no error.
+func (f fault) error(db string) error {
+	err := f.err
+	switch f.cause {
+	case causeNone:
+		return nil
+	case causeKept, causeSink:
+		// An *Error is already classified; the sink's own error (a
+		// reader gone, a bound hit) is its caller's to describe.
+		return f.detail
+	case causeRowTooBig:
+		return rowTooBig(int64(f.detail.(*pgproto3.ExceededMaxBodyLenErr).MaxExpectedBodyLen), err)
+	case causeParams:
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "the parameters do not fit the statement",
+			Hint: "give one parameter per placeholder, each of the type the statement expects", Err: err}
+	case causeCancelled:
+		// Nobody waits for the answer, and the query was stopped in the
+		// database.
+		return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the query was cancelled by the client", Err: err}
+	case causeTimeout:
+		return timeoutErr(err)
+	case causeUnsent, causeLost, causeGone:
+		return unavailable(db, err)
+	case causeConflict:
+		return &lakegate.Error{Kind: lakegate.KindUnavailable,
+			Message: fmt.Sprintf("database %q stopped the query: it conflicted with other work (a lock, a concurrent change or replication)", db),
+			Hint:    "retry later", RetryAfter: time.Second, Err: err}
+	case causeResources:
+		return &lakegate.Error{Kind: lakegate.KindUnavailable,
+			Message: fmt.Sprintf("database %q ran out of resources (disk, memory or a configured limit) for the query", db),
+			Hint:    "retry later, or narrow the query (filters, fewer columns or rows, smaller sorts)", RetryAfter: time.Second, Err: err}
+	case causeInternal:
+		return internalErr("the query", err)
+	}
+	msg, hint := dbMessage(f.detail)
+	switch f.cause {
+	case causeForbidden:
+		return &lakegate.Error{Kind: lakegate.KindForbidden, Message: msg, Hint: hint, Err: err}
+	case causeReadOnly:
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: msg,
+			Hint: "queries run read-only: only SELECT statements are allowed", Err: err}
+	}
+	return &lakegate.Error{Kind: lakegate.KindValidation, Message: msg, Hint: hint, Err: err}
+}
+
+// dbMessage is the database's own words in a PostgreSQL or SQLite error.
+func dbMessage(err error) (msg, hint string) {
+	switch e := err.(type) {
+	case *pgconn.PgError:
+		return e.Message, e.Hint
+	case nil:
+		return "the query failed", ""
+	}
+	return err.Error(), ""
 }

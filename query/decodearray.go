@@ -56,10 +56,6 @@ const (
 	sizeProbe = 64 << 10
 )
 
-// errContainerTooBig stops a container value whose output would pass the
-// bytes left for its row; the row decoder turns it into the row error.
-var errContainerTooBig = errors.New("decoded value over the row bound")
-
 // containerOf classifies type oid by the codec pgx has for it.
 func containerOf(oid uint32, m *pgtype.Map) (containerKind, uint32) {
 	if oid == oidRecord {

@@ -366,15 +366,6 @@ func (e *Engine) catalog(ctx context.Context, db string) (*catalog, source, erro
 	return cc.cur, src, nil
 }
 
-// internalErr wraps an unexpected error as internal without showing it.
-func internalErr(what string, err error) *lakegate.Error {
-	var qe *lakegate.Error
-	if errors.As(err, &qe) {
-		return qe
-	}
-	return &lakegate.Error{Kind: lakegate.KindInternal, Message: what + " failed", Err: err}
-}
-
 // DidYouMean is `did you mean "x" or "y"?` with up to 3 names of known
 // close to name (a typo or two away, ignoring case; the closest first),
 // or empty when none is. Every unknown name a caller gets a hint for goes

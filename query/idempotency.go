@@ -34,10 +34,6 @@ const (
 	keySweepEvery = time.Minute
 )
 
-// ErrKeyReused is in the chain of the error InsertOnce returns when the key
-// was already used, within its lifetime, for a batch with another body.
-var ErrKeyReused = errors.New("idempotency key reused for another batch")
-
 // Idempotency makes an ingest safe to retry (see [Engine.InsertOnce]).
 type Idempotency struct {
 	// Key names the batch, unique per caller subject and table; see

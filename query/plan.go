@@ -1,7 +1,6 @@
 package query
 
 import (
-	"errors"
 	"sync"
 	"time"
 )
@@ -41,6 +40,3 @@ func (p *planCache) put(db, sqlText string, rows, width float64) {
 	}
 	p.m[db+"\x00"+sqlText] = planEntry{at: time.Now(), rows: rows, width: width}
 }
-
-// errNoEstimate is returned by sources that cannot estimate a result.
-var errNoEstimate = errors.New("no estimate")

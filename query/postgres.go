@@ -282,7 +282,7 @@ func (s *pgSource) nameTypes(ctx context.Context, cols []ResultColumn, oids []ui
 const maxTypeNames = 4096
 
 // insert copies rows into t in one read-write transaction. The values
-// are typed by convertIn; COPY is our data path, never user SQL. A key k
+// are typed by sqlbuild.Convert; COPY is our data path, never user SQL. A key k
 // is claimed first, in the same transaction.
 func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGroup, k *batchKey) (InsertResult, error) {
 	if k != nil {

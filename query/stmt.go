@@ -2,7 +2,7 @@ package query
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -195,20 +195,6 @@ func writesParts(s Sink) bool {
 	return ok
 }
 
-// sinkErr is a failure of the sink (the reader went away, a bound was
-// hit): never retried, and returned to the caller as the sink made it.
-type sinkErr struct{ err error }
-
-func (e *sinkErr) Error() string { return e.err.Error() }
-func (e *sinkErr) Unwrap() error { return e.err }
-
-func wrapSink(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &sinkErr{err}
-}
-
 // Estimate is PostgreSQL's estimate, in bytes, of the statement's result
 // (rows × width, the rows capped at Limit); ok is false when there is none
 // (SQLite, or the planner failed). Estimates are cached briefly by text.
@@ -266,17 +252,25 @@ func wrapLimit(sqlText string, n, offset int) string {
 	return s
 }
 
-// refusal turns a validator refusal into a validation error.
-func refusal(err error) *lakegate.Error {
-	var ve *validate.Error
-	if !errors.As(err, &ve) {
-		return &lakegate.Error{Kind: lakegate.KindValidation, Message: "the SQL was refused: " + err.Error(), Err: err}
+// normParams makes JSON numbers plain int64 or float64 for the drivers.
+func normParams(params []any) ([]any, error) {
+	out := make([]any, len(params))
+	for i, p := range params {
+		switch x := p.(type) {
+		case json.Number:
+			if n, err := x.Int64(); err == nil {
+				out[i] = n
+			} else if f, err := x.Float64(); err == nil {
+				out[i] = f
+			} else {
+				out[i] = string(x)
+			}
+		case map[string]any:
+			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("parameter %d is an object", i+1),
+				Hint: "parameters are strings, numbers, booleans, null or arrays of them"}
+		default:
+			out[i] = p
+		}
 	}
-	msg := "the SQL was refused: " + ve.Reason
-	if ve.Line > 0 {
-		msg += fmt.Sprintf(" (line %d, column %d)", ve.Line, ve.Col)
-	} else if ve.Pos >= 0 {
-		msg += fmt.Sprintf(" (at byte %d)", ve.Pos)
-	}
-	return &lakegate.Error{Kind: lakegate.KindValidation, Message: msg, Hint: ve.Hint, Err: err}
+	return out, nil
 }
