@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -24,6 +25,9 @@ type tableInfo struct {
 	sql *sqlbuild.Table
 }
 
+// catalogTTL is how long a loaded catalog is trusted before it is reloaded.
+const catalogTTL = 30 * time.Second
+
 // catalog is an immutable snapshot of one database's tables.
 type catalog struct {
 	tables []*tableInfo // sorted by Name
@@ -45,6 +49,31 @@ func newCatalog(tables []*tableInfo) *catalog {
 		c.byName[t.Name] = t
 	}
 	return c
+}
+
+// catalog returns the cached catalog of db, loading it when missing or
+// older than catalogTTL. Concurrent callers wait for one load.
+func (e *Engine) catalog(ctx context.Context, db string) (*catalog, source, error) {
+	src, err := e.source(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	cc := e.catalogs[db]
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.cur != nil && time.Since(cc.cur.loaded) < catalogTTL {
+		return cc.cur, src, nil
+	}
+	// The catalog is shared by every caller: it is read as the
+	// connecting user, never as a caller's PostgreSQL role.
+	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout)
+	defer cancel()
+	tables, err := src.loadCatalog(ctx)
+	if err != nil {
+		return nil, nil, classify(ctx, db, fmt.Errorf("load catalog: %w", err))
+	}
+	cc.cur = newCatalog(tables)
+	return cc.cur, src, nil
 }
 
 // table finds a table by its name (also "public.x" for x), then by a unique

@@ -29,9 +29,6 @@ const (
 // statement timeout, if longer).
 const connectTimeout = 10 * time.Second
 
-// catalogTTL is how long a loaded catalog is trusted before it is reloaded.
-const catalogTTL = 30 * time.Second
-
 // Log keys used by the engine.
 const (
 	logKeyDatabase = "database"
@@ -339,31 +336,6 @@ func (e *Engine) Describe(ctx context.Context, c lakegate.Caller, db, table stri
 		return ok && !g.allows(ref)
 	})
 	return &out, nil
-}
-
-// catalog returns the cached catalog of db, loading it when missing or
-// older than catalogTTL. Concurrent callers wait for one load.
-func (e *Engine) catalog(ctx context.Context, db string) (*catalog, source, error) {
-	src, err := e.source(db)
-	if err != nil {
-		return nil, nil, err
-	}
-	cc := e.catalogs[db]
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.cur != nil && time.Since(cc.cur.loaded) < catalogTTL {
-		return cc.cur, src, nil
-	}
-	// The catalog is shared by every caller: it is read as the
-	// connecting user, never as a caller's PostgreSQL role.
-	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout)
-	defer cancel()
-	tables, err := src.loadCatalog(ctx)
-	if err != nil {
-		return nil, nil, classify(ctx, db, fmt.Errorf("load catalog: %w", err))
-	}
-	cc.cur = newCatalog(tables)
-	return cc.cur, src, nil
 }
 
 // DidYouMean is `did you mean "x" or "y"?` with up to 3 names of known

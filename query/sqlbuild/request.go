@@ -7,6 +7,16 @@ import (
 	"strings"
 )
 
+// Dialect is the SQL dialect of a database; it decides identifier
+// quoting, placeholder style, value conversion and time bucketing.
+type Dialect string
+
+// The supported dialects.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
 // Request is a structured query: values are always bind arguments and
 // identifiers are checked against the catalog.
 type Request struct {
