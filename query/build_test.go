@@ -2,58 +2,14 @@ package query
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/lakegate/lakegate"
-	"github.com/lakegate/lakegate/query/sqlbuild"
-	"github.com/lakegate/lakegate/query/validate"
 )
-
-// fakeTable is a catalog entry for builder tests that need no database.
-func fakeTable(schema, rel string, cols ...string) *tableInfo {
-	t := &tableInfo{schema: schema, rel: rel, Table: Table{Name: rel, Schema: schema, Kind: "table"}}
-	for _, c := range cols {
-		name, typ, _ := strings.Cut(c, ":")
-		t.Columns = append(t.Columns, Column{Name: name, Type: typ})
-		t.types = append(t.types, sqlbuild.PostgresType(typ, strings.TrimPrefix(typ, "_")))
-	}
-	t.index()
-	return t
-}
-
-// testCatalog gives the builder table base, and joined tables from lookup
-// (nil: none).
-type testCatalog struct {
-	base   *tableInfo
-	lookup func(string) (*tableInfo, error)
-}
-
-func (c testCatalog) Table(name string) (*sqlbuild.Table, error) {
-	if c.lookup == nil {
-		if name != c.base.Name {
-			return nil, lakegate.Errorf(lakegate.KindValidation, "joins are not available here")
-		}
-		return c.base.sql, nil
-	}
-	t, err := c.lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	return t.sql, nil
-}
-
-// buildSQL builds r on table t, joining tables from lookup.
-func buildSQL(d Dialect, t *tableInfo, r Request, lookup func(string) (*tableInfo, error)) (string, []any, error) {
-	r.Table = t.Name
-	st, err := sqlbuild.Build(d, testCatalog{t, lookup}, r)
-	if err != nil {
-		return "", nil, err
-	}
-	return st.Text, st.Args, nil
-}
 
 // cols makes a select list of plain columns.
 func cols(names ...string) []Select {
@@ -62,105 +18,6 @@ func cols(names ...string) []Select {
 		out[i] = Select{Column: n}
 	}
 	return out
-}
-
-func TestBuildSQL(t *testing.T) {
-	tbl := fakeTable("public", "readings", "id:int8", "ts:timestamptz", "temp:float8", "status:text",
-		"select:int4", `We"ird:text`, "note:text", "ia:_int4")
-	tests := []struct {
-		name     string
-		d        Dialect
-		r        Request
-		wantSQL  string
-		wantArgs []any
-	}{
-		{"all columns", Postgres, Request{},
-			`SELECT "id", "ts", "temp", "status", "select", "We""ird", "note", "ia" FROM "public"."readings"`, nil},
-		{"some columns, sqlite", SQLite, Request{Columns: cols("select", `We"ird`)},
-			`SELECT "select", "We""ird" FROM "readings"`, nil},
-		{"case-insensitive column", Postgres, Request{Columns: cols("STATUS")},
-			`SELECT "status" FROM "public"."readings"`, nil},
-		{"every comparison", Postgres, Request{Columns: cols("id"), Filters: []Filter{
-			{Column: "id", Op: "=", Value: 1.0}, {Column: "id", Op: "!=", Value: json.Number("2")}, {Column: "id", Op: "<", Value: "3"}, {Column: "id", Op: "<=", Value: 4.0},
-			{Column: "id", Op: ">", Value: 5.0}, {Column: "id", Op: ">=", Value: 6.0}, {Column: "id", Op: "<>", Value: 7.0}}},
-			`SELECT "id" FROM "public"."readings" WHERE "id" = $1 AND "id" <> $2 AND "id" < $3 AND "id" <= $4 AND "id" > $5 AND "id" >= $6 AND "id" <> $7`,
-			[]any{int64(1), int64(2), int64(3), int64(4), int64(5), int64(6), int64(7)}},
-		{"in, not_in, between, sqlite placeholders", SQLite, Request{Columns: cols("id"), Filters: []Filter{
-			{Column: "status", Op: "in", Value: []any{"ok", "warn"}}, {Column: "id", Op: "not_in", Value: []any{1.0}}, {Column: "temp", Op: "between", Value: []any{1.5, 2.0}}}},
-			`SELECT "id" FROM "readings" WHERE "status" IN (?, ?) AND "id" NOT IN (?) AND "temp" BETWEEN ? AND ?`,
-			[]any{"ok", "warn", int64(1), 1.5, 2.0}},
-		{"like, ilike, nulls", Postgres, Request{Columns: cols("id"), Filters: []Filter{
-			{Column: "status", Op: "like", Value: "o%"}, {Column: "note", Op: "ILIKE", Value: "%A%"}, {Column: "note", Op: "is_null", Value: nil}, {Column: "status", Op: "is_not_null", Value: nil}}},
-			`SELECT "id" FROM "public"."readings" WHERE "status" LIKE $1 AND "note" ILIKE $2 AND "note" IS NULL AND "status" IS NOT NULL`,
-			[]any{"o%", "%A%"}},
-		{"ilike on sqlite is LIKE", SQLite, Request{Columns: cols("id"), Filters: []Filter{{Column: "note", Op: "ilike", Value: "%a%"}}},
-			`SELECT "id" FROM "readings" WHERE "note" LIKE ?`, []any{"%a%"}},
-		{"order by", Postgres, Request{Columns: cols("id"), OrderBy: []Order{{Column: "ts", Desc: true}, {Column: "select"}}},
-			`SELECT "id" FROM "public"."readings" ORDER BY "ts" DESC, "select"`, nil},
-		{"array equality", Postgres, Request{Columns: cols("id"), Filters: []Filter{{Column: "ia", Op: "=", Value: []any{1.0, 2.0}}}},
-			`SELECT "id" FROM "public"."readings" WHERE "ia" = $1`, []any{[]any{int64(1), int64(2)}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, args, err := buildSQL(tt.d, tbl, tt.r, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.wantSQL {
-				t.Errorf("got  %s\nwant %s", got, tt.wantSQL)
-			}
-			if !reflect.DeepEqual(args, tt.wantArgs) {
-				t.Errorf("got args %#v, want %#v", args, tt.wantArgs)
-			}
-			again, _, _ := buildSQL(tt.d, tbl, tt.r, nil)
-			if again != got {
-				t.Errorf("not deterministic: got %s then %s", got, again)
-			}
-		})
-	}
-}
-
-func TestBuildSQLErrors(t *testing.T) {
-	tbl := fakeTable("public", "readings", "id:int8", "ts:timestamptz", "status:text", "small:int2")
-	tests := []struct {
-		name    string
-		r       Request
-		wantMsg string
-		want    string // in Message or Hint
-	}{
-		{"unknown column", Request{Columns: cols("stauts")}, `unknown column "stauts"`, `did you mean "status"?`},
-		{"unknown filter column", Request{Filters: []Filter{{Column: "nope", Op: "=", Value: 1.0}}}, `unknown column "nope"`, "known columns: id, ts, status, small"},
-		{"unknown order column", Request{OrderBy: []Order{{Column: "tss"}}}, `unknown column "tss"`, `did you mean "ts"?`},
-		{"bad op", Request{Filters: []Filter{{Column: "id", Op: "~", Value: 1.0}}}, `unknown op "~"`, "ops: = != <"},
-		{"null value", Request{Filters: []Filter{{Column: "id", Op: "=", Value: nil}}}, "needs a value", "is_null"},
-		{"list for =", Request{Filters: []Filter{{Column: "id", Op: "=", Value: []any{1.0}}}}, "takes a single value", "ops:"},
-		{"object value", Request{Filters: []Filter{{Column: "id", Op: "<", Value: map[string]any{"a": 1.0}}}}, "takes a single value", "ops:"},
-		{"bad int", Request{Filters: []Filter{{Column: "id", Op: "=", Value: "abc"}}}, `column "id": expected an integer (int8)`, ""},
-		{"fraction for int", Request{Filters: []Filter{{Column: "id", Op: "=", Value: 1.5}}}, "expected an integer", ""},
-		{"int2 overflow", Request{Filters: []Filter{{Column: "small", Op: "=", Value: 40000.0}}}, "expected an integer (int2)", ""},
-		{"bad timestamp", Request{Filters: []Filter{{Column: "ts", Op: ">", Value: "yesterday"}}}, "expected an RFC 3339 timestamp", ""},
-		{"empty in", Request{Filters: []Filter{{Column: "id", Op: "in", Value: []any{}}}}, "takes an array of 1 to 1000 values", ""},
-		{"scalar in", Request{Filters: []Filter{{Column: "id", Op: "not_in", Value: 1.0}}}, "takes an array", ""},
-		{"bad in element", Request{Filters: []Filter{{Column: "id", Op: "in", Value: []any{1.0, "x"}}}}, "expected an integer", ""},
-		{"between one", Request{Filters: []Filter{{Column: "id", Op: "between", Value: []any{1.0}}}}, "two values", ""},
-		{"between null", Request{Filters: []Filter{{Column: "id", Op: "between", Value: []any{1.0, nil}}}}, "needs a value", ""},
-		{"between bad high", Request{Filters: []Filter{{Column: "id", Op: "between", Value: []any{1.0, "z"}}}}, "expected an integer", ""},
-		{"between bad low", Request{Filters: []Filter{{Column: "id", Op: "between", Value: []any{"z", 1.0}}}}, "expected an integer", ""},
-		{"like number", Request{Filters: []Filter{{Column: "status", Op: "like", Value: 1.0}}}, "string pattern", ""},
-		{"is_null with value", Request{Filters: []Filter{{Column: "status", Op: "is_null", Value: "x"}}}, "takes no value", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := buildSQL(Postgres, tbl, tt.r, nil)
-			qe := wantKind(t, err, lakegate.KindValidation)
-			if !strings.Contains(qe.Message, tt.wantMsg) {
-				t.Errorf("got message %q, want it to contain %q", qe.Message, tt.wantMsg)
-			}
-			if !strings.Contains(qe.Message+" "+qe.Hint, tt.want) {
-				t.Errorf("got %q / %q, want %q in one", qe.Message, qe.Hint, tt.want)
-			}
-		})
-	}
 }
 
 func TestBuildEngine(t *testing.T) {
@@ -284,89 +141,80 @@ func TestQueryOps(t *testing.T) {
 	}
 }
 
-// FuzzBuild checks that no value ever reaches the SQL text and that odd
-// table, column and op strings never panic; then that any request shape
-// (JSON: aggregates, joins, groups, having, paging) either fails with a
-// validation or not_found error or builds deterministic SQL that passes
-// the validator with one argument per placeholder.
-func FuzzBuild(f *testing.F) {
-	f.Add("readings", `We"ird`, "=", "x'; DROP TABLE t; --", `{}`)
-	f.Add("t\"; DROP", "select", "like", "%$1%", `{"table": "readings", "columns": ["id", {"agg": "count"}], "group_by": ["id"]}`)
-	f.Add("a.b", "c\x00d", "in", "?", `{"table": "readings", "joins": [{"table": "devices"}], "columns": ["devices.site", {"agg": "avg", "column": "temp", "as": "x"}], "group_by": ["site"], "having": [{"or": [{"agg": "count", "op": ">", "value": 1}, {"column": "x", "op": "<", "value": 2}]}], "order_by": [{"column": "x", "nulls": "last"}]}`)
-	f.Add("", "", "", "", `{"table": "readings", "filters": [{"and": [{"column": "status", "op": "in", "value": ["a", "?", "$1"]}, {"or": [{"column": "note", "op": "like", "value": "'"}]}]}], "offset": 5}`)
-	f.Add("readings", "status", "ilike", `"status"`, `{"table": "devices", "joins": [{"table": "readings", "type": "left", "on": [{"left": "id", "right": "device_id"}]}, {"table": "other.readings", "on": [{"left": "readings.id", "right": "id"}]}]}`)
-	f.Fuzz(func(t *testing.T, table, column, op, value, shape string) {
-		fuzzShape(t, shape)
-		tables := []*tableInfo{fakeTable("public", "readings", "id:int8", "status:text")}
-		if table != "readings" && table != "" {
-			tables = append(tables, fakeTable("public", table, "id:int8", "status:text"))
+func TestCursor(t *testing.T) {
+	e, _ := sqliteEngine(t, nil)
+	r := Request{Database: "lite", Table: "readings", Columns: cols("id"), OrderBy: []Order{{Column: "id"}}, Limit: 10}
+	res, _ := collectQuery(t, e, lakegate.Caller{}, r)
+	c := res.NextCursor
+	if c == "" || !res.Truncated {
+		t.Fatalf("got cursor %q (truncated %v), want one for a truncated page", c, res.Truncated)
+	}
+	r.Cursor = c
+	r.Limit = 20 // the page size may change
+	if off, _, err := e.requestStart(r); err != nil || off != 10 {
+		t.Errorf("got %d %v, want offset 10", off, err)
+	}
+	last, _ := collectQuery(t, e, lakegate.Caller{}, Request{Database: "lite", Table: "readings", Columns: cols("id"),
+		Filters: []Filter{{Column: "id", Op: "<=", Value: 10.0}}, Limit: 10})
+	if last.NextCursor != "" || last.Truncated {
+		t.Errorf("got cursor %q (truncated %v), want none for a complete page", last.NextCursor, last.Truncated)
+	}
+	other := Request{Database: "lite", Table: "readings", Columns: cols("id", "ts"), Cursor: c}
+	if _, _, err := e.requestStart(other); lakegate.KindOf(err) != lakegate.KindValidation {
+		t.Errorf("cursor replayed on another request: got %v, want validation_error", err)
+	}
+	for _, bad := range []Request{{Cursor: "!!"}, {Cursor: "e30"}, {Cursor: c, Offset: 5}, {Offset: -1}} {
+		if _, _, err := e.requestStart(bad); lakegate.KindOf(err) != lakegate.KindValidation {
+			t.Errorf("%+v: got %v, want validation_error", bad, err)
 		}
-		cat := newCatalog(tables)
-		tbl, err := cat.table("db", table)
-		if err != nil {
-			if lakegate.KindOf(err) != lakegate.KindNotFound {
-				t.Fatalf("got %v, want not_found", err)
-			}
-			return
-		}
-		for _, d := range []Dialect{Postgres, SQLite} {
-			req := func(v any) Request {
-				return Request{Columns: cols(column), Filters: []Filter{{Column: "status", Op: op, Value: v}}}
-			}
-			got, args, err := buildSQL(d, tbl, req(value), nil)
-			tmpl, _, terr := buildSQL(d, tbl, req("v"), nil)
-			if err != nil {
-				if lakegate.KindOf(err) != lakegate.KindValidation {
-					t.Fatalf("got %v, want a validation error", err)
-				}
-				continue
-			}
-			if terr != nil {
-				t.Fatalf("value %q built but a plain value did not: %v", value, terr)
-			}
-			if got != tmpl {
-				t.Fatalf("the value changed the SQL:\n%s\n%s", got, tmpl)
-			}
-			if len(value) > 0 && !strings.Contains(tmpl, value) && strings.Contains(got, value) {
-				t.Fatalf("value %q is in the SQL %s", value, got)
-			}
-			if len(args) != 1 || args[0] != value {
-				t.Fatalf("got args %v, want [%q]", args, value)
-			}
-			if !strings.Contains(got, sqlbuild.QuoteIdent(tbl.rel)) {
-				t.Fatalf("table %q not quoted in %s", tbl.rel, got)
-			}
-		}
-	})
+	}
 }
 
-// fuzzShape builds a request given as JSON against joinCatalog.
-func fuzzShape(t *testing.T, shape string) {
-	var r Request
-	if json.Unmarshal([]byte(shape), &r) != nil {
-		return
+// TestQueryFeatures runs joins, aggregates, groups and paging on both
+// dialects and compares with hand-written SQL on the same data.
+func TestQueryFeatures(t *testing.T) {
+	type engine struct {
+		db string
+		e  *Engine
 	}
-	for _, d := range []Dialect{Postgres, SQLite} {
-		got, args, err := buildCat(d, r)
-		if err != nil {
-			if k := lakegate.KindOf(err); k != lakegate.KindValidation && k != lakegate.KindNotFound {
-				t.Fatalf("got %v, want validation_error or not_found", err)
+	le, _ := sqliteEngine(t, nil)
+	engines := []engine{{"lite", le}}
+	if pe := maybePG(t); pe != nil {
+		engines = append(engines, engine{"pg", pe})
+	}
+	for _, en := range engines {
+		t.Run(en.db, func(t *testing.T) {
+			r := Request{Database: en.db, Table: "readings",
+				Columns: []Select{{Column: "devices.site"}, {Agg: "count", As: "n"}, {Agg: "max", Column: "temperature", As: "hi"}},
+				Joins:   []Join{{Table: "devices"}},
+				Filters: []Filter{{Or: []Filter{{Column: "status", Op: "=", Value: "ok"}, {Column: "readings.id", Op: "<", Value: 100.0}}}},
+				GroupBy: []string{"devices.site"}, Having: []Filter{{Agg: "count", Op: ">", Value: 1.0}},
+				OrderBy: []Order{{Column: "n", Desc: true}, {Column: "site"}}}
+			got, gotRows := collectQuery(t, en.e, lakegate.Caller{}, r)
+			_, wantRows := collectSQL(t, en.e, lakegate.Caller{}, SQLRequest{Database: en.db, SQL: `SELECT d.site, count(*) AS n, max(r.temperature) AS hi
+				FROM readings r JOIN devices d ON r.device_id = d.id WHERE r.status = 'ok' OR r.id < 100
+				GROUP BY d.site HAVING count(*) > 1 ORDER BY n DESC, d.site`})
+			if len(gotRows) == 0 || fmt.Sprint(gotRows) != fmt.Sprint(wantRows) {
+				t.Errorf("got %v\nwant %v\n(sql %s)", gotRows, wantRows, got.SQL)
 			}
-			continue
-		}
-		again, _, _ := buildCat(d, r)
-		if again != got {
-			t.Fatalf("not deterministic:\n%s\n%s", got, again)
-		}
-		if _, err := validate.Check(got+" LIMIT 10", nil); err != nil {
-			if strings.Contains(err.Error(), "not valid UTF-8") || strings.Contains(err.Error(), "NUL") ||
-				strings.Contains(err.Error(), "system schema") || strings.Contains(err.Error(), "non-ASCII") {
-				continue // the engine refuses these names the same way
+
+			// Paging with the cursor visits every row once.
+			page := Request{Database: en.db, Table: "readings", Columns: cols("id"), Filters: []Filter{{Column: "id", Op: "<=", Value: 25.0}},
+				OrderBy: []Order{{Column: "id"}}, Limit: 10}
+			var ids []any
+			for n := 0; ; n++ {
+				res, rows := collectQuery(t, en.e, lakegate.Caller{}, page)
+				for _, row := range rows {
+					ids = append(ids, row[0])
+				}
+				if res.NextCursor == "" || n > 5 {
+					break
+				}
+				page.Cursor = res.NextCursor
 			}
-			t.Fatalf("built SQL refused: %v\n%s", err, got)
-		}
-		if n, err := placeholders(got); err != nil || n != len(args) {
-			t.Fatalf("got %d placeholders (%v), %d args:\n%s", n, err, len(args), got)
-		}
+			if len(ids) != 25 || ids[0] != int64(1) || ids[24] != int64(25) {
+				t.Errorf("paged ids: got %v", ids)
+			}
+		})
 	}
 }
