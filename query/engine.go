@@ -13,6 +13,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/suggest"
 	"github.com/lakegate/lakegate/query/internal/names"
 )
 
@@ -344,4 +345,4 @@ func (e *Engine) Describe(ctx context.Context, c lakegate.Caller, db, table stri
 // through it: structured requests, the database's own errors (an unknown
 // table, column or function in caller-written SQL), and the MCP plugin's
 // unknown tools.
-func DidYouMean(name string, known []string) string { return names.DidYouMean(name, known) }
+func DidYouMean(name string, known []string) string { return suggest.DidYouMean(name, known) }

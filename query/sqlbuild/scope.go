@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/suggest"
 	"github.com/lakegate/lakegate/query/internal/names"
 )
 
@@ -133,7 +134,7 @@ func (s *scope) tableIn(name string, idx []int) (int, bool) {
 func closeColumns(ref string, s *scope, idx []int) []string {
 	var out []string
 	for _, i := range idx {
-		for _, m := range names.Close(ref, s.tables[i].ColumnNames()) {
+		for _, m := range suggest.Close(ref, s.tables[i].ColumnNames()) {
 			out = append(out, s.tables[i].Name+"."+m)
 		}
 	}

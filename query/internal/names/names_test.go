@@ -1,44 +1,42 @@
 package names
 
-import (
-	"reflect"
-	"testing"
-)
+import "testing"
 
-func TestEditDistance(t *testing.T) {
+func TestHint(t *testing.T) {
 	tests := []struct {
-		a, b string
-		want int
+		name  string
+		known []string
+		want  string
 	}{
-		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"readings", "reading", 1},
-		{"devcies", "devices", 1}, {"héllo", "hello", 1}, {"lenght", "length", 1},
-		{"ab", "ba", 1}, {"ca", "abc", 3}, {"abcd", "badc", 2},
+		{"stauts", []string{"id", "status"}, `did you mean "status"? known columns: id, status`},
+		{"zzzzzz", []string{"id", "status"}, "known columns: id, status"},
+		{"x", nil, "there are no columns"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.a+"/"+tt.b, func(t *testing.T) {
-			if got := editDistance(tt.a, tt.b); got != tt.want {
-				t.Errorf("got %v, want %v", got, tt.want)
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Hint("columns", tt.name, tt.known); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestClose(t *testing.T) {
-	known := []string{"temperature", "humidity", "ts", "status", "note", "id"}
+func TestFold(t *testing.T) {
 	tests := []struct {
-		name string
-		want []string
+		name  string
+		known []string
+		want  int
+		ok    bool
 	}{
-		{"temprature", []string{"temperature"}},
-		{"Status", []string{"status"}},
-		{"ix", []string{"id"}},
-		{"humidty", []string{"humidity"}},
-		{"zzzzzzzz", nil},
+		{"STATUS", []string{"id", "status"}, 1, true},
+		{"a", []string{"A", "a"}, -1, false},
+		{"nope", []string{"id"}, -1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Close(tt.name, known); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %v, want %v", got, tt.want)
+			got, ok := Fold(tt.name, len(tt.known), func(i int) string { return tt.known[i] })
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("got %v %v, want %v %v", got, ok, tt.want, tt.ok)
 			}
 		})
 	}
