@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/lakegate/lakegate"
@@ -93,9 +94,22 @@ type grantedCatalog struct {
 func (c grantedCatalog) Table(name string) (*sqlbuild.Table, error) {
 	t, err := c.g.table(c.cat, name)
 	if err != nil {
-		return nil, err
+		return nil, requestErr(err)
 	}
 	return t.sql, nil
+}
+
+// requestErr is err as a request that names a table gets it: an unknown
+// table is a mistake in the request (validation_error, with its hint), as
+// it is in caller-written SQL, where describing a table that is not there
+// is not_found.
+func requestErr(err error) error {
+	if e, ok := errors.AsType[*lakegate.Error](err); ok && e.Kind == lakegate.KindNotFound {
+		v := *e
+		v.Kind = lakegate.KindValidation
+		return &v
+	}
+	return err
 }
 
 // granted is the catalog of db as g sees it, with table checked first
@@ -106,7 +120,7 @@ func (e *Engine) granted(ctx context.Context, g *grant, db, table string) (grant
 		return grantedCatalog{}, nil, err
 	}
 	if _, err := g.table(cat, table); err != nil {
-		return grantedCatalog{}, nil, err
+		return grantedCatalog{}, nil, requestErr(err)
 	}
 	return grantedCatalog{g, cat}, src, nil
 }

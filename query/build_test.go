@@ -75,7 +75,8 @@ func TestBuildEngine(t *testing.T) {
 		want lakegate.Kind
 	}{
 		{"unknown db", Request{Database: "x", Table: "readings"}, lakegate.KindNotFound},
-		{"unknown table", Request{Database: "lite", Table: "readingz"}, lakegate.KindNotFound},
+		// As in SQL: a mistake in the request, not a missing resource.
+		{"unknown table", Request{Database: "lite", Table: "readingz"}, lakegate.KindValidation},
 		{"limit too big", Request{Database: "lite", Table: "readings", Limit: 51}, lakegate.KindValidation},
 		{"negative limit", Request{Database: "lite", Table: "readings", Limit: -2}, lakegate.KindValidation},
 	}
