@@ -337,7 +337,7 @@ func TestMCPToolsOverSSE(t *testing.T) {
 			{"write refused", "run_sql", map[string]any{"database": "iot", "sql": "DELETE FROM readings"}, "validation_error"},
 			{"stacked statements", "run_sql", map[string]any{"database": "iot", "sql": "SELECT 1; DROP TABLE readings"}, "validation_error"},
 			{"unknown database", "list_tables", map[string]any{"database": "nope"}, "not_found"},
-			{"unknown table", "query", map[string]any{"database": "iot", "table": "reading"}, "not_found"},
+			{"unknown table", "query", map[string]any{"database": "iot", "table": "reading"}, "validation_error"},
 			{"unknown column", "query", map[string]any{"database": "iot", "table": "readings", "columns": []string{"temprature"}}, "validation_error"},
 			{"unknown argument", "list_tables", map[string]any{"database": "iot", "schema": "x"}, "validation_error"},
 			{"missing argument", "run_sql", map[string]any{"database": "iot"}, "validation_error"},
