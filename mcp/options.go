@@ -7,6 +7,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/query"
 )
@@ -99,18 +100,17 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// The defaults of Options, for its zero values. A server built from
-// config gets config's declaration of each, which a test keeps equal to
-// these.
+// The defaults of Options, for its zero values: those of a setting are
+// the setting's default, declared once in config.
 const (
-	DefaultKeepalive             = 30 * time.Second
-	DefaultWriteTimeout          = 10 * time.Second
-	DefaultWorkerWait            = 10 * time.Second
-	DefaultSessionQueue          = 64
-	DefaultMaxWorkers            = 10
-	DefaultBlockThreshold        = 10 << 20
-	DefaultMaxSessions           = 2000
-	DefaultMaxSessionsPerSubject = 64
+	DefaultKeepalive             = config.DefaultKeepalive
+	DefaultWriteTimeout          = config.DefaultWriteTimeout
+	DefaultWorkerWait            = config.DefaultWorkerWait
+	DefaultSessionQueue          = config.DefaultSessionQueue
+	DefaultMaxWorkers            = config.DefaultMaxWorkers
+	DefaultBlockThreshold        = config.DefaultBlockThreshold
+	DefaultMaxSessions           = config.DefaultMCPMaxSessions
+	DefaultMaxSessionsPerSubject = config.DefaultMCPMaxSessionsPerSubject
 	DefaultPageSize              = 100
 	DefaultCatalogInterval       = 30 * time.Second
 	DefaultSessionTimeout        = 30 * time.Minute

@@ -17,13 +17,13 @@ import (
 	"github.com/lakegate/lakegate/query/internal/names"
 )
 
-// Defaults of Options.
+// Defaults of Options: the settings' defaults, declared once in config.
 const (
-	DefaultStatementTimeout = 30 * time.Second
-	DefaultLimit            = 100
-	DefaultMaxLimit         = 10_000_000
-	DefaultMaxRowBytes      = 16 << 20
-	DefaultAcquireWait      = 10 * time.Second
+	DefaultStatementTimeout = config.DefaultStatementTimeout
+	DefaultLimit            = config.DefaultRowLimit
+	DefaultMaxLimit         = config.DefaultMaxRowLimit
+	DefaultMaxRowBytes      = config.DefaultMaxRowBytes
+	DefaultAcquireWait      = config.DefaultWorkerWait
 )
 
 // connectTimeout bounds connecting to one database in Open (or the
