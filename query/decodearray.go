@@ -1,11 +1,7 @@
 package query
 
 import (
-	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -91,54 +87,6 @@ type containerWriter struct {
 	// it reaches partAt bytes (see streamedValue); nil: hold it whole.
 	emit   func([]byte) error
 	partAt int // the output emit is given at least, but the last (0: encChunk)
-}
-
-// streamedValue is an array or record too large to hold (over sizeProbe
-// on the wire) on its way to an encoder, which writes it in parts as it
-// is decoded (writeTo): the server holds its wire bytes and one part,
-// never its whole output. Only sinks that write parts get one (partSink);
-// a sink that keeps rows gets the value decoded whole, within the row
-// bound. The statement's context bounds the decoding's time.
-type streamedValue struct {
-	col *pgColumn
-	raw []byte
-}
-
-// partSink is a Sink that writes a large cell in parts as it is decoded
-// (the encoders), so that it may be given streamed values.
-type partSink interface {
-	Sink
-	writesParts()
-}
-
-// writeTo decodes the value, handing emit its output a part at a time,
-// and stops at emit's first error or when the statement's context ends.
-func (v *streamedValue) writeTo(emit func([]byte) error) error {
-	c := v.col
-	w := c.container
-	w.limit, w.depth = c.limit, 0
-	if w.partAt == 0 {
-		w.partAt = encChunk
-	}
-	w.emit = func(p []byte) error {
-		if err := c.stream.Err(); err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				return timeoutErr(err)
-			}
-			return err
-		}
-		return emit(p)
-	}
-	defer func() { w.emit = nil }()
-	b, err := w.appendJSON(c.scratch[:0], c.oid, v.raw)
-	c.scratch = b[:0]
-	if err == nil && len(b) > 0 {
-		err = w.emit(b)
-	}
-	if errors.Is(err, errContainerTooBig) {
-		return rowTooBig(c.rowMax, err)
-	}
-	return err
 }
 
 // part hands the output so far to emit, when there is one and enough of
@@ -273,39 +221,6 @@ func (w *containerWriter) appendString(dst, s []byte) ([]byte, error) {
 		}
 	}
 	return w.check(append(dst, '"'))
-}
-
-// wireReader reads a binary value; a read past its end sets bad.
-type wireReader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *wireReader) int32() int32 {
-	if len(r.b) < 4 {
-		r.bad, r.b = true, nil
-		return 0
-	}
-	v := int32(binary.BigEndian.Uint32(r.b))
-	r.b = r.b[4:]
-	return v
-}
-
-// value reads a length-prefixed value: nil for NULL (length -1).
-func (r *wireReader) value() ([]byte, bool) {
-	n := r.int32()
-	switch {
-	case r.bad:
-		return nil, false
-	case n == -1:
-		return nil, true
-	case n < 0 || int(n) > len(r.b):
-		r.bad, r.b = true, nil
-		return nil, false
-	}
-	v := r.b[:n:n]
-	r.b = r.b[n:]
-	return v, true
 }
 
 func (w *containerWriter) enter() error {
@@ -556,18 +471,4 @@ func boundNeedsQuotes(s []byte) bool {
 		}
 	}
 	return false
-}
-
-// chunkEnd is where the first piece of s at most n bytes long ends on a
-// UTF-8 boundary (n itself when s is no longer).
-func chunkEnd(s []byte, n int) int {
-	if n >= len(s) {
-		return len(s)
-	}
-	for k := n; k > n-utf8.UTFMax && k > 0; k-- {
-		if utf8.RuneStart(s[k]) {
-			return k
-		}
-	}
-	return n
 }

@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -47,10 +46,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-// clientEnv are the LAKEGATE_* variables the client commands (admin,
-// fetch) read; they are no server setting.
-var clientEnv = []string{"LAKEGATE_SERVER", "LAKEGATE_TOKEN"}
 
 // newRoot builds the CLI over the process environment environ (as
 // os.Environ gives it).
@@ -396,83 +391,6 @@ func closeEngine(ctx context.Context, engine *query.Engine, log *slog.Logger) {
 	}
 }
 
-// connectInfo is what the connection help needs beyond the configuration.
-type connectInfo struct {
-	base  string // the server's URL
-	mcpOn bool   // MCP is enabled now
-	demo  bool   // serving the embedded demo database (stdio can too)
-}
-
-// printConnectHelp prints tokens signed with the run's generated secret
-// and the lines that connect Claude Code, one name per transport so that
-// all of them can be added.
-func printConnectHelp(w io.Writer, cfg config.Config, ci connectInfo) error {
-	secret := []byte(cfg.JWTSecret)
-	admin, err := server.NewToken(secret, "admin", lakegate.RoleAdmin, 24*time.Hour)
-	if err != nil {
-		return err
-	}
-	reader, err := server.NewToken(secret, "agent", lakegate.RoleReader, 24*time.Hour)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, `
-lakegate is running at %[1]s
-No LAKEGATE_JWT_SECRET was set: this run signs tokens with a secret made for it (valid 24h, until restart).
-
-  admin token:  %[2]s
-  reader token: %[3]s
-
-More tokens: lakegate token signs with LAKEGATE_JWT_SECRET, so export one before starting the server
-(export LAKEGATE_JWT_SECRET=$(openssl rand -hex 32)), then: lakegate token --sub NAME --role reader
-
-`, ci.base, admin, reader)
-	if !ci.mcpOn {
-		fmt.Fprintf(w, `MCP is off: turn it on before connecting over HTTP, now with
-  LAKEGATE_TOKEN=%[2]s lakegate admin mcp enable --server %[1]s
-or at start with LAKEGATE_MCP_ENABLED=true (make run does).
-
-`, ci.base, admin)
-	}
-	fmt.Fprintf(w, `Connect Claude Code (Streamable HTTP, legacy SSE, or stdio: add any or all):
-  claude mcp add --transport http lakegate %[1]s/mcp --header "Authorization: Bearer %[2]s"
-  claude mcp add --transport sse lakegate-sse %[1]s/mcp/sse --header "Authorization: Bearer %[2]s"
-`, ci.base, reader)
-	if ci.demo {
-		if line, ok := stdioConnectLine(cfg); ok {
-			fmt.Fprintln(w, "  "+line)
-		}
-	}
-	fmt.Fprintf(w, `
-Try the REST API:
-  curl -H "Authorization: Bearer %[2]s" %[1]s/rest/databases
-
-`, ci.base, reader)
-	return nil
-}
-
-// stdioConnectLine adds this binary's stdio server on the same demo
-// database; false if the paths cannot be made absolute.
-func stdioConnectLine(cfg config.Config) (string, bool) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", false
-	}
-	dir, err := filepath.Abs(cfg.DataDir)
-	if err != nil {
-		return "", false
-	}
-	return fmt.Sprintf("claude mcp add lakegate-stdio -e LAKEGATE_DATA_DIR=%s -- %s stdio", shellQuote(dir), shellQuote(exe)), true
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // otherPort suggests a free port next to the one in addr: the first of
 // the next 100 that can be listened on now (0 when none can).
 func otherPort(addr string) int {
@@ -489,43 +407,4 @@ func otherPort(addr string) int {
 		}
 	}
 	return 0
-}
-
-// writeSettings lists every setting for serve --help: its file key,
-// environment variable, default and meaning.
-func writeSettings(w io.Writer) {
-	fmt.Fprintf(w, "\nSettings: a config file (--config, or %s; JSON or YAML) holds any of these keys,\n"+
-		"LAKEGATE_* environment variables override it, and --listen overrides both.\n\n", config.EnvConfig)
-	for _, s := range config.Settings() {
-		def := s.Default
-		if def == "" {
-			def = "none"
-		}
-		fmt.Fprintf(w, "  %s, %s (default: %s)\n      %s\n", s.Key, s.Env, def, s.Help)
-	}
-}
-
-// loadConfig reads the configuration from file and environ, refusing
-// LAKEGATE_* variables that name nothing lakegate reads.
-func loadConfig(file string, environ []string) (config.Config, error) {
-	cfg, err := config.Load(file, lookupEnv(environ))
-	if err != nil {
-		return config.Config{}, err
-	}
-	if err := config.CheckEnviron(environ, cfg.IgnoreEnv, clientEnv...); err != nil {
-		return config.Config{}, err
-	}
-	return cfg, nil
-}
-
-// lookupEnv reads environ as os.Getenv reads the process's: the last
-// value of a name wins.
-func lookupEnv(environ []string) func(string) string {
-	m := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return func(k string) string { return m[k] }
 }
