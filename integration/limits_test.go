@@ -275,7 +275,13 @@ type tcpProxy struct {
 
 func newTCPProxy(t *testing.T, target string) *tcpProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return newTCPProxyAt(t, "127.0.0.1:0", target)
+}
+
+// newTCPProxyAt is newTCPProxy listening at addr.
+func newTCPProxyAt(t *testing.T, addr, target string) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,8 +363,8 @@ func TestReady(t *testing.T) {
 		return code == http.StatusServiceUnavailable
 	})
 	dbs, _ := body["databases"].(map[string]any)
-	if msg, _ := dbs["iot"].(string); msg == "" || msg == "ok" || !strings.Contains(msg, "iot") {
-		t.Errorf("got databases %v, want iot named as failing", body["databases"])
+	if msg, _ := dbs["iot"].(string); msg == "" || msg == "ok" || !strings.Contains(msg, "iot") || !strings.Contains(msg, "connection refused") {
+		t.Errorf("got databases %v, want iot named as failing, with the cause", body["databases"])
 	}
 	if strings.Contains(mustJSON(t, body), proxied.Host) {
 		t.Errorf("the answer shows the database address: %v", body)

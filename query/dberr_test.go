@@ -530,7 +530,7 @@ func TestRetryLockTimeout(t *testing.T) {
 			t.Errorf("got %v, want three attempts of 100ms each", d)
 		}
 		// The conflict did not open the breaker (threshold 1).
-		if _, _, ok := e.breakers["pg"].allow(); !ok {
+		if _, ok := e.breakers["pg"].allow(); !ok {
 			t.Error("got the breaker open after lock conflicts, want it closed")
 		}
 	})

@@ -74,8 +74,15 @@ type Engine struct {
 	// catalogs caches each database's catalog; the map itself is fixed
 	// after Open, each entry has its own lock.
 	catalogs map[string]*catalogCache
-	// breakers holds each database's circuit breaker; fixed after Open.
+	// breakers holds each database's circuit breaker; gates whether it
+	// is served yet (outage.go). Both fixed after Open.
 	breakers map[string]*breaker
+	gates    map[string]*gate
+	// stopping ends when Close begins: the watchers of databases not
+	// served yet return, and Close waits for them.
+	stopping context.Context
+	stop     context.CancelFunc
+	watchers sync.WaitGroup
 	plans    planCache
 	// now, when set, is the clock of idempotency keys (tests move it);
 	// nil: time.Now.
@@ -89,16 +96,21 @@ type Engine struct {
 	closeErr  error         // set before released is closed
 }
 
-// Open connects every database of dbs (a pgx pool for PostgreSQL, read-only
-// handles for SQLite) and pings it. On any failure it releases what it had
-// opened and returns an error naming the database (never its password).
-// A nil opts means the defaults.
+// Open opens every database of dbs (a pgx pool for PostgreSQL, read-only
+// handles for SQLite), pings it and, for PostgreSQL, checks the roles
+// callers' SQL runs as. A PostgreSQL database that does not answer is not
+// an error: it is served once it does (outage.go). A setting that is
+// wrong, an SQLite file that cannot be opened, or a privileged role is:
+// Open then releases what it had opened and returns an error naming the
+// database (never its password). A nil opts means the defaults.
 func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, error) {
 	e := &Engine{
 		sources:  make(map[string]source, len(dbs)),
 		catalogs: make(map[string]*catalogCache, len(dbs)),
 		breakers: make(map[string]*breaker, len(dbs)),
+		gates:    make(map[string]*gate, len(dbs)),
 	}
+	e.stopping, e.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if opts != nil {
 		e.opts = *opts
 	}
@@ -161,13 +173,17 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 		e.abandon(ctx)
 		return nil, err
 	}
-	readURLs := make(map[string][]string, len(dbs))
-	for _, db := range dbs {
-		readURLs[db.Name] = db.ReadURLs
-	}
+	// Every database is tried at once, so that start waits for the
+	// slowest, not for the sum.
 	gctx, cancel := context.WithTimeout(ctx, max(e.opts.StatementTimeout, connectTimeout))
 	defer cancel()
-	if err := e.guardPrivileges(gctx, readURLs); err != nil {
+	errs := make([]error, len(dbs))
+	var wg sync.WaitGroup
+	for i, db := range dbs {
+		wg.Go(func() { errs[i] = e.admit(gctx, db.Name, db.ReadURLs) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		e.abandon(ctx)
 		return nil, err
 	}
@@ -187,17 +203,17 @@ func (e *Engine) openOne(ctx context.Context, db config.Database) error {
 	if _, dup := e.sources[db.Name]; dup {
 		return lakegate.Errorf(lakegate.KindValidation, "database %q is configured twice", db.Name)
 	}
-	ctx, cancel := context.WithTimeout(ctx, max(e.opts.StatementTimeout, connectTimeout))
-	defer cancel()
 	var (
 		src source
 		err error
 	)
 	switch db.Driver() {
 	case "sqlite":
-		src, err = openSQLite(ctx, db.Name, db.SQLitePath(), e.opts.MaxRowBytes)
+		sctx, cancel := context.WithTimeout(ctx, max(e.opts.StatementTimeout, connectTimeout))
+		defer cancel()
+		src, err = openSQLite(sctx, db.Name, db.SQLitePath(), e.opts.MaxRowBytes)
 	default:
-		src, err = openPostgres(ctx, db.Name, db.URL, db.ReadURLs, &e.opts)
+		src, err = openPostgres(db.Name, db.URL, db.ReadURLs, &e.opts)
 	}
 	if err != nil {
 		return err
@@ -206,6 +222,7 @@ func (e *Engine) openOne(ctx context.Context, db config.Database) error {
 	e.opened = append(e.opened, src)
 	e.catalogs[db.Name] = &catalogCache{}
 	e.breakers[db.Name] = newBreaker(e.opts.BreakerFailures, e.opts.BreakerCooldown)
+	e.gates[db.Name] = &gate{}
 	e.names = append(e.names, db.Name)
 	e.log.Info("database opened", logKeyDatabase, db.Name, logKeyDriver, db.Driver())
 	return nil
@@ -220,8 +237,12 @@ func (e *Engine) openOne(ctx context.Context, db config.Database) error {
 func (e *Engine) Close(ctx context.Context) error {
 	e.closeOnce.Do(func() {
 		e.released = make(chan struct{})
+		if e.stop != nil {
+			e.stop()
+		}
 		go func() {
 			defer close(e.released)
+			e.watchers.Wait()
 			errs := make([]error, 0, len(e.opened))
 			for i := len(e.opened) - 1; i >= 0; i-- {
 				errs = append(errs, e.opened[i].close())
@@ -263,8 +284,12 @@ func (e *Engine) Ping(ctx context.Context) error {
 }
 
 // pingOne pings database n; a failure that is not a timeout means the
-// database is unavailable.
+// database is unavailable. One not served yet answers why, unpinged: its
+// watcher is at it.
 func (e *Engine) pingOne(ctx context.Context, n string) error {
+	if err := e.gates[n].refusal(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout)
 	defer cancel()
 	err := e.sources[n].ping(ctx)
@@ -281,6 +306,9 @@ func (e *Engine) pingOne(ctx context.Context, n string) error {
 // known ones.
 func (e *Engine) source(db string) (source, error) {
 	if s, ok := e.sources[db]; ok {
+		if err := e.gates[db].refusal(); err != nil {
+			return nil, err
+		}
 		return s, nil
 	}
 	return nil, &lakegate.Error{

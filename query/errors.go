@@ -3,7 +3,6 @@ package query
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query/validate"
@@ -63,11 +62,6 @@ func rowTooBig(limit int64, err error) *lakegate.Error {
 func timeoutErr(err error) *lakegate.Error {
 	return &lakegate.Error{Kind: lakegate.KindTimeout, Message: "the query ran past the statement timeout",
 		Hint: "narrow it (filters, fewer columns or rows) or ask for a longer timeout", Err: err}
-}
-
-func unavailable(db string, err error) *lakegate.Error {
-	return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: fmt.Sprintf("database %q is unavailable", db),
-		Hint: "retry later", RetryAfter: time.Second, Err: err}
 }
 
 // sinkErr is a failure of the sink (the reader went away, a bound was

@@ -33,21 +33,17 @@ type pgSource struct {
 
 var _ source = (*pgSource)(nil)
 
-// openPostgres creates the pool and pings it, and opens the pools of its
+// openPostgres creates the pool (connecting lazily: Engine.connect pings it) and opens the pools of its
 // standbys (readURLs), which are not pinged: a standby that is down at
 // start is only skipped until it answers. Errors name the database and
 // never hold the URL or its password.
-func openPostgres(ctx context.Context, name, url string, readURLs []string, o *Options) (*pgSource, error) {
+func openPostgres(name, url string, readURLs []string, o *Options) (*pgSource, error) {
 	cfg, err := poolConfig(name, url, o)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg) // connects lazily
 	if err != nil {
-		return nil, connectErr(name, cfg.ConnConfig.Password, err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
 		return nil, connectErr(name, cfg.ConnConfig.Password, err)
 	}
 	s := &pgSource{name: name, pool: pool, timeout: o.StatementTimeout, acquireWait: o.AcquireWait}

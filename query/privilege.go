@@ -208,31 +208,20 @@ const privilegeHint = "connect as a login role that is not a superuser and owns 
 	"an access rule with a table list needs a pg_role that can read just those tables. " +
 	"To start anyway, set allow_privileged_role: true (every finding is then logged at WARN)"
 
-// guardPrivileges runs checkPrivileges on every PostgreSQL database of
-// dbs and refuses a privileged role unless the operator opted in.
-func (e *Engine) guardPrivileges(ctx context.Context, dbs map[string][]string) error {
-	var all []string
-	for _, name := range e.names {
-		src, ok := e.sources[name].(*pgSource)
-		if !ok {
-			continue
-		}
-		f, err := e.checkPrivileges(ctx, name, src, dbs[name])
-		if err != nil {
-			return err
-		}
-		all = append(all, f...)
-	}
-	if len(all) == 0 {
-		return nil
+// guard runs checkPrivileges on PostgreSQL database name and refuses a
+// privileged role unless the operator opted in.
+func (e *Engine) guard(ctx context.Context, name string, src *pgSource, readURLs []string) error {
+	found, err := e.checkPrivileges(ctx, name, src, readURLs)
+	if err != nil || len(found) == 0 {
+		return err
 	}
 	if e.opts.AllowPrivilegedRole {
-		for _, f := range all {
+		for _, f := range found {
 			e.log.Warn("allow_privileged_role: callers' SQL runs with privileges it does not need", "finding", f)
 		}
 		return nil
 	}
 	return &lakegate.Error{Kind: lakegate.KindValidation,
-		Message: "callers' SQL would run as a privileged PostgreSQL role: " + strings.Join(all, "; "),
+		Message: "callers' SQL would run as a privileged PostgreSQL role: " + strings.Join(found, "; "),
 		Hint:    privilegeHint}
 }

@@ -56,21 +56,24 @@ func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
 	}
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		probe, wait, ok := br.allow()
+		probe, ok := br.allow()
 		if !ok {
-			return &lakegate.Error{Kind: lakegate.KindUnavailable,
-				Message: fmt.Sprintf("database %q is unavailable: too many failures in a row, not trying for now", db),
-				Hint:    "retry later", RetryAfter: wait}
+			return br.refusal(db)
 		}
 		actx, cancel := context.WithTimeout(ctx, timeout)
 		started, err := fn(actx)
 		f := diagnose(actx, err)
 		cancel()
-		br.record(probe, f.outcome())
+		cerr := f.error(db)
+		switch br.record(probe, f.outcome(), cerr) {
+		case breakerOpened:
+			e.logOutage(db, "database does not answer: refusing its queries for now, probing it", cerr)
+		case breakerClosed:
+			e.log.Info("database answers again", logKeyDatabase, db)
+		}
 		if err == nil {
 			return nil
 		}
-		cerr := f.error(db)
 		if !f.retry().safe(readOnly) || started || attempt >= e.opts.RetryAttempts {
 			return cerr
 		}
@@ -120,44 +123,87 @@ type breaker struct {
 	failures  int
 	openUntil time.Time // zero while closed
 	probing   bool      // a half-open probe is out
+	cause     error     // the last failure, while open
 }
+
+// transition is a change of a breaker's state, to be logged: one line
+// when an outage begins, one when it ends.
+type transition int
+
+const (
+	breakerSteady transition = iota
+	breakerOpened
+	breakerClosed
+)
 
 func newBreaker(threshold int, cooldown time.Duration) *breaker {
 	return &breaker{threshold: threshold, cooldown: cooldown, now: time.Now}
 }
 
-// allow says whether a call may go ahead, and whether it is the probe;
-// when not, wait is how long the caller should wait.
-func (b *breaker) allow() (probe bool, wait time.Duration, ok bool) {
+// allow says whether a call may go ahead, and whether it is the probe.
+func (b *breaker) allow() (probe, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.openUntil.IsZero() {
-		return false, 0, true
+		return false, true
 	}
-	if left := b.openUntil.Sub(b.now()); left > 0 {
-		return false, left, false
-	}
-	if b.probing {
-		return false, min(b.cooldown, time.Second), false
+	if b.openUntil.After(b.now()) || b.probing {
+		return false, false
 	}
 	b.probing = true
-	return true, 0, true
+	return true, true
 }
 
-// record takes the outcome of a call allow let through.
-func (b *breaker) record(probe bool, o outcome) {
+// refusal is the error of a call the open breaker of database db refuses,
+// with the cause of the last failure and how long to wait; nil while the
+// breaker lets calls through.
+func (b *breaker) refusal(db string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.openUntil.IsZero() {
+		return nil
+	}
+	wait := b.openUntil.Sub(b.now())
+	if wait <= 0 {
+		if !b.probing {
+			return nil
+		}
+		wait = min(b.cooldown, time.Second)
+	}
+	e := &lakegate.Error{Kind: lakegate.KindUnavailable,
+		Message: fmt.Sprintf("database %q is unavailable: too many failures in a row, not trying for now", db),
+		Hint:    "retry later", RetryAfter: wait}
+	if le, ok := b.cause.(*lakegate.Error); ok {
+		e.Message = le.Message + " (not trying for now)"
+		e.Hint = le.Hint
+	}
+	return e
+}
+
+// record takes the outcome of a call allow let through, and err, the
+// call's classified error; it reports whether the breaker opened or
+// closed.
+func (b *breaker) record(probe bool, o outcome, err error) transition {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if probe {
 		b.probing = false
 	}
+	wasOpen := !b.openUntil.IsZero()
 	switch o {
 	case outcomeSuccess:
-		b.failures, b.openUntil = 0, time.Time{}
+		b.failures, b.openUntil, b.cause = 0, time.Time{}, nil
+		if wasOpen {
+			return breakerClosed
+		}
 	case outcomeFailure:
 		b.failures++
 		if probe || b.failures >= b.threshold {
-			b.openUntil = b.now().Add(b.cooldown)
+			b.openUntil, b.cause = b.now().Add(b.cooldown), err
+			if !wasOpen {
+				return breakerOpened
+			}
 		}
 	}
+	return breakerSteady
 }

@@ -71,52 +71,61 @@ func TestBreaker(t *testing.T) {
 	now := time.Unix(1000, 0)
 	b := newBreaker(3, 10*time.Second)
 	b.now = func() time.Time { return now }
+	cause := &lakegate.Error{Kind: lakegate.KindUnavailable, Message: `database "pg" is unavailable: connection refused by 127.0.0.1:1`, Hint: "check it"}
 	steps := []struct {
 		name      string
 		advance   time.Duration
 		outcome   outcome
 		wantOK    bool
 		wantProbe bool
+		want      transition
 	}{
-		{"closed", 0, outcomeFailure, true, false},
-		{"second failure", 0, outcomeFailure, true, false},
-		{"success resets", 0, outcomeSuccess, true, false},
-		{"one", 0, outcomeFailure, true, false},
-		{"two", 0, outcomeFailure, true, false},
-		{"three opens", 0, outcomeFailure, true, false},
-		{"open", time.Second, outcomeFailure, false, false},
-		{"still open", 8 * time.Second, outcomeFailure, false, false},
-		{"probe fails", 2 * time.Second, outcomeFailure, true, true},
-		{"open again", time.Second, outcomeFailure, false, false},
-		{"neutral probe", 10 * time.Second, outcomeNeutral, true, true},
-		{"probe succeeds", 0, outcomeSuccess, true, true},
-		{"closed again", 0, outcomeSuccess, true, false},
+		{"closed", 0, outcomeFailure, true, false, breakerSteady},
+		{"second failure", 0, outcomeFailure, true, false, breakerSteady},
+		{"success resets", 0, outcomeSuccess, true, false, breakerSteady},
+		{"one", 0, outcomeFailure, true, false, breakerSteady},
+		{"two", 0, outcomeFailure, true, false, breakerSteady},
+		{"three opens", 0, outcomeFailure, true, false, breakerOpened},
+		{"open", time.Second, outcomeFailure, false, false, breakerSteady},
+		{"still open", 8 * time.Second, outcomeFailure, false, false, breakerSteady},
+		{"probe fails", 2 * time.Second, outcomeFailure, true, true, breakerSteady},
+		{"open again", time.Second, outcomeFailure, false, false, breakerSteady},
+		{"neutral probe", 10 * time.Second, outcomeNeutral, true, true, breakerSteady},
+		{"probe succeeds", 0, outcomeSuccess, true, true, breakerClosed},
+		{"closed again", 0, outcomeSuccess, true, false, breakerSteady},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
 			now = now.Add(s.advance)
-			probe, wait, ok := b.allow()
+			probe, ok := b.allow()
 			if ok != s.wantOK || probe != s.wantProbe {
-				t.Fatalf("got ok %v probe %v (wait %v), want %v %v", ok, probe, wait, s.wantOK, s.wantProbe)
+				t.Fatalf("got ok %v probe %v, want %v %v", ok, probe, s.wantOK, s.wantProbe)
 			}
-			if !ok && (wait <= 0 || wait > 10*time.Second) {
-				t.Errorf("got wait %v, want the time left open", wait)
+			if !ok {
+				var le *lakegate.Error
+				if !errors.As(b.refusal("pg"), &le) || le.RetryAfter <= 0 || le.RetryAfter > 10*time.Second {
+					t.Fatalf("got refusal %v, want one with the time left open", le)
+				}
+				if !strings.Contains(le.Message, "connection refused by 127.0.0.1:1") || le.Hint != cause.Hint {
+					t.Errorf("got %q (hint %q), want the last failure's cause and hint", le.Message, le.Hint)
+				}
+				return
 			}
-			if ok {
-				b.record(probe, s.outcome)
+			if got := b.record(probe, s.outcome, cause); got != s.want {
+				t.Errorf("got transition %v, want %v", got, s.want)
 			}
 		})
 	}
 	t.Run("one probe at a time", func(t *testing.T) {
 		b := newBreaker(1, time.Second)
 		b.now = func() time.Time { return now }
-		b.record(false, outcomeFailure)
+		b.record(false, outcomeFailure, cause)
 		now = now.Add(2 * time.Second)
-		if probe, _, ok := b.allow(); !ok || !probe {
+		if probe, ok := b.allow(); !ok || !probe {
 			t.Fatalf("got ok %v probe %v, want the probe", ok, probe)
 		}
-		if _, wait, ok := b.allow(); ok || wait <= 0 {
-			t.Errorf("got ok %v wait %v, want refused while the probe is out", ok, wait)
+		if _, ok := b.allow(); ok || b.refusal("pg") == nil {
+			t.Errorf("got ok %v, want refused while the probe is out", ok)
 		}
 	})
 }
@@ -194,26 +203,15 @@ func TestBreakerOpensOnDeadDatabase(t *testing.T) {
 		t.Skip("PostgreSQL tests skipped: " + pgEnv + " not set")
 	}
 	// A proxy we can close stands for the server.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := pgx.ParseConfig(url)
-	target := net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
-	proxyDone := make(chan struct{})
-	go func() {
-		defer close(proxyDone)
-		proxy(ln, target)
-	}()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	deadURL := strings.Replace(pgAppURL, fmt.Sprintf("%s:%d", cfg.Host, cfg.Port), "127.0.0.1:"+port, 1)
+	deadURL, p := behindProxy(t, pgAppURL)
+	p.start(t)
 	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: deadURL}}, &Options{BreakerFailures: 3, BreakerCooldown: time.Minute, QueryRole: pgtest.QueryRole})
 	if err != nil {
+		p.close()
 		t.Fatal(err)
 	}
 	defer func() { _ = e.Close(context.Background()) }()
-	ln.Close()
-	<-proxyDone
+	p.close()
 	e.sources["pg"].(*pgSource).pool.Reset() // drop the live connections: the server is gone
 
 	start := time.Now()
@@ -228,35 +226,10 @@ func TestBreakerOpensOnDeadDatabase(t *testing.T) {
 	if qe.RetryAfter <= 0 || qe.RetryAfter > time.Minute {
 		t.Errorf("got RetryAfter %v, want the time left open", qe.RetryAfter)
 	}
-	if !strings.Contains(qe.Message, "too many failures") {
-		t.Errorf("got %q, want the open circuit named", qe.Message)
+	if !strings.Contains(qe.Message, "connection refused") || !strings.Contains(qe.Message, "not trying for now") {
+		t.Errorf("got %q, want the open circuit named with the last failure's cause", qe.Message)
 	}
 	if d := time.Since(start); d > 50*time.Millisecond {
 		t.Errorf("got %v, want an open circuit to answer at once", d)
-	}
-}
-
-// proxy forwards connections accepted on ln to target until ln closes,
-// then closes the ones it made.
-func proxy(ln net.Listener, target string) {
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		conns = append(conns, c, s)
-		go func() { _, _ = io.Copy(s, c); s.Close() }()
-		go func() { _, _ = io.Copy(c, s); c.Close() }()
 	}
 }

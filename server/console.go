@@ -118,7 +118,10 @@ type databaseState struct {
 	Name    string        `json:"name"`
 	Dialect query.Dialect `json:"dialect"`
 	Circuit string        `json:"circuit"`
-	Pool    *poolState    `json:"pool,omitempty"` // PostgreSQL only
+	// Unavailable says why the database is not served now (not connected
+	// since start, or its circuit open); empty while it is.
+	Unavailable string     `json:"unavailable,omitempty"`
+	Pool        *poolState `json:"pool,omitempty"` // PostgreSQL only
 }
 
 type poolState struct {
@@ -179,13 +182,19 @@ func (cs *console) overview(c *gin.Context) {
 		pools[p.Database] = &poolState{Acquired: p.Acquired, Idle: p.Idle, Total: p.Total, Max: p.Max}
 	}
 	circuits := cs.engine.BreakerStates()
+	unserved := cs.engine.Unserved()
 	dbs := cs.engine.Databases()
 	if !admin {
 		dbs = cs.engine.DatabasesFor(cl)
 	}
 	ov.Databases = make([]databaseState, 0, len(dbs))
 	for _, db := range dbs {
-		ov.Databases = append(ov.Databases, databaseState{Name: db.Name, Dialect: db.Dialect, Circuit: string(circuits[db.Name]), Pool: pools[db.Name]})
+		st := databaseState{Name: db.Name, Dialect: db.Dialect, Circuit: string(circuits[db.Name]), Pool: pools[db.Name]}
+		if err := unserved[db.Name]; err != nil {
+			body := lakegate.NewErrorBody(err)
+			st.Unavailable = body.Message + " (" + body.Hint + ")"
+		}
+		ov.Databases = append(ov.Databases, st)
 	}
 	c.JSON(http.StatusOK, ov)
 }

@@ -43,7 +43,9 @@ func (r *readiness) check(ctx context.Context, engine *query.Engine) map[string]
 }
 
 // ready answers 200 when every database answers a ping and the server is
-// not shutting down, else 503 saying which database failed.
+// not shutting down, else 503 saying which database failed and why (a
+// cause safe to show: refused, DNS, TLS, authentication, too many
+// connections, in recovery; the log has the addresses).
 func (s *Server) ready(c *gin.Context) {
 	if s.draining.Load() {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "shutting_down",
@@ -62,8 +64,15 @@ func (s *Server) ready(c *gin.Context) {
 	// primary.
 	standbys := s.engine.StandbyStats()
 	if len(failed) > 0 {
+		// One database down: its own error, hint and all; more: how many.
+		var err error = lakegate.Errorf(lakegate.KindUnavailable, "%d of %d databases do not answer", len(failed), len(dbs))
+		if len(failed) == 1 {
+			for _, e := range failed {
+				err = e
+			}
+		}
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "databases": dbs, "standbys": standbys,
-			"error": lakegate.NewErrorBody(lakegate.Errorf(lakegate.KindUnavailable, "%d of %d databases do not answer", len(failed), len(dbs)))})
+			"error": lakegate.NewErrorBody(err)})
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready", "databases": dbs, "standbys": standbys})

@@ -163,10 +163,12 @@ function renderDatabases(dbs) {
       [p?.acquired, p?.idle, p?.total, p?.max].forEach((v, i) => {
         tr.cells[3 + i].textContent = num(v);
       });
+      // A database not served says why under its badge.
       const badge = tr.cells[2].firstChild;
       const circuit = d.circuit || "unknown";
-      badge.textContent = circuit;
-      badge.className = `badge ${circuit === "closed" ? "ok" : circuit === "open" ? "bad" : "warn"}`;
+      badge.textContent = d.unavailable ? "unavailable" : circuit;
+      badge.className = `badge ${d.unavailable || circuit === "open" ? "bad" : circuit === "closed" ? "ok" : "warn"}`;
+      tr.cells[2].replaceChildren(badge, ...(d.unavailable ? [el("div", { className: "muted cause" }, d.unavailable)] : []));
       tr.cells[7].replaceChildren(p ? usage(`${d.name} connections in use`, p.acquired, p.max) : el("span", { className: "muted" }, "no pool"));
     },
     empty: "No databases",
