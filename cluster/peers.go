@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,9 +59,17 @@ type Peers struct {
 	secret []byte // cluster_secret: signs block reads for the other replicas (replica.go)
 	log    *slog.Logger
 
+	// joined is set once the replica is registered in the cluster
+	// database; until then it serves on its own (join).
+	joined atomic.Bool
+	stop   context.CancelFunc
+	done   chan struct{} // closed when the joining goroutine returned
+
 	mu     sync.Mutex
 	urls   map[string]*url.URL  // prefix → base URL of the other replicas
 	misses map[string]time.Time // prefixes not found, and when
+	base   string               // the advertised URL, once known
+	outage error                // why the replica is not in the cluster, until joined
 }
 
 // missTTL is how long a prefix no replica has stays unknown without
@@ -75,6 +85,11 @@ const (
 // MinSecretBytes, the same on every replica) signs and checks the block
 // reads replicas make on a caller's behalf; a signing key an older
 // version recorded in the cluster database is deleted.
+//
+// A cluster database that does not answer is not an error: the replica
+// then serves on its own — its ids carry its prefix already, nothing is
+// forwarded to or from it — says so (Joined), and registers as soon as
+// the database answers, retrying with backoff until Close.
 func OpenPeers(ctx context.Context, dsn string, secret []byte, log *slog.Logger) (*Peers, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -88,12 +103,55 @@ func OpenPeers(ctx context.Context, dsn string, secret []byte, log *slog.Logger)
 	}
 	cfg.MaxConns = 2
 	cfg.ConnConfig.RuntimeParams["application_name"] = "lakegate cluster peers"
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg) // connects lazily
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	p := &Peers{pool: pool, secret: bytes.Clone(secret), log: log, urls: map[string]*url.URL{}, misses: map[string]time.Time{}}
-	err = p.exec(ctx, func(conn *pgx.Conn) error {
+	var b [PrefixLen / 2]byte
+	_, _ = rand.Read(b[:])
+	p := &Peers{pool: pool, prefix: hex.EncodeToString(b[:]), secret: bytes.Clone(secret), log: log,
+		urls: map[string]*url.URL{}, misses: map[string]time.Time{}, done: make(chan struct{})}
+	jctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p.stop = stop
+	err = p.register(ctx)
+	if errors.Is(err, errPrefixTaken) {
+		// A prefix is 32 random bits: a clash is rare, and at start no id
+		// carries it yet.
+		for range 15 {
+			_, _ = rand.Read(b[:])
+			p.prefix = hex.EncodeToString(b[:])
+			if err = p.register(ctx); !errors.Is(err, errPrefixTaken) {
+				break
+			}
+		}
+	}
+	switch {
+	case err == nil:
+		close(p.done)
+	case errors.Is(err, errPrefixTaken):
+		stop()
+		pool.Close()
+		return nil, fmt.Errorf("cluster: register the replica: %w", err)
+	default:
+		p.failJoin(err)
+		log.Warn("cluster: the cluster database does not answer: serving as a replica of its own until it does",
+			"prefix", p.prefix, lakegate.LogError, err.Error())
+		go p.join(jctx)
+	}
+	return p, nil
+}
+
+// errPrefixTaken: another replica registered this replica's prefix.
+var errPrefixTaken = errors.New("no free replica prefix")
+
+// register records this replica (prefix, and its URL once advertised) in
+// the cluster database, making the tables first, and deletes a signing
+// key an older version kept there.
+func (p *Peers) register(ctx context.Context) error {
+	p.mu.Lock()
+	base := p.base
+	p.mu.Unlock()
+	err := p.exec(ctx, func(conn *pgx.Conn) error {
 		if err := ensureSchema(ctx, conn); err != nil {
 			return err
 		}
@@ -102,26 +160,92 @@ func OpenPeers(ctx context.Context, dsn string, secret []byte, log *slog.Logger)
 			return err
 		}
 		if tag.RowsAffected() > 0 {
-			log.Warn("cluster: deleted the signing key an older version kept in the cluster database; " +
+			p.log.Warn("cluster: deleted the signing key an older version kept in the cluster database; " +
 				"replicas of that version can no longer read blocks of this one")
 		}
-		for range 16 { // a prefix is 32 random bits: a clash is rare
-			var b [PrefixLen / 2]byte
-			_, _ = rand.Read(b[:])
-			p.prefix = hex.EncodeToString(b[:])
-			_, err := conn.Exec(ctx, `INSERT INTO lakegate_cluster_replicas (prefix) VALUES ($1)`, p.prefix)
-			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || pe.Code != "23505" { // unique_violation: try another
+		if base != "" {
+			// A replica restarted at the same address leaves its old row.
+			if _, err := conn.Exec(ctx, `DELETE FROM lakegate_cluster_replicas WHERE url = $1`, base); err != nil {
 				return err
 			}
 		}
-		return errors.New("no free replica prefix")
+		_, err = conn.Exec(ctx, `INSERT INTO lakegate_cluster_replicas (prefix, url) VALUES ($1, NULLIF($2, ''))`, p.prefix, base)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation
+			return errPrefixTaken
+		}
+		return err
 	})
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("cluster: register the replica: %w", err)
+	if err == nil {
+		p.joined.Store(true)
 	}
-	return p, nil
+	return err
+}
+
+// Backoff of join between attempts: doubled from joinRetryBase up to
+// joinRetryCap, with equal jitter.
+const (
+	joinRetryBase = time.Second
+	joinRetryCap  = 30 * time.Second
+)
+
+// join registers the replica once the cluster database answers, trying
+// again with backoff until it does or ctx ends. It logs the outage's
+// cause when it changes, and the join.
+func (p *Peers) join(ctx context.Context) {
+	defer close(p.done)
+	for attempt := 1; ; attempt++ {
+		d := min(joinRetryBase<<min(attempt-1, 10), joinRetryCap)
+		t := time.NewTimer(d/2 + mrand.N(d/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		err := p.register(ctx)
+		switch {
+		case err == nil:
+			p.log.Info("cluster: the cluster database answers: this replica joined the cluster", "prefix", p.prefix)
+			return
+		case errors.Is(err, errPrefixTaken):
+			p.failJoin(err)
+			p.log.Error("cluster: another replica registered this replica's prefix meanwhile: restart this replica to join", "prefix", p.prefix)
+			return
+		case ctx.Err() != nil:
+			return
+		}
+		if p.failJoin(err) {
+			p.log.Warn("cluster: the cluster database still does not answer", lakegate.LogError, err.Error())
+		}
+	}
+}
+
+// failJoin records why the replica is not in the cluster, and reports
+// whether the cause changed.
+func (p *Peers) failJoin(err error) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	changed := p.outage == nil || p.outage.Error() != err.Error()
+	p.outage = err
+	return changed
+}
+
+// Joined is nil once this replica is in the cluster; before, why it is
+// not, in words safe to show (the log has the address).
+func (p *Peers) Joined() error {
+	if p.joined.Load() {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	why := "the cluster database does not answer"
+	if errors.Is(p.outage, errPrefixTaken) {
+		why = "another replica holds its prefix: restart it"
+	}
+	return &lakegate.Error{Kind: lakegate.KindUnavailable,
+		Message: "this replica serves on its own, not in the cluster: " + why,
+		Hint:    "it joins as soon as the cluster database (cluster_dsn) answers; meanwhile sessions and transfers of other replicas cannot be reached through it"}
 }
 
 // exec runs fn on a connection to the cluster database.
@@ -145,10 +269,17 @@ func (p *Peers) Interface() host.Peers {
 	return p
 }
 
-// Advertise records the URL the other replicas reach this one at.
+// Advertise records the URL the other replicas reach this one at: in
+// the cluster database now, or when the replica joins.
 func (p *Peers) Advertise(ctx context.Context, base string) error {
 	if _, err := url.Parse(base); err != nil {
 		return fmt.Errorf("cluster: advertised URL: %w", err)
+	}
+	p.mu.Lock()
+	p.base = base
+	p.mu.Unlock()
+	if !p.joined.Load() {
+		return nil // join writes it
 	}
 	err := p.exec(ctx, func(conn *pgx.Conn) error {
 		// A replica restarted at the same address leaves its old row.
@@ -169,6 +300,9 @@ func (p *Peers) Advertise(ctx context.Context, base string) error {
 // unknown. A known one is remembered: its prefix is never reused while
 // its row exists.
 func (p *Peers) owner(ctx context.Context, prefix string) *url.URL {
+	if !p.joined.Load() {
+		return nil // the cluster database does not answer
+	}
 	p.mu.Lock()
 	u, ok := p.urls[prefix]
 	missed, recent := p.misses[prefix]
@@ -240,6 +374,15 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, id string) bool 
 // connections. Call it once, after the server.
 func (p *Peers) Close(ctx context.Context) error {
 	defer p.pool.Close()
+	p.stop()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: close: %w", ctx.Err())
+	}
+	if !p.joined.Load() {
+		return nil
+	}
 	return p.exec(ctx, func(conn *pgx.Conn) error {
 		_, err := conn.Exec(ctx, `DELETE FROM lakegate_cluster_replicas WHERE prefix = $1`, p.prefix)
 		return err

@@ -140,6 +140,9 @@ func (p *Peers) Fetch(ctx context.Context, c lakegate.Caller, id, path string) (
 // block reads only. The request is marked forwarded, so that each replica
 // answers with its own part only.
 func (p *Peers) Gather(ctx context.Context, authorization, path string) [][]byte {
+	if !p.joined.Load() {
+		return nil // on its own: no other replica is known
+	}
 	ctx, cancel := context.WithTimeout(ctx, gatherTimeout)
 	defer cancel()
 	var urls []string

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,9 @@ const addVersion = `ALTER TABLE lakegate_cluster_state ADD COLUMN IF NOT EXISTS 
 // pg_stat_activity.
 const ApplicationName = "lakegate cluster"
 
+// retryCap bounds the backoff between connection attempts.
+const retryCap = 30 * time.Second
+
 // retryEvery is the wait before the listener connects again after losing
 // its connection.
 const retryEvery = time.Second
@@ -59,9 +63,10 @@ const retryEvery = time.Second
 // Switch is the MCP on/off state shared by the replicas that name the same
 // database. Build it with Open; Close it after the server that calls Set.
 type Switch struct {
-	dsn   string
-	apply func(enabled bool)
-	log   *slog.Logger
+	dsn     string
+	initial bool // the replica's own state, recorded when no replica has
+	apply   func(enabled bool)
+	log     *slog.Logger
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -88,22 +93,38 @@ func (s *Switch) applyAt(on bool, version int64) {
 
 // Open connects to the database at dsn, creates the state table if needed,
 // applies the shared state if there is one (else keeps the replica's own
-// and records it), and follows every later change by calling apply. It
-// fails when the database cannot be reached or written: a replica that
-// cannot share the switch must not start as if it could.
+// and records it), and follows every later change by calling apply. A
+// database that does not answer is not an error: the replica keeps its
+// own state (initial, already applied by its owner) and adopts the shared
+// one as soon as the database answers; until then Set fails, saying so.
 func Open(ctx context.Context, dsn string, initial bool, apply func(enabled bool), log *slog.Logger) (*Switch, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Switch{dsn: dsn, apply: apply, log: log, done: make(chan struct{})}
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return nil, fmt.Errorf("cluster: cluster_dsn: %w", err)
+	}
+	s := &Switch{dsn: dsn, initial: initial, apply: apply, log: log, done: make(chan struct{})}
+	conn, err := s.connect(ctx)
+	if err != nil {
+		log.Warn("cluster: the MCP switch is not shared until the cluster database answers; this replica keeps its own",
+			"mcp_enabled", initial, lakegate.LogError, err.Error())
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go s.follow(lctx, conn)
+	return s, nil
+}
+
+// connect listens for changes, records the replica's initial state if no
+// replica did, and applies the recorded one. The row is read after LISTEN,
+// so no change can fall between the read and the first notification.
+func (s *Switch) connect(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := s.listen(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// The first replica records its configured state; the others adopt
-	// the recorded one. The row is read after LISTEN, so no change can fall
-	// between the read and the first notification.
-	if _, err := conn.Exec(ctx, `INSERT INTO lakegate_cluster_state (name, value, changed_by) VALUES ('mcp', $1, 'start') ON CONFLICT (name) DO NOTHING`, onOff(initial)); err != nil {
+	if _, err := conn.Exec(ctx, `INSERT INTO lakegate_cluster_state (name, value, changed_by) VALUES ('mcp', $1, 'start') ON CONFLICT (name) DO NOTHING`, onOff(s.initial)); err != nil {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("cluster: record the MCP switch: %w", err)
 	}
@@ -111,10 +132,7 @@ func Open(ctx context.Context, dsn string, initial bool, apply func(enabled bool
 		conn.Close(context.Background())
 		return nil, err
 	}
-	lctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	go s.follow(lctx, conn)
-	return s, nil
+	return conn, nil
 }
 
 // listen connects, makes the table and starts listening.
@@ -149,44 +167,48 @@ func (s *Switch) sync(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// follow applies each notified change until ctx ends. When the connection
-// is lost it connects again (every retryEvery) and reads the state, which
-// covers the changes it missed meanwhile.
+// follow applies each notified change until ctx ends. Without a
+// connection (conn nil, or lost) it connects again with backoff and reads
+// the state, which covers the changes it missed meanwhile; a failure is
+// logged when its cause changes.
 func (s *Switch) follow(ctx context.Context, conn *pgx.Conn) {
 	defer close(s.done)
+	var last string // the last failure logged
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err == nil {
-			state, v, _ := strings.Cut(n.Payload, ":")
-			version, _ := strconv.ParseInt(v, 10, 64)
-			s.applyAt(state == "on", version)
-			continue
+		if conn != nil {
+			n, err := conn.WaitForNotification(ctx)
+			if err == nil {
+				state, v, _ := strings.Cut(n.Payload, ":")
+				version, _ := strconv.ParseInt(v, 10, 64)
+				s.applyAt(state == "on", version)
+				continue
+			}
+			conn.Close(context.Background())
+			conn = nil
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("cluster: lost the connection that follows the MCP switch; reconnecting", lakegate.LogError, err.Error())
 		}
-		conn.Close(context.Background())
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Warn("cluster: lost the connection that follows the MCP switch; reconnecting", lakegate.LogError, err.Error())
-		for conn = nil; conn == nil; {
+		for attempt := 1; conn == nil; attempt++ {
+			d := min(retryEvery<<min(attempt-1, 5), retryCap)
+			t := time.NewTimer(d/2 + rand.N(d/2+1))
 			select {
 			case <-ctx.Done():
+				t.Stop()
 				return
-			case <-time.After(retryEvery):
+			case <-t.C:
 			}
-			c, err := s.listen(ctx)
-			if err == nil {
-				if err = s.sync(ctx, c); err != nil {
-					c.Close(context.Background())
-				}
-			}
+			c, err := s.connect(ctx)
 			if err != nil {
-				if ctx.Err() == nil {
-					s.log.Warn("cluster: reconnect", lakegate.LogError, err.Error())
+				if ctx.Err() == nil && err.Error() != last {
+					last = err.Error()
+					s.log.Warn("cluster: the MCP switch's database does not answer; retrying", lakegate.LogError, last)
 				}
 				continue
 			}
-			conn = c
-			s.log.Info("cluster: following the MCP switch again")
+			conn, last = c, ""
+			s.log.Info("cluster: following the MCP switch")
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // Queries on devices wait while lockDevices (shutdown_test.go) holds its
@@ -262,67 +262,6 @@ func TestQueriesPerSubject(t *testing.T) {
 	}
 }
 
-// tcpProxy forwards connections to a PostgreSQL server until Close, which
-// also cuts every open connection: the database becomes unreachable.
-type tcpProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	wg     sync.WaitGroup
-	once   sync.Once
-}
-
-func newTCPProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	return newTCPProxyAt(t, "127.0.0.1:0", target)
-}
-
-// newTCPProxyAt is newTCPProxy listening at addr.
-func newTCPProxyAt(t *testing.T, addr, target string) *tcpProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{ln: ln, target: target}
-	p.wg.Go(p.accept)
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *tcpProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		p.wg.Go(func() { _, _ = io.Copy(up, c); up.Close() })
-		p.wg.Go(func() { _, _ = io.Copy(c, up); c.Close() })
-	}
-}
-
-// Close stops accepting, cuts every connection and waits for the copies.
-func (p *tcpProxy) Close() {
-	p.once.Do(func() {
-		p.ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-}
-
 // TestReady: /ready is 200 while the database answers, and 503 naming the
 // database once it does not (its address then refuses connections).
 func TestReady(t *testing.T) {
@@ -330,9 +269,10 @@ func TestReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newTCPProxy(t, u.Host)
+	proxy := testutil.NewProxy(t, u.Host)
+	proxy.Start(t)
 	proxied := *u
-	proxied.Host = proxy.ln.Addr().String()
+	proxied.Host = proxy.Addr
 	e := start(t, envOptions{config: func(c *config.Config) {
 		c.Databases = []config.Database{{Name: "iot", URL: proxied.String()}}
 	}})
@@ -354,7 +294,7 @@ func TestReady(t *testing.T) {
 		t.Fatalf("database up: got %d %v, want 200 ready", code, body)
 	}
 
-	proxy.Close()
+	proxy.Stop()
 	var body map[string]any
 	// Answers are cached for a second: wait for a fresh check.
 	waitUntil(t, 15*time.Second, func() bool {

@@ -2,25 +2,14 @@ package integration
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
-)
 
-// closedAddr is a loopback address nothing listens on (yet).
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+	"github.com/lakegate/lakegate/internal/testutil"
+)
 
 // TestServeDatabaseDown: serve starts while its database refuses
 // connections. It is alive (/health 200), not ready (/ready 503 naming the
@@ -33,7 +22,8 @@ func TestServeDatabaseDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := closedAddr(t)
+	proxy := testutil.NewProxy(t, u.Host)
+	addr := proxy.Addr
 	down := *u
 	down.Host = addr
 	p := startProc(t, bin, "LAKEGATE_DATABASES=iot="+down.String())
@@ -65,7 +55,9 @@ func TestServeDatabaseDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var qe struct{ Error struct{ Kind, Message, Hint string } }
+	var qe struct {
+		Error struct{ Kind, Message, Hint string }
+	}
 	_ = json.NewDecoder(resp.Body).Decode(&qe)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
@@ -74,7 +66,7 @@ func TestServeDatabaseDown(t *testing.T) {
 			resp.StatusCode, qe, resp.Header.Get("Retry-After"))
 	}
 
-	newTCPProxyAt(t, addr, u.Host)
+	proxy.Start(t)
 	waitUntil(t, 30*time.Second, func() bool {
 		code, _ := get(t, p.base+"/ready", "")
 		return code == http.StatusOK
@@ -88,5 +80,48 @@ func TestServeDatabaseDown(t *testing.T) {
 	}
 	if !strings.Contains(logs, "database answers: serving it") {
 		t.Errorf("the log does not say the outage ended:\n%s", logs)
+	}
+}
+
+// TestServeClusterDown: a replica whose cluster database does not answer
+// at start serves on its own: /ready is 200 and says it is not in the
+// cluster, and why; once the cluster database answers it joins.
+func TestServeClusterDown(t *testing.T) {
+	bin := buildBinary(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testutil.NewProxy(t, u.Host)
+	down := *u
+	down.Host = proxy.Addr
+	p := startProc(t, bin, "LAKEGATE_CLUSTER_DSN="+down.String(), "LAKEGATE_CLUSTER_SECRET="+clusterSecret)
+	type state struct {
+		Status  string
+		Cluster struct {
+			Replica string
+			Joined  bool
+			Reason  string
+		}
+	}
+	ready := func() (int, state) {
+		code, body := get(t, p.base+"/ready", "")
+		var st state
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatalf("GET /ready: %v: %s", err, body)
+		}
+		return code, st
+	}
+	if code, st := ready(); code != http.StatusOK || st.Cluster.Joined || st.Cluster.Replica == "" ||
+		!strings.Contains(st.Cluster.Reason, "does not answer") {
+		t.Fatalf("GET /ready with the cluster database down: got %d %+v, want 200, not joined, and why", code, st)
+	}
+	proxy.Start(t)
+	waitUntil(t, 30*time.Second, func() bool {
+		_, st := ready()
+		return st.Cluster.Joined
+	})
+	if logs := p.stderr.String(); !strings.Contains(logs, "this replica joined the cluster") {
+		t.Errorf("the log does not say the replica joined:\n%s", logs)
 	}
 }

@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -20,6 +19,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/pgtest"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // closedPort is a loopback address nothing listens on: connecting is
@@ -196,65 +196,16 @@ func TestOutageCausesPG(t *testing.T) {
 	}
 }
 
-// proxy forwards the connections made to addr to target once started;
-// before, addr refuses them.
-type proxy struct {
-	addr, target string
-	ln           net.Listener
-	wg           sync.WaitGroup
-	mu           sync.Mutex
-	conns        []net.Conn
-}
-
-func (p *proxy) start(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.ln = ln
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			p.wg.Go(func() { _, _ = io.Copy(s, c); _ = s.Close() })
-			p.wg.Go(func() { _, _ = io.Copy(c, s); _ = c.Close() })
-		}
-	})
-}
-
-func (p *proxy) close() {
-	if p.ln != nil {
-		_ = p.ln.Close()
-	}
-	p.mu.Lock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-// behindProxy is rawURL with its host replaced by a proxy's address, and
-// that proxy (not started).
-func behindProxy(t *testing.T, rawURL string) (string, *proxy) {
+// behindProxy is rawURL with its host replaced by a stopped proxy's
+// address, and that proxy.
+func behindProxy(t *testing.T, rawURL string) (string, *testutil.Proxy) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{addr: closedPort(t), target: u.Host}
-	u.Host = p.addr
+	p := testutil.NewProxy(t, u.Host)
+	u.Host = p.Addr
 	return u.String(), p
 }
 
@@ -265,7 +216,6 @@ func TestOutageRecovers(t *testing.T) {
 		t.Skip("PostgreSQL tests skipped")
 	}
 	dsn, p := behindProxy(t, pgAppURL)
-	defer p.close()
 	var logs lockedLog
 	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: dsn}},
 		&Options{QueryRole: pgtest.QueryRole, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -277,7 +227,7 @@ func TestOutageRecovers(t *testing.T) {
 	if _, _, err := runSQL(t.Context(), e, reader, SQLRequest{Database: "pg", SQL: "SELECT 1"}); lakegate.KindOf(err) != lakegate.KindUnavailable {
 		t.Fatalf("got %v, want unavailable while the database is down", err)
 	}
-	p.start(t)
+	p.Start(t)
 	waitFor(t, "the database served", func() bool { return e.PingEach(t.Context()) == nil })
 	if _, rows := collectSQL(t, e, reader, SQLRequest{Database: "pg", SQL: "SELECT count(*) FROM devices"}); len(rows) != 1 {
 		t.Fatalf("got %v, want one row", rows)
@@ -296,14 +246,13 @@ func TestOutageGuardsLate(t *testing.T) {
 		t.Skip("PostgreSQL tests skipped")
 	}
 	dsn, p := behindProxy(t, pgTestURL(admin))
-	defer p.close()
 	var logs lockedLog
 	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: dsn}}, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = e.Close(context.Background()) }()
-	p.start(t)
+	p.Start(t)
 	waitFor(t, "the privilege finding", func() bool {
 		return strings.Contains(lakegate.NewErrorBody(e.PingEach(t.Context())["pg"]).Message, "privileged PostgreSQL role")
 	})

@@ -204,14 +204,13 @@ func TestBreakerOpensOnDeadDatabase(t *testing.T) {
 	}
 	// A proxy we can close stands for the server.
 	deadURL, p := behindProxy(t, pgAppURL)
-	p.start(t)
+	p.Start(t)
 	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: deadURL}}, &Options{BreakerFailures: 3, BreakerCooldown: time.Minute, QueryRole: pgtest.QueryRole})
 	if err != nil {
-		p.close()
 		t.Fatal(err)
 	}
 	defer func() { _ = e.Close(context.Background()) }()
-	p.close()
+	p.Stop()
 	e.sources["pg"].(*pgSource).pool.Reset() // drop the live connections: the server is gone
 
 	start := time.Now()

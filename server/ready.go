@@ -42,10 +42,39 @@ func (r *readiness) check(ctx context.Context, engine *query.Engine) map[string]
 	return r.failed
 }
 
+// clusterState is a replica's place in its cluster, for /ready.
+type clusterState struct {
+	Replica string `json:"replica"`
+	Joined  bool   `json:"joined"`
+	// Reason says why a replica serves on its own.
+	Reason string `json:"reason,omitempty"`
+}
+
+// joiner is the optional side of Replicas that says whether the replica
+// is in its cluster (nil) or serves on its own, and why.
+type joiner interface{ Joined() error }
+
+// clusterState is nil for a single server.
+func (s *Server) clusterState() *clusterState {
+	if s.opts.Replicas == nil {
+		return nil
+	}
+	st := &clusterState{Replica: s.opts.Replicas.Prefix(), Joined: true}
+	if j, ok := s.opts.Replicas.(joiner); ok {
+		if err := j.Joined(); err != nil {
+			st.Joined, st.Reason = false, lakegate.NewErrorBody(err).Message
+		}
+	}
+	return st
+}
+
 // ready answers 200 when every database answers a ping and the server is
 // not shutting down, else 503 saying which database failed and why (a
 // cause safe to show: refused, DNS, TLS, authentication, too many
-// connections, in recovery; the log has the addresses).
+// connections, in recovery; the log has the addresses). A replica whose
+// cluster database does not answer is ready, serving on its own, and says
+// so: when that database is down every replica is, and a fleet that all
+// answered 503 would serve nobody.
 func (s *Server) ready(c *gin.Context) {
 	if s.draining.Load() {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "shutting_down",
@@ -63,6 +92,10 @@ func (s *Server) ready(c *gin.Context) {
 	// Standbys are reported, never fatal: their reads fall back to the
 	// primary.
 	standbys := s.engine.StandbyStats()
+	h := gin.H{"status": "ready", "databases": dbs, "standbys": standbys}
+	if cl := s.clusterState(); cl != nil {
+		h["cluster"] = cl
+	}
 	if len(failed) > 0 {
 		// One database down: its own error, hint and all; more: how many.
 		var err error = lakegate.Errorf(lakegate.KindUnavailable, "%d of %d databases do not answer", len(failed), len(dbs))
@@ -71,9 +104,9 @@ func (s *Server) ready(c *gin.Context) {
 				err = e
 			}
 		}
-		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "databases": dbs, "standbys": standbys,
-			"error": lakegate.NewErrorBody(err)})
+		h["status"], h["error"] = "unavailable", lakegate.NewErrorBody(err)
+		c.JSON(http.StatusServiceUnavailable, h)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready", "databases": dbs, "standbys": standbys})
+	c.JSON(http.StatusOK, h)
 }
