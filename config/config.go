@@ -28,6 +28,7 @@ const (
 	DefaultListen           = "127.0.0.1:32049"
 	DefaultDataDir          = "./lakegate-data"
 	DefaultBlockThreshold   = 10 << 20
+	DefaultAnswerChars      = 40000
 	DefaultBlockSize        = 1 << 20
 	DefaultBlockTTL         = 15 * time.Minute
 	DefaultBlockBudget      = 4 << 30
@@ -205,6 +206,10 @@ type Config struct {
 	// MCPBlockThreshold is the encoded size past which a tool result goes
 	// to the block store instead of inline.
 	MCPBlockThreshold int64 `json:"mcp_block_threshold" help:"bytes of a tool result answered inline; a larger one goes on into blocks"`
+	// MCPAnswerChars bounds the text a tool answers a model with: what a
+	// model can read. A larger result is cut to the rows that fit, with
+	// the way to the rest.
+	MCPAnswerChars int `json:"mcp_answer_chars" help:"most characters of text in one tool answer; past it, the rows that fit and the way to the rest"`
 	// MCPBlockSize is the target size of one block (blocks end on a row).
 	MCPBlockSize int64 `json:"mcp_block_size" help:"target bytes of one block (a block ends on a row)"`
 	// MCPBlockDir is the spool directory of block files (default
@@ -313,6 +318,7 @@ func Default() Config {
 		// Empty means the same; the default is named for help and README.
 		ServerInfoFunctions: ServerInfoAdmin,
 		MCPBlockThreshold:   DefaultBlockThreshold,
+		MCPAnswerChars:      DefaultAnswerChars,
 		MCPBlockSize:        DefaultBlockSize,
 		MCPBlockTTL:         Duration(DefaultBlockTTL),
 		MCPBlockBudget:      DefaultBlockBudget,

@@ -55,6 +55,9 @@ func (c *Config) Validate() error {
 	if c.MaxStandbyLag < 0 {
 		bad("max_standby_lag %s: want 0 or more", time.Duration(c.MaxStandbyLag))
 	}
+	if c.MCPAnswerChars < 1000 {
+		bad("mcp_answer_chars %d: want at least 1000", c.MCPAnswerChars)
+	}
 	if c.MCPBlockThreshold < 1024 {
 		bad("mcp_block_threshold %d: want at least 1024 bytes", c.MCPBlockThreshold)
 	}

@@ -412,7 +412,9 @@ func TestBusySessionShrinksInline(t *testing.T) {
 	// less 1 MiB: the first 3 MiB (750 KiB inline: its row fits), the
 	// third, beside two replies, 1.8 MiB at most (450 KiB inline: its row
 	// goes to blocks), and so on.
-	p, _ := newTestPlugin(t, Options{SessionQueueBytes: 4 * threshold, BlockThreshold: threshold, Blocks: store, WorkerWait: time.Minute})
+	// An answer budget past the threshold: the session's budget decides.
+	p, _ := newTestPlugin(t, Options{SessionQueueBytes: 4 * threshold, BlockThreshold: threshold, AnswerChars: 2 * threshold,
+		Blocks: store, WorkerWait: time.Minute})
 	s := newStalledClient(t, p)
 	const calls = 6
 	for i := range calls {

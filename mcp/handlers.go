@@ -129,7 +129,7 @@ type queryIn struct {
 }
 
 func runQuery(ctx context.Context, ts *toolset, c call, in queryIn) (*answer, error) {
-	limit, f, err := in.check()
+	limit, f, chars, err := in.check()
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func runQuery(ctx context.Context, ts *toolset, c call, in queryIn) (*answer, er
 	if err != nil {
 		return nil, err
 	}
-	return ts.answer(ctx, c, st, f, in.Export)
+	return ts.answer(ctx, c, st, f, in.Export, chars)
 }
 
 type sqlIn struct {
@@ -152,7 +152,7 @@ type sqlIn struct {
 }
 
 func runSQL(ctx context.Context, ts *toolset, c call, in sqlIn) (*answer, error) {
-	limit, f, err := in.check()
+	limit, f, chars, err := in.check()
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func runSQL(ctx context.Context, ts *toolset, c call, in sqlIn) (*answer, error)
 	if err != nil {
 		return nil, err
 	}
-	return ts.answer(ctx, c, st, f, in.Export)
+	return ts.answer(ctx, c, st, f, in.Export, chars)
 }
 
 // analysisEngine is what query_time_series and explain need of the
@@ -206,7 +206,7 @@ func runTimeSeries(ctx context.Context, ts *toolset, c call, in timeSeriesIn) (*
 	if err != nil {
 		return nil, err
 	}
-	return ts.answer(ctx, c, st, query.FormatNDJSON, false)
+	return ts.answer(ctx, c, st, query.FormatNDJSON, false, 0)
 }
 
 type explainIn struct {
@@ -251,7 +251,7 @@ func sqlHandler(tool *query.SQLTool) toolHandler {
 		if err != nil {
 			return nil, err
 		}
-		return ts.answer(ctx, c, st, query.FormatNDJSON, false)
+		return ts.answer(ctx, c, st, query.FormatNDJSON, false, 0)
 	})
 }
 

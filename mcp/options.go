@@ -45,6 +45,10 @@ type Options struct {
 	// BlockThreshold bounds the rows held in memory for an inline answer
 	// (default 10 MiB); a larger result goes to blocks.
 	BlockThreshold int64
+	// AnswerChars bounds the text of one tool answer (rows, hints and
+	// footer; default 40,000): a result past it is cut to the rows that
+	// fit, with the way to the rest. A call may ask for less (max_chars).
+	AnswerChars int
 	// PreviewRows, PreviewBytes and PreviewCellBytes bound the preview of
 	// a result sent to blocks: its first rows (default 20), in all at most
 	// PreviewBytes (default 64 KiB), each cell cut at PreviewCellBytes
@@ -109,6 +113,7 @@ const (
 	DefaultSessionQueue          = config.DefaultSessionQueue
 	DefaultMaxWorkers            = config.DefaultMaxWorkers
 	DefaultBlockThreshold        = config.DefaultBlockThreshold
+	DefaultAnswerChars           = config.DefaultAnswerChars
 	DefaultMaxSessions           = config.DefaultMCPMaxSessions
 	DefaultMaxSessionsPerSubject = config.DefaultMCPMaxSessionsPerSubject
 	DefaultPageSize              = 100

@@ -65,6 +65,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	o.MaxWorkers = orDefault(o.MaxWorkers, DefaultMaxWorkers)
 	o.BlockThreshold = orDefault(o.BlockThreshold, DefaultBlockThreshold)
 	o.SessionQueueBytes = orDefault(o.SessionQueueBytes, 4*o.BlockThreshold)
+	o.AnswerChars = orDefault(o.AnswerChars, DefaultAnswerChars)
 	o.PreviewRows = orDefault(o.PreviewRows, DefaultPreviewRows)
 	o.PreviewBytes = orDefault(o.PreviewBytes, DefaultPreviewBytes)
 	o.PreviewCellBytes = orDefault(o.PreviewCellBytes, DefaultPreviewCellBytes)
@@ -108,7 +109,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	p.blocks = &blockRoutes{store: o.Blocks, peers: o.Peers, replies: p.sessions, threshold: o.BlockThreshold}
 	p.tools = &toolset{
 		engine: engine,
-		answers: answerOptions{threshold: o.BlockThreshold, previewRows: o.PreviewRows, previewBytes: o.PreviewBytes,
+		answers: answerOptions{threshold: o.BlockThreshold, chars: o.AnswerChars, previewRows: o.PreviewRows, previewBytes: o.PreviewBytes,
 			previewCellBytes: o.PreviewCellBytes, spill: o.Blocks != nil},
 		blocks:   p.blocks,
 		sessions: p.sessions,

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -40,31 +41,53 @@ type resultArgs struct {
 	Export bool `json:"export"`
 	// Format of the blocks: ndjson (default) or csv.
 	Format string `json:"format"`
+	// MaxChars bounds the answer's text below the server's
+	// mcp_answer_chars; absent: that setting.
+	MaxChars *int `json:"max_chars"`
 }
 
-// check resolves the arguments: the row cap to ask the engine for and the
-// block format.
-func (a resultArgs) check() (limit int, f query.Format, err error) {
+// minAnswerChars is the least max_chars a call may ask for: a header, a
+// row and the footer.
+const minAnswerChars = 500
+
+// chars is the answer budget the call asks for (0: the server's).
+func (a resultArgs) chars() (int, error) {
+	if a.MaxChars == nil {
+		return 0, nil
+	}
+	if *a.MaxChars < minAnswerChars {
+		return 0, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("max_chars must be at least %d", minAnswerChars),
+			Hint: "leave it out for the server's answer budget"}
+	}
+	return *a.MaxChars, nil
+}
+
+// check resolves the arguments: the row cap to ask the engine for, the
+// block format and the answer budget asked for (0: the server's).
+func (a resultArgs) check() (limit int, f query.Format, chars int, err error) {
 	switch a.Format {
 	case "", "ndjson":
 		f = query.FormatNDJSON
 	case "csv":
 		f = query.FormatCSV
 	default:
-		return 0, "", &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("format %q is not supported", a.Format), Hint: "use ndjson or csv"}
+		return 0, "", 0, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("format %q is not supported", a.Format), Hint: "use ndjson or csv"}
+	}
+	if chars, err = a.chars(); err != nil {
+		return 0, "", 0, err
 	}
 	switch {
 	case a.MaxRows == nil && a.Export:
 		// An export without a cap is the whole result.
-		return query.NoLimit, f, nil
+		return query.NoLimit, f, chars, nil
 	case a.MaxRows == nil:
-		return 0, f, nil
+		return 0, f, chars, nil
 	case *a.MaxRows < 0:
-		return 0, "", &lakegate.Error{Kind: lakegate.KindValidation, Message: "max_rows must not be negative", Hint: "give a row count, or 0 for no cap"}
+		return 0, "", 0, &lakegate.Error{Kind: lakegate.KindValidation, Message: "max_rows must not be negative", Hint: "give a row count, or 0 for no cap"}
 	case *a.MaxRows == 0:
-		return query.NoLimit, f, nil
+		return query.NoLimit, f, chars, nil
 	}
-	return *a.MaxRows, f, nil
+	return *a.MaxRows, f, chars, nil
 }
 
 // answer is a query tool's result: every row (inline), or a preview and
@@ -74,6 +97,11 @@ type answer struct {
 	transfer *blocktransport.Manifest
 	// cellBytes is the preview cell bound, for the note on cut cells.
 	cellBytes int
+	// chars is the answer budget: the most bytes (so characters) of text.
+	chars int
+	// stmt continues the result after the rows an answer cut to its
+	// budget shows (nil: it cannot).
+	stmt *query.Stmt
 }
 
 // ResultMeta is the structured content of a query tool's result: what a
@@ -106,41 +134,27 @@ func (a *answer) result() (*mcpsdk.CallToolResult, int64, error) {
 }
 
 func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
-	var b strings.Builder
-	b.Grow(int(a.Rows.Size()) + 256)
-	enc, _ := query.NewEncoder(query.FormatCSV, &b)
-	if err := enc.Begin(a.Columns); err != nil {
-		return nil, err
-	}
-	if err := a.Rows.Replay(enc); err != nil {
-		return nil, err
-	}
-	if err := enc.End(a.Result); err != nil {
-		return nil, err
-	}
-	// The cells are text now: let them go before the SDK makes its copies
-	// of the reply.
-	preview, cut := a.Rows.Len(), a.Rows.Cut()
-	a.Rows = nil
+	held := a.Rows
+	a.Rows = nil // the cells become text here: let them go before the SDK copies the reply
+	inline := a.transfer == nil
 	meta := ResultMeta{Columns: a.Columns, RowCount: a.RowCount, Truncated: a.Truncated, NextCursor: a.NextCursor,
 		Hint: a.Hint, SQL: a.SQL, ElapsedMS: a.ElapsedMS, Mode: ModeInline}
-	if a.transfer == nil {
-		fmt.Fprintf(&b, "# rows: %d", a.RowCount)
-		if a.Truncated {
-			b.WriteString(", truncated: " + a.Hint + "; next_cursor: " + a.NextCursor)
-		}
-		b.WriteByte('\n')
-	} else {
-		meta.Mode, meta.PreviewRows, meta.CutCells, meta.Transfer = ModeBlocks, preview, cut, a.transfer
-		m := a.transfer
-		fmt.Fprintf(&b, "# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, sha256 %s, "+
-			"until %s; read them with resources/read (links below), get_result_block, or GET "+BlocksPath+"/%s/all\n",
-			a.RowCount, preview, truncNote(a.Truncated), m.ID, len(m.Blocks), m.Format, m.Bytes, m.SHA256,
-			m.Expires.Format(time.RFC3339), m.ID)
-		if n := cut; n > 0 {
-			fmt.Fprintf(&b, "# %d cells longer than %d bytes are cut above (marked …[cut: N bytes in all]); they are whole in the blocks\n",
-				n, cellBytes)
-		}
+	// The footer's room: as long as it can be (every row shown, the
+	// longest cursor), so that the rows shown leave room for it.
+	room := len(a.footer(held.Len(), meta, cellBytes, held.Cut()))
+	if inline {
+		room = max(room, len(a.footer(held.Len(), a.cutMeta(meta, held.Len()), cellBytes, held.Cut())))
+	}
+	text, shown := fitRows(held, a.Columns, a.chars-room-16)
+	if inline && shown < held.Len() {
+		meta = a.cutMeta(meta, shown)
+	}
+	var b strings.Builder
+	b.Grow(len(text) + room)
+	b.Write(text)
+	b.WriteString(a.footer(shown, meta, cellBytes, held.Cut()))
+	if !inline {
+		meta.Mode, meta.PreviewRows, meta.CutCells, meta.Transfer = ModeBlocks, shown, held.Cut(), a.transfer
 	}
 	data, err := json.Marshal(meta)
 	if err != nil {
@@ -148,17 +162,97 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 	}
 	content := []mcpsdk.Content{&mcpsdk.TextContent{Text: b.String()}}
 	if m := a.transfer; m != nil {
+		// One link a block, while they fit the budget; the manifest in
+		// the structured content lists every block.
+		used := b.Len()
 		for _, blk := range m.Blocks {
-			content = append(content, &mcpsdk.ResourceLink{
+			link := &mcpsdk.ResourceLink{
 				URI:      blockURI(m.ID, blk.N),
 				Name:     fmt.Sprintf("block-%d", blk.N),
 				Title:    fmt.Sprintf("Block %d of %d", blk.N+1, len(m.Blocks)),
 				MIMEType: blocktransport.MIMEType(m.Format),
 				Size:     &blk.Size,
-			})
+			}
+			if used += len(link.URI) + len(link.Name) + len(link.Title) + len(link.MIMEType) + 16; used > a.chars {
+				break
+			}
+			content = append(content, link)
 		}
 	}
 	return &mcpsdk.CallToolResult{Content: content, StructuredContent: json.RawMessage(data)}, nil
+}
+
+// cutMeta is meta of an inline answer cut to its budget after shown rows:
+// the same shape as a page cut at max_rows, continued by next_cursor.
+func (a *answer) cutMeta(meta ResultMeta, shown int) ResultMeta {
+	meta.RowCount, meta.Truncated, meta.NextCursor, meta.Hint = shown, true, "", ""
+	if a.stmt != nil {
+		meta.NextCursor, meta.Hint = a.stmt.CursorAt(shown)
+	}
+	if meta.NextCursor == "" {
+		meta.Hint = "narrow the query (filters, fewer columns) or aggregate it"
+	}
+	meta.Hint = budgetNote(a.chars) + "; " + meta.Hint
+	return meta
+}
+
+// budgetNote says an answer was cut to its budget.
+func budgetNote(chars int) string {
+	return fmt.Sprintf("the answer is cut to the rows that fit in %d characters (mcp_answer_chars, or max_chars)", chars)
+}
+
+// fitRows encodes the header and the leading rows of held as CSV while
+// they fit in room bytes, and says how many did. A first row that does
+// not fit alone is shown with its long cells cut, so that an answer
+// always moves on.
+func fitRows(held *query.Buffer, cols []query.ResultColumn, room int) (text []byte, shown int) {
+	text = query.AppendCSVHeader(make([]byte, 0, min(held.Size()+256, int64(max(room, 256)))), cols)
+	var errFull = errors.New("full")
+	_ = held.Each(func(cells []query.Cell) error {
+		next := query.AppendCSVRow(text, cells)
+		if len(next) > room {
+			text = next[:len(text)]
+			return errFull
+		}
+		text, shown = next, shown+1
+		return nil
+	})
+	if shown > 0 || held.Len() == 0 {
+		return text, shown
+	}
+	cut := query.NewBuffer(int64(held.Size()), 1, max(64, (room-len(text))/max(1, len(cols))-32))
+	_ = cut.Begin(cols)
+	_ = held.Each(func(cells []query.Cell) error {
+		cut.Add(cells)
+		return errFull
+	})
+	_ = cut.Each(func(cells []query.Cell) error {
+		text = query.AppendCSVRow(text, cells)
+		return nil
+	})
+	return text, 1
+}
+
+// footer says what the text holds and where the rest is: the rows (for
+// blocks, the shown rows of the preview, cut cells of which are cut).
+func (a *answer) footer(shown int, meta ResultMeta, cellBytes, cut int) string {
+	m := a.transfer
+	if m == nil {
+		f := fmt.Sprintf("# rows: %d", meta.RowCount)
+		if meta.Truncated {
+			f += ", truncated: " + meta.Hint + "; next_cursor: " + meta.NextCursor
+		}
+		return f + "\n"
+	}
+	f := fmt.Sprintf("# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, sha256 %s, "+
+		"until %s; read them with resources/read (links below), get_result_block, or GET "+BlocksPath+"/%s/all\n",
+		meta.RowCount, shown, truncNote(meta.Truncated), m.ID, len(m.Blocks), m.Format, m.Bytes, m.SHA256,
+		m.Expires.Format(time.RFC3339), m.ID)
+	if cut > 0 {
+		f += fmt.Sprintf("# %d cells longer than %d bytes are cut above (marked …[cut: N bytes in all]); they are whole in the blocks\n",
+			cut, cellBytes)
+	}
+	return f
 }
 
 func truncNote(t bool) string {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -177,4 +178,120 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestAnswerBudget: no answer's text passes its budget. Without a block
+// store a result past it comes as the rows that fit, truncated, with a
+// next_cursor whose pages continue it row for row; with one, the rows are
+// all in a transfer and the text holds those that fit. A call may ask
+// for less (max_chars), never more; a row too long alone comes with its
+// long cells cut, so that the pages move on.
+func TestAnswerBudget(t *testing.T) {
+	const budget = 4000
+	page := func(t *testing.T, cs *mcpsdk.ClientSession, args map[string]any, limit int) (ids []string, meta ResultMeta) {
+		t.Helper()
+		text, meta, links := callSQL(t, cs, args)
+		if len(text) > limit {
+			t.Fatalf("got %d characters of text, want at most %d", len(text), limit)
+		}
+		if meta.Transfer == nil && len(links) > 0 {
+			t.Errorf("got %d links without a transfer", len(links))
+		}
+		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+		for _, l := range lines[1:] {
+			if !strings.HasPrefix(l, "#") {
+				ids = append(ids, strings.SplitN(l, ",", 2)[0])
+			}
+		}
+		return ids, meta
+	}
+	sql := "SELECT id, ts, status, device_id FROM readings WHERE id <= 600 ORDER BY id"
+
+	t.Run("pages without a block store", func(t *testing.T) {
+		p, _ := newTestPlugin(t, Options{AnswerChars: budget})
+		cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
+		var all []string
+		args := map[string]any{"database": "iot", "sql": sql, "max_rows": 0}
+		for n := 0; ; n++ {
+			ids, meta := page(t, cs, args, budget)
+			all = append(all, ids...)
+			if !meta.Truncated {
+				break
+			}
+			if meta.NextCursor == "" || !strings.Contains(meta.Hint, "4000 characters") || meta.RowCount != len(ids) || len(ids) == 0 {
+				t.Fatalf("page %d: got %+v with %d rows, want the rows that fit, next_cursor and a hint naming the budget", n, meta, len(ids))
+			}
+			if n > 40 {
+				t.Fatal("no end after 40 pages")
+			}
+			args["cursor"] = meta.NextCursor
+		}
+		if len(all) != 600 || all[0] != "1" || all[599] != "600" {
+			t.Fatalf("got %d rows over the pages (%v … %v), want 600 in order", len(all), all[:1], all[len(all)-1:])
+		}
+		for i, id := range all {
+			if id != strconv.Itoa(i+1) {
+				t.Fatalf("row %d: got id %s, want %d: the pages skip or repeat rows", i, id, i+1)
+			}
+		}
+	})
+
+	t.Run("max_chars asks for less, never more", func(t *testing.T) {
+		p, _ := newTestPlugin(t, Options{AnswerChars: budget})
+		cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
+		if ids, _ := page(t, cs, map[string]any{"database": "iot", "sql": sql, "max_chars": 1000}, 1000); len(ids) == 0 {
+			t.Error("max_chars 1000: no row")
+		}
+		page(t, cs, map[string]any{"database": "iot", "sql": sql, "max_chars": 1 << 20}, budget)
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": sql, "max_chars": 100}})
+		if err != nil || !res.IsError {
+			t.Errorf("max_chars 100: got %v %v, want a tool error", res, err)
+		}
+	})
+
+	t.Run("a row too long alone", func(t *testing.T) {
+		p, _ := newTestPlugin(t, Options{AnswerChars: budget})
+		cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
+		args := map[string]any{"database": "iot", "sql": "SELECT id, printf('%.9000c', 'x') AS big FROM devices ORDER BY id", "max_rows": 0}
+		ids, meta := page(t, cs, args, budget)
+		if len(ids) != 1 || ids[0] != "1" || !meta.Truncated {
+			t.Fatalf("got rows %v (%+v), want the first row alone, cut", ids, meta)
+		}
+		args["cursor"] = meta.NextCursor
+		if ids, _ := page(t, cs, args, budget); len(ids) != 1 || ids[0] != "2" {
+			t.Fatalf("next page: got rows %v, want the second row", ids)
+		}
+	})
+
+	t.Run("with a block store", func(t *testing.T) {
+		store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir(), BlockSize: 4 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = store.Close(context.Background()) })
+		p, _ := newTestPlugin(t, Options{AnswerChars: budget, Blocks: store, PreviewRows: 1000})
+		cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
+		text, meta, links := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT * FROM readings ORDER BY id", "max_rows": 0})
+		if meta.Mode != ModeBlocks || meta.Transfer == nil || meta.Transfer.Rows != 5000 || meta.PreviewRows == 0 {
+			t.Fatalf("got %+v, want 5000 rows in blocks and a preview", meta)
+		}
+		used := len(text)
+		for _, l := range links {
+			used += len(l.URI) + len(l.Name) + len(l.Title) + len(l.MIMEType)
+		}
+		if used > budget || len(links) == 0 || len(links) >= len(meta.Transfer.Blocks) {
+			t.Errorf("got %d characters with %d of %d block links, want at most %d, the links that fit",
+				used, len(links), len(meta.Transfer.Blocks), budget)
+		}
+		// A whole block is past the budget too: cut at a row, saying so.
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_result_block",
+			Arguments: map[string]any{"transfer_id": meta.Transfer.ID, "block": 0}})
+		if err != nil || res.IsError {
+			t.Fatalf("get_result_block: %v %v", res, err)
+		}
+		block := res.Content[0].(*mcpsdk.TextContent).Text
+		if len(block) > budget || !strings.Contains(block, "# cut: the answer is") || !strings.HasPrefix(block, "[1,") {
+			t.Errorf("get_result_block: got %d characters (%.80q…), want the rows that fit in %d and a note", len(block), block, budget)
+		}
+	})
 }

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -43,7 +45,10 @@ type toolset struct {
 // the preview of a result sent to blocks, and whether there is a block
 // store to send it to.
 type answerOptions struct {
-	threshold        int64
+	threshold int64
+	// chars is the answer budget (mcp_answer_chars): the most text a
+	// model gets from one call.
+	chars            int
 	previewRows      int
 	previewBytes     int64
 	previewCellBytes int
@@ -124,6 +129,9 @@ func (ts *toolset) handle(t tool) mcpsdk.ToolHandler {
 		var rows int64
 		if err == nil {
 			res, rows, err = out.result()
+		}
+		if err == nil {
+			clampText(res, ts.answers.chars)
 		}
 		ts.count(t.name, err != nil)
 		d := time.Since(start)
@@ -241,21 +249,58 @@ func (ts *toolset) inlineBound(reserved int64, args int) int64 {
 	return min(ts.answers.threshold, max(1, (reserved-int64(args))/replyCopies))
 }
 
+// clampText cuts the text of res to chars bytes at a line end, saying so:
+// no answer floods a model's context. Query answers fit already (they
+// cut to their rows); this holds the others (a long table list, a wide
+// table's description, a whole block) to the same bound.
+func clampText(res *mcpsdk.CallToolResult, chars int) {
+	used := 0
+	for _, c := range res.Content {
+		t, ok := c.(*mcpsdk.TextContent)
+		if !ok {
+			continue
+		}
+		if used+len(t.Text) <= chars {
+			used += len(t.Text)
+			continue
+		}
+		note := fmt.Sprintf("\n# cut: the answer is %d characters, past the %d-character answer budget (mcp_answer_chars); "+
+			"ask for less of it (a narrower request, a window of rows)\n", used+len(t.Text), chars)
+		keep := max(0, chars-used-len(note))
+		if i := strings.LastIndexByte(t.Text[:keep], '\n'); i >= 0 {
+			keep = i
+		}
+		for keep > 0 && !utf8.RuneStart(t.Text[keep]) {
+			keep-- // no rune cut in two
+		}
+		t.Text = t.Text[:keep] + note
+		used = chars
+	}
+}
+
 // answer runs st for a tool call through query's one decision (Stmt.Auto):
-// rows that fit mcp_block_threshold are answered inline; past it they go
-// on into a block transfer in format f, and only a preview stays in
-// memory. export sends every result to blocks.
-func (ts *toolset) answer(ctx context.Context, c call, st *query.Stmt, f query.Format, export bool) (*answer, error) {
+// rows that fit the answer budget (chars, at most mcp_answer_chars; 0: that
+// setting) are answered inline; past it they go on into a block transfer in
+// format f, only a preview stays in memory, and the answer shows the rows
+// that fit. export sends every result to blocks. Without a block store
+// rows are held up to mcp_block_threshold and the answer is cut to the
+// budget, continued by next_cursor.
+func (ts *toolset) answer(ctx context.Context, c call, st *query.Stmt, f query.Format, export bool, chars int) (*answer, error) {
 	if c.timeout > 0 {
 		st = st.WithTimeout(c.timeout)
+	}
+	chars = min(cmp.Or(chars, ts.answers.chars), ts.answers.chars)
+	inline := cmp.Or(c.inline, ts.answers.threshold)
+	if ts.answers.spill {
+		inline = min(inline, int64(chars))
 	}
 	prog := &query.Progress{}
 	reportRows(ctx, prog)
 	var sp *blockSpill
 	res, err := st.Auto(ctx, query.AutoOptions{
-		InlineBytes:      cmp.Or(c.inline, ts.answers.threshold),
+		InlineBytes:      inline,
 		PreviewRows:      ts.answers.previewRows,
-		PreviewBytes:     ts.answers.previewBytes,
+		PreviewBytes:     min(ts.answers.previewBytes, int64(chars)),
 		PreviewCellBytes: ts.answers.previewCellBytes,
 		Always:           export,
 		Progress:         prog,
@@ -268,7 +313,7 @@ func (ts *toolset) answer(ctx context.Context, c call, st *query.Stmt, f query.F
 	if err != nil {
 		return nil, err
 	}
-	a := &answer{AutoResult: res, cellBytes: ts.answers.previewCellBytes}
+	a := &answer{AutoResult: res, cellBytes: ts.answers.previewCellBytes, chars: chars, stmt: st}
 	if res.Mode == query.ModeSpill {
 		a.transfer = sp.manifest
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/lakegate/lakegate"
@@ -85,8 +84,8 @@ func (e *Engine) pageStart(c, hash string) (int, error) {
 // larger row cap, or an export; unordered says the SQL gives no ORDER BY,
 // so its pages may overlap or skip rows.
 func (e *Engine) truncatedHint(unordered bool) string {
-	h := fmt.Sprintf("more rows exist: pass next_cursor as cursor for the next page, ask for up to %d rows at once "+
-		"(max_rows; limit on REST, time series and custom tools), or export every row (export; a format on REST)", e.opts.MaxLimit)
+	h := "more rows exist: pass next_cursor as cursor for the next page; to learn about all of them, aggregate " +
+		"(count, min, max, GROUP BY) or filter instead of reading them, and for a program export every row (export; a format on REST)"
 	if unordered {
 		h += "; the SQL has no ORDER BY, so pages may overlap or skip rows: order by a unique key for stable pages"
 	}

@@ -286,14 +286,33 @@ func (e *jsonEncoder) End(*Result) error {
 type csvEncoder struct{ encBase }
 
 func (e *csvEncoder) Begin(cols []ResultColumn) error {
+	e.buf = AppendCSVHeader(e.buf, cols)
+	return nil
+}
+
+// AppendCSVHeader appends the CSV header line of cols to dst.
+func AppendCSVHeader(dst []byte, cols []ResultColumn) []byte {
 	for i, c := range cols {
 		if i > 0 {
-			e.buf = append(e.buf, ',')
+			dst = append(dst, ',')
 		}
-		e.buf = appendCSVField(e.buf, []byte(c.Name), true)
+		dst = appendCSVField(dst, []byte(c.Name), true)
 	}
-	e.buf = append(e.buf, '\n')
-	return nil
+	return append(dst, '\n')
+}
+
+// AppendCSVRow appends one row of cells held in memory (a Buffer's; not a
+// streamed value) as a CSV line to dst, as the CSV encoder writes it: for
+// a caller that must stop at a row boundary, such as an answer cut to a
+// reader's budget.
+func AppendCSVRow(dst []byte, cells []Cell) []byte {
+	for i := range cells {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendCSVCell(dst, &cells[i])
+	}
+	return append(dst, '\n')
 }
 
 func (e *csvEncoder) Row(cells []Cell) error {

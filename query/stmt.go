@@ -161,6 +161,17 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 	return res, nil
 }
 
+// CursorAt is the cursor that continues this statement's result after its
+// first n rows, for a caller that shows fewer rows than it read (an
+// answer cut to a reader's budget), with the hint that goes with it;
+// empty when the statement cannot be paged.
+func (s *Stmt) CursorAt(n int) (cursor, hint string) {
+	if s.hash == "" {
+		return "", ""
+	}
+	return s.e.encodeCursor(s.offset+n, s.hash), s.e.truncatedHint(s.unordered)
+}
+
 // trackSink notes whether output has begun and marks the sink's errors so
 // that they are not taken for the database's. End is called by Run after
 // the summary is complete.

@@ -362,6 +362,7 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		MaxSessions:       cfg.MCPMaxSessions,
 		Blocks:            blocks,
 		BlockThreshold:    cfg.MCPBlockThreshold,
+		AnswerChars:       cfg.MCPAnswerChars,
 		Trace:             cfg.MCPTrace,
 		AllowedOrigins:    cfg.MCPAllowedOrigins,
 		Peers:             peers.Interface(),
