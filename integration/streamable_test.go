@@ -251,7 +251,8 @@ func containsString(list []string, s string) bool {
 }
 
 // The rows of a query tool travel once: the whole JSON-RPC reply of
-// run_sql for 1000 rows of readings is at most 65 bytes per row (the CSV
+// run_sql for 500 rows of readings (within the answer budget) is at most
+// 65 bytes per row (the CSV
 // text the model reads, its JSON escaping, the column descriptions and the
 // footer), with no second copy of the rows in structuredContent.
 func TestRunSQLReplySize(t *testing.T) {
@@ -260,7 +261,7 @@ func TestRunSQLReplySize(t *testing.T) {
 	_, sid, _ := postMCP(t, e, tok, "", "", initialize("2025-11-25"))
 	postMCP(t, e, tok, sid, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	code, _, body := postMCP(t, e, tok, sid, "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_sql",`+
-		`"arguments":{"database":"iot","sql":"SELECT * FROM readings ORDER BY id LIMIT 1000","max_rows":1000}}}`)
+		`"arguments":{"database":"iot","sql":"SELECT * FROM readings ORDER BY id LIMIT 500","max_rows":500}}}`)
 	// One event, framed exactly so: its data is the reply, whose size counts.
 	events, err := ssetest.ReadAll(strings.NewReader(body))
 	if code != http.StatusOK || err != nil || len(events) != 1 || events[0].Raw != "event: message\ndata: "+events[0].Data {
@@ -275,11 +276,11 @@ func TestRunSQLReplySize(t *testing.T) {
 			} `json:"structuredContent"`
 		}
 	}
-	if err := json.Unmarshal([]byte(msg), &reply); err != nil || reply.Result.Structured.RowCount != 1000 {
+	if err := json.Unmarshal([]byte(msg), &reply); err != nil || reply.Result.Structured.RowCount != 500 {
 		t.Fatalf("reply: %v, row_count %d: %.300s", err, reply.Result.Structured.RowCount, msg)
 	}
-	perRow := float64(len(msg)) / 1000
-	t.Logf("run_sql reply for 1000 readings: %d bytes, %.1f B per row", len(msg), perRow)
+	perRow := float64(len(msg)) / 500
+	t.Logf("run_sql reply for 500 readings: %d bytes, %.1f B per row", len(msg), perRow)
 	if perRow > 65 {
 		t.Errorf("the reply is %.1f B per row, want at most 65", perRow)
 	}
