@@ -256,18 +256,31 @@ func sqlHandler(tool *query.SQLTool) toolHandler {
 }
 
 // getResultBlock is the get_result_block tool, for clients that cannot
-// read resources.
+// read resources: a window of rows (offset, limit) of a transfer, or one
+// whole block (block), each within the answer budget.
 type blockIn struct {
 	TransferID string `json:"transfer_id"`
-	Block      int    `json:"block"`
+	Block      *int   `json:"block"`
+	Offset     *int   `json:"offset"`
+	Limit      *int   `json:"limit"`
 }
 
-func getResultBlock(ctx context.Context, ts *toolset, c call, in blockIn) (*blockText, error) {
-	data, m, err := ts.blocks.read(ctx, c.Caller, in.TransferID, in.Block)
+func getResultBlock(ctx context.Context, ts *toolset, c call, in blockIn) (output, error) {
+	if in.Block == nil || in.Offset != nil || in.Limit != nil {
+		offset, limit := 0, defaultWindowRows
+		if in.Offset != nil {
+			offset = *in.Offset
+		}
+		if in.Limit != nil {
+			limit = *in.Limit
+		}
+		return ts.window(ctx, c.Caller, in.TransferID, offset, limit, ts.answers.chars)
+	}
+	data, m, err := ts.blocks.read(ctx, c.Caller, in.TransferID, *in.Block)
 	if err != nil {
 		return nil, err
 	}
-	b := m.Blocks[in.Block]
+	b := m.Blocks[*in.Block]
 	return &blockText{TransferID: m.ID, Block: b.N, Blocks: len(m.Blocks), Format: m.Format, Size: b.Size, SHA256: b.SHA256, data: data}, nil
 }
 

@@ -295,3 +295,98 @@ func TestAnswerBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestResultWindows: get_result_block reads a transfer by rows, within
+// the answer budget, from any offset: pages by next_offset walk every row
+// once, in order; a deep offset starts there; CSV rows with quoted line
+// ends count as one; past the end there are no rows.
+func TestResultWindows(t *testing.T) {
+	const budget = 4000
+	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir(), BlockSize: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	p, _ := newTestPlugin(t, Options{AnswerChars: budget, Blocks: store})
+	cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
+	window := func(t *testing.T, args map[string]any) (string, windowText) {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_result_block", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("get_result_block %v: %v %v", args, res, err)
+		}
+		text := res.Content[0].(*mcpsdk.TextContent).Text
+		if len(text) > budget {
+			t.Fatalf("got %d characters, want at most %d", len(text), budget)
+		}
+		var w windowText
+		raw, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(raw, &w); err != nil {
+			t.Fatal(err)
+		}
+		return text, w
+	}
+	firstFields := func(text string) []string {
+		var ids []string
+		for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+			if l != "" && !strings.HasPrefix(l, "#") {
+				ids = append(ids, strings.TrimPrefix(strings.SplitN(l, ",", 2)[0], "["))
+			}
+		}
+		return ids
+	}
+
+	_, meta, _ := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT * FROM readings ORDER BY id", "export": true})
+	id := meta.Transfer.ID
+	if len(meta.Transfer.Blocks) < 10 {
+		t.Fatalf("got %d blocks, want many", len(meta.Transfer.Blocks))
+	}
+	t.Run("pages walk every row once", func(t *testing.T) {
+		var all []string
+		next := 0
+		for page := 0; ; page++ {
+			text, w := window(t, map[string]any{"transfer_id": id, "offset": next, "limit": 1000})
+			if page == 0 && !strings.HasPrefix(text, "# columns: id, device_id, ts") {
+				t.Errorf("got %.60q, want the columns named first", text)
+			}
+			ids := firstFields(text)
+			if len(ids) != w.Rows || w.Rows == 0 || w.Offset != next || w.TotalRows != 5000 {
+				t.Fatalf("page %d: got %d rows, %+v", page, len(ids), w)
+			}
+			all = append(all, ids...)
+			if w.NextOffset == nil {
+				break
+			}
+			next = *w.NextOffset
+			if page > 500 {
+				t.Fatal("no end")
+			}
+		}
+		for i, id := range all {
+			if id != strconv.Itoa(i+1) {
+				t.Fatalf("row %d: got id %s: the pages skip or repeat rows (%d rows in all)", i, id, len(all))
+			}
+		}
+		if len(all) != 5000 {
+			t.Fatalf("got %d rows, want 5000", len(all))
+		}
+	})
+	t.Run("a deep offset", func(t *testing.T) {
+		text, w := window(t, map[string]any{"transfer_id": id, "offset": 4990, "limit": 5})
+		if got := firstFields(text); strings.Join(got, " ") != "4991 4992 4993 4994 4995" || w.NextOffset == nil || *w.NextOffset != 4995 {
+			t.Errorf("got rows %v, next %v, want 4991 to 4995 and next_offset 4995", got, w.NextOffset)
+		}
+		text, w = window(t, map[string]any{"transfer_id": id, "offset": 6000})
+		if w.Rows != 0 || w.NextOffset != nil || !strings.Contains(text, "no rows") {
+			t.Errorf("past the end: got %q %+v, want no rows", text, w)
+		}
+	})
+	t.Run("CSV rows with quoted line ends", func(t *testing.T) {
+		_, meta, _ := callSQL(t, cs, map[string]any{"database": "iot", "format": "csv", "export": true,
+			"sql": `SELECT id, 'a' || char(10) || 'b"c' AS t FROM readings ORDER BY id`})
+		text, w := window(t, map[string]any{"transfer_id": meta.Transfer.ID, "offset": 100, "limit": 3})
+		if !strings.HasPrefix(text, "id,t\n101,\"a\nb\"\"c\"\n102,") || w.Rows != 3 {
+			t.Errorf("got %q %+v, want the header and rows 101 to 103 whole", text, w)
+		}
+	})
+}

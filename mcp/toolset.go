@@ -36,6 +36,7 @@ type toolset struct {
 	observer host.Observer // may be nil
 	log      *slog.Logger
 	declared []string // the declared tools' names
+	index    rowIndex // rows of the blocks of recent transfers (window.go)
 
 	statsMu sync.Mutex
 	calls   map[string]*host.ToolStats
