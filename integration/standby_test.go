@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/pgtest"
@@ -179,4 +180,68 @@ func TestStandbyReads(t *testing.T) {
 	if !inRecovery() {
 		t.Error("the standby is back but the primary reads")
 	}
+}
+
+// TestStandbyFreshness: every read says how fresh its rows are. From a
+// standby whose replay is paused behind its primary, lag_s grows past a
+// second and as_of stays at the last replayed commit, and the text the
+// model reads says so; once it has replayed all, as_of is now again.
+func TestStandbyFreshness(t *testing.T) {
+	standby := standbyURL(t)
+	e := start(t, envOptions{config: func(c *config.Config) {
+		c.Databases[0].ReadURLs = []string{asLogin(t, standby)}
+		c.MaxStandbyLag = config.Duration(time.Hour) // the paused standby keeps the reads
+	}})
+	tok := token(t, "ops", "admin") // pg_is_in_recovery is server information
+	type fresh struct {
+		Rows  [][]any
+		AsOf  time.Time `json:"as_of"`
+		LagS  float64   `json:"lag_s"`
+		asked time.Time
+	}
+	read := func() fresh {
+		t.Helper()
+		f := fresh{asked: time.Now()}
+		code, body := post(t, e.base+"/rest/sql", tok, `{"database":"iot","sql":"SELECT pg_is_in_recovery() AS standby"}`)
+		if err := json.Unmarshal([]byte(body), &f); err != nil || code != http.StatusOK || len(f.Rows) != 1 {
+			t.Fatalf("read: %d %v %s", code, err, body)
+		}
+		return f
+	}
+	onStandby := func(f fresh) bool { return f.Rows[0][0] == true }
+	waitUntil(t, 30*time.Second, func() bool { f := read(); return onStandby(f) && f.LagS <= 1 })
+	if f := read(); f.AsOf.Before(f.asked.Add(-2 * time.Second)) {
+		t.Errorf("a standby that replayed all it received: got as_of %v for a read at %v, want now", f.AsOf, f.asked)
+	}
+
+	sb, err := pgx.Connect(t.Context(), standby)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	if _, err := sb.Exec(t.Context(), "SELECT pg_wal_replay_pause()"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = sb.Exec(context.Background(), "SELECT pg_wal_replay_resume()") })
+	if _, err := e.pool.Exec(t.Context(), "CREATE TABLE IF NOT EXISTS freshness_probe (n int); INSERT INTO freshness_probe VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = e.pool.Exec(context.Background(), "DROP TABLE IF EXISTS freshness_probe") })
+	var behind fresh
+	waitUntil(t, 30*time.Second, func() bool { behind = read(); return onStandby(behind) && behind.LagS > 1 })
+	if !behind.AsOf.Before(behind.asked.Add(-time.Second)) {
+		t.Errorf("got as_of %v, lag_s %.1f for a read at %v, want as_of the lag before it", behind.AsOf, behind.LagS, behind.asked)
+	}
+	res, err := e.connect(t, tok).CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql",
+		Arguments: map[string]any{"database": "iot", "sql": "SELECT pg_is_in_recovery() AS standby"}})
+	if err != nil || res.IsError {
+		t.Fatalf("run_sql: %v %v", res, err)
+	}
+	if text := res.Content[0].(*mcpsdk.TextContent).Text; !strings.Contains(text, "read from a standby") {
+		t.Errorf("got %q, want the answer to say it is from a standby behind the primary", text)
+	}
+	if _, err := sb.Exec(t.Context(), "SELECT pg_wal_replay_resume()"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() bool { f := read(); return onStandby(f) && f.LagS <= 1 })
 }

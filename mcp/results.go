@@ -116,6 +116,9 @@ type ResultMeta struct {
 	Hint      string `json:"hint,omitempty"`
 	SQL       string `json:"sql,omitempty"`
 	ElapsedMS int64  `json:"elapsed_ms"`
+	// AsOf and LagS say how fresh the rows are (query.Result).
+	AsOf time.Time `json:"as_of"`
+	LagS float64   `json:"lag_s"`
 	// Mode is ModeInline or ModeBlocks.
 	Mode string `json:"mode"`
 	// PreviewRows is how many leading rows the text shows (blocks).
@@ -138,7 +141,7 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 	a.Rows = nil // the cells become text here: let them go before the SDK copies the reply
 	inline := a.transfer == nil
 	meta := ResultMeta{Columns: a.Columns, RowCount: a.RowCount, Truncated: a.Truncated, NextCursor: a.NextCursor,
-		Hint: a.Hint, SQL: a.SQL, ElapsedMS: a.ElapsedMS, Mode: ModeInline}
+		Hint: a.Hint, SQL: a.SQL, ElapsedMS: a.ElapsedMS, AsOf: a.AsOf, LagS: a.LagS, Mode: ModeInline}
 	// The footer's room: as long as it can be (every row shown, the
 	// longest cursor), so that the rows shown leave room for it.
 	room := len(a.footer(held.Len(), meta, cellBytes, held.Cut()))
@@ -242,7 +245,7 @@ func (a *answer) footer(shown int, meta ResultMeta, cellBytes, cut int) string {
 		if meta.Truncated {
 			f += ", truncated: " + meta.Hint + "; next_cursor: " + meta.NextCursor
 		}
-		return f + "\n"
+		return f + "\n" + staleNote(meta)
 	}
 	f := fmt.Sprintf("# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, sha256 %s, "+
 		"until %s; read them with resources/read (links below), get_result_block, or GET "+BlocksPath+"/%s/all\n",
@@ -252,7 +255,16 @@ func (a *answer) footer(shown int, meta ResultMeta, cellBytes, cut int) string {
 		f += fmt.Sprintf("# %d cells longer than %d bytes are cut above (marked …[cut: N bytes in all]); they are whole in the blocks\n",
 			cut, cellBytes)
 	}
-	return f
+	return f + staleNote(meta)
+}
+
+// staleNote says, for rows read from a standby more than a second behind,
+// how old they are; else nothing.
+func staleNote(meta ResultMeta) string {
+	if meta.LagS <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("# as of %s: read from a standby %.0f s behind the primary\n", meta.AsOf.Format(time.RFC3339), meta.LagS)
 }
 
 func truncNote(t bool) string {

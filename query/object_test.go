@@ -60,7 +60,7 @@ func TestObjectEncoder(t *testing.T) {
 					t.Errorf("got Written %d, want %d", enc.Written(), buf.Len())
 				}
 				keys := objectKeys(t, buf.Bytes())
-				if wantKeys := []string{"columns", "rows", "row_count", "truncated", "sql", "elapsed_ms"}; tt.trunc {
+				if wantKeys := []string{"columns", "rows", "row_count", "truncated", "sql", "elapsed_ms", "as_of", "lag_s"}; tt.trunc {
 					wantKeys = slices.Insert(wantKeys, 4, "next_cursor", "hint")
 					if !reflect.DeepEqual(keys, wantKeys) {
 						t.Errorf("got keys %v, want %v", keys, wantKeys)

@@ -88,8 +88,20 @@ func (s *pgSource) begin(ctx context.Context, o txOptions) (pgx.Tx, error) {
 	if o.pinPath {
 		stmt += setPublicPath
 	}
+	if !o.write {
+		stmt += selectAsOf
+	}
 	rows, err := tx.Query(ctx, stmt, args...)
 	if err == nil {
+		if !o.write && rows.Next() {
+			if vals, verr := rows.Values(); verr == nil && len(vals) >= 2 {
+				asOf, _ := vals[len(vals)-2].(time.Time)
+				now, _ := vals[len(vals)-1].(time.Time)
+				if !asOf.IsZero() && !now.IsZero() {
+					tx.asOf, tx.lag = asOf, max(0, now.Sub(asOf))
+				}
+			}
+		}
 		rows.Close()
 		err = rows.Err()
 	}
@@ -99,6 +111,13 @@ func (s *pgSource) begin(ctx context.Context, o txOptions) (pgx.Tx, error) {
 	}
 	return tx, nil
 }
+
+// selectAsOf reads, in the same round trip as the settings, how fresh
+// the data a read sees is: now on a primary or a standby that has replayed
+// all it received, else the commit time of the last transaction the
+// standby replayed; and the server's now, to tell the lag.
+const selectAsOf = `, CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN now()
+	ELSE pg_last_xact_replay_timestamp() END, now()`
 
 // beginOn takes a connection of pool and begins a transaction on it.
 func (s *pgSource) beginOn(ctx context.Context, pool *pgxpool.Pool, mode pgx.TxAccessMode) (*pgxpool.Conn, pgx.Tx, error) {
@@ -135,6 +154,10 @@ type pooledTx struct {
 	pgx.Tx
 	conn *pgxpool.Conn
 	once sync.Once
+	// asOf and lag say how fresh a read's data is (selectAsOf); zero
+	// when unknown.
+	asOf time.Time
+	lag  time.Duration
 }
 
 func (t *pooledTx) Commit(ctx context.Context) error {

@@ -136,6 +136,9 @@ func (s *pgSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error
 	m := tx.Conn().TypeMap()
 	fields := rows.FieldDescriptions()
 	res := &Result{Columns: make([]ResultColumn, len(fields))}
+	if pt, ok := tx.(*pooledTx); ok && !pt.asOf.IsZero() {
+		res.AsOf, res.LagS = pt.asOf.UTC(), pt.lag.Seconds()
+	}
 	// The field descriptions belong to the connection's reader: keep the
 	// OIDs, since the next query on the connection overwrites them.
 	oids := make([]uint32, len(fields))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/lakegate/lakegate"
 )
@@ -37,6 +38,12 @@ type Result struct {
 	Hint      string `json:"hint,omitempty"`
 	SQL       string `json:"sql"`
 	ElapsedMS int64  `json:"elapsed_ms"`
+	// AsOf is how fresh the rows are: the time the statement ran on a
+	// primary (or a standby that had replayed all it received, or an
+	// SQLite file), else the commit time of the last transaction the
+	// standby replayed. LagS is how far behind that is, in seconds.
+	AsOf time.Time `json:"as_of"`
+	LagS float64   `json:"lag_s"`
 }
 
 // Collect runs s and returns its rows as Go values (see [Buffer.Values]),

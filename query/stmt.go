@@ -150,6 +150,9 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 		return nil, s.suggest(ctx, err)
 	}
 	res.SQL = s.SQL
+	if res.AsOf.IsZero() {
+		res.AsOf = start.UTC() // fresh as the statement: not read from a standby
+	}
 	if res.Truncated && s.hash != "" {
 		res.NextCursor = s.e.encodeCursor(s.offset+s.Limit, s.hash)
 		res.Hint = s.e.truncatedHint(s.unordered)
