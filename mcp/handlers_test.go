@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -74,5 +75,34 @@ func TestCustomSQLToolLoad(t *testing.T) {
 				t.Errorf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestListsSayHowTheyChange: the tools and prompts lists are declared
+// fixed (read once at start) and may be kept an hour, the same for all;
+// the resources follow the catalog, are announced when they change, and
+// may be kept as long as the catalog is checked, by their caller only.
+func TestListsSayHowTheyChange(t *testing.T) {
+	p, _ := newTestPlugin(t, Options{CatalogInterval: 20 * time.Second})
+	srv := serveHTTP(t, p)
+	caps := connectStreamable(t, srv.URL, "alice", "2025-11-25", nil).InitializeResult().Capabilities
+	if caps.Tools == nil || caps.Tools.ListChanged || caps.Prompts == nil || caps.Prompts.ListChanged ||
+		caps.Resources == nil || !caps.Resources.ListChanged {
+		t.Errorf("got tools %+v prompts %+v resources %+v, want tools and prompts fixed, resources changing", caps.Tools, caps.Prompts, caps.Resources)
+	}
+	cs := connectStreamable(t, srv.URL, "alice", "2026-07-28", nil)
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools.TTLMs != int(time.Hour.Milliseconds()) || tools.CacheScope != "public" {
+		t.Errorf("tools/list: got ttlMs %d scope %q, want an hour, public", tools.TTLMs, tools.CacheScope)
+	}
+	res, err := cs.ListResources(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TTLMs != 20000 || res.CacheScope != "private" {
+		t.Errorf("resources/list: got ttlMs %d scope %q, want the catalog's interval, private", res.TTLMs, res.CacheScope)
 	}
 }

@@ -92,6 +92,8 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		Logger:            log,
 		PageSize:          o.PageSize,
 		CompletionHandler: prompts.complete,
+		Capabilities:      capabilities(),
+		SetCacheable:      cacheFor(o.CatalogInterval),
 	}
 	if o.Peers != nil {
 		sopts.GetSessionID = func() string { return newSessionID(o.Peers) }
@@ -288,3 +290,34 @@ func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lake
 // now (replies reserved, queued or being written) and the most it held
 // at once; ok is false when no such SSE session is open.
 func (p *Plugin) SessionBytes(id string) (now, peak int64, ok bool) { return p.sessions.held(id) }
+
+// capabilities declares a list as changing only where it does: the tools
+// and prompts are read from tools.json once, at start; the resources
+// follow the catalog, which the catalog watcher announces.
+func capabilities() *mcpsdk.ServerCapabilities {
+	return &mcpsdk.ServerCapabilities{
+		Logging:   &mcpsdk.LoggingCapabilities{},
+		Tools:     &mcpsdk.ToolCapabilities{ListChanged: false},
+		Prompts:   &mcpsdk.PromptCapabilities{ListChanged: false},
+		Resources: &mcpsdk.ResourceCapabilities{ListChanged: true},
+	}
+}
+
+// fixedListTTL is how long a client may keep the tools and prompts lists:
+// they change only with a restart, which ends the session anyway.
+const fixedListTTL = time.Hour
+
+// cacheFor sets how long each list and read may be kept (ttlMs, for the
+// protocol versions that carry it): the tools and prompts for an hour,
+// the same for everyone; the resources, each caller's own, as long as the
+// catalog is checked (every interval).
+func cacheFor(interval time.Duration) func(context.Context, mcpsdk.Request, *mcpsdk.Cacheable) {
+	return func(_ context.Context, req mcpsdk.Request, c *mcpsdk.Cacheable) {
+		switch req.(type) {
+		case *mcpsdk.ListToolsRequest, *mcpsdk.ListPromptsRequest:
+			c.TTLMs, c.CacheScope = int(fixedListTTL.Milliseconds()), "public"
+		case *mcpsdk.ListResourcesRequest, *mcpsdk.ListResourceTemplatesRequest, *mcpsdk.ReadResourceRequest:
+			c.TTLMs, c.CacheScope = int(interval.Milliseconds()), "private"
+		}
+	}
+}
