@@ -102,6 +102,8 @@ type answer struct {
 	// stmt continues the result after the rows an answer cut to its
 	// budget shows (nil: it cannot).
 	stmt *query.Stmt
+	// profile summarises the rows in the transfer.
+	profile []query.ColumnProfile
 }
 
 // ResultMeta is the structured content of a query tool's result: what a
@@ -126,6 +128,9 @@ type ResultMeta struct {
 	// CutCells counts the preview's cells cut at the preview cell bound.
 	CutCells int                      `json:"cut_cells,omitempty"`
 	Transfer *blocktransport.Manifest `json:"transfer,omitempty"`
+	// Profile summarises every row of a result in blocks, by column, so
+	// that a question about all of them needs no second query.
+	Profile []query.ColumnProfile `json:"profile,omitempty"`
 }
 
 // result makes the tool result: the rows (or the preview) encoded once as
@@ -157,7 +162,7 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 	b.Write(text)
 	b.WriteString(a.footer(shown, meta, cellBytes, held.Cut()))
 	if !inline {
-		meta.Mode, meta.PreviewRows, meta.CutCells, meta.Transfer = ModeBlocks, shown, held.Cut(), a.transfer
+		meta.Mode, meta.PreviewRows, meta.CutCells, meta.Transfer, meta.Profile = ModeBlocks, shown, held.Cut(), a.transfer, a.profile
 	}
 	data, err := json.Marshal(meta)
 	if err != nil {
@@ -255,7 +260,44 @@ func (a *answer) footer(shown int, meta ResultMeta, cellBytes, cut int) string {
 		f += fmt.Sprintf("# %d cells longer than %d bytes are cut above (marked …[cut: N bytes in all]); they are whole in the blocks\n",
 			cut, cellBytes)
 	}
-	return f + staleNote(meta)
+	return f + profileText(a.profile, a.chars/4) + staleNote(meta)
+}
+
+// profileText is the profile of a result in blocks as the model reads it,
+// a line per column, in at most max bytes (the structured content has it
+// whole): the values and NULLs counted, the least and greatest, and the
+// commonest values of a column with few.
+func profileText(cols []query.ColumnProfile, max int) string {
+	if len(cols) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("# profile of all rows, by column:\n")
+	for _, c := range cols {
+		line := fmt.Sprintf("#   %s: %d values", c.Name, c.Count)
+		if c.Nulls > 0 {
+			line += fmt.Sprintf(", %d NULL", c.Nulls)
+		}
+		if c.Count > 0 {
+			line += fmt.Sprintf(", %s .. %s", c.Min, c.Max)
+		}
+		if c.Distinct > 0 {
+			line += fmt.Sprintf(", %d distinct:", c.Distinct)
+			for i, v := range c.Top {
+				if i == 5 {
+					line += " …"
+					break
+				}
+				line += fmt.Sprintf(" %s %d", v.Value, v.Count)
+			}
+		}
+		if b.Len()+len(line)+1 > max {
+			b.WriteString("#   (the rest in structuredContent.profile)\n")
+			break
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 // staleNote says, for rows read from a standby more than a second behind,
@@ -281,6 +323,20 @@ type blockSpill struct {
 	w        *blocktransport.Writer
 	manifest *blocktransport.Manifest
 	span     trace.Span // the transfer's block write span, until ended
+	// profile summarises the columns of every row written.
+	profile *query.Profile
+}
+
+// Begin starts the blocks and the profile of the columns.
+func (s *blockSpill) Begin(cols []query.ResultColumn) error {
+	s.profile = query.NewProfile(cols)
+	return s.Encoder.Begin(cols)
+}
+
+// Row writes a row to the blocks and counts it in the profile.
+func (s *blockSpill) Row(cells []query.Cell) error {
+	s.profile.Add(cells)
+	return s.Encoder.Row(cells)
 }
 
 var _ query.Spill = (*blockSpill)(nil)

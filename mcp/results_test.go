@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
@@ -389,4 +390,47 @@ func TestResultWindows(t *testing.T) {
 			t.Errorf("got %q %+v, want the header and rows 101 to 103 whole", text, w)
 		}
 	})
+}
+
+// TestResultProfile: a result in blocks comes with a profile of all its
+// rows, by column, that agrees with the database's own aggregates, in the
+// structured content and, shortly, in the text.
+func TestResultProfile(t *testing.T) {
+	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	p, _ := newTestPlugin(t, Options{Blocks: store})
+	cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
+	text, meta, _ := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT id, status, note FROM readings", "export": true})
+	if len(meta.Profile) != 3 {
+		t.Fatalf("got profile %+v, want one entry a column", meta.Profile)
+	}
+	id, status, note := meta.Profile[0], meta.Profile[1], meta.Profile[2]
+	if id.Count != 5000 || id.Min != "1" || id.Max != "5000" || id.Distinct != 0 {
+		t.Errorf("id: got %+v, want 5000 values from 1 to 5000, too many to count", id)
+	}
+	aggText, _, _ := callSQL(t, cs, map[string]any{"database": "iot",
+		"sql": "SELECT status, count(*) AS n FROM readings GROUP BY status ORDER BY n DESC, status"})
+	var want []string
+	for _, l := range strings.Split(strings.TrimSpace(aggText), "\n")[1:] {
+		if !strings.HasPrefix(l, "#") {
+			want = append(want, l)
+		}
+	}
+	var got []string
+	for _, v := range status.Top {
+		got = append(got, fmt.Sprintf("%s,%d", v.Value, v.Count))
+	}
+	if status.Distinct != len(want) || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("status: got %v (%d distinct), want the database's counts %v", got, status.Distinct, want)
+	}
+	nullsText, _, _ := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT count(*) - count(note) FROM readings"})
+	if nulls := strings.Split(nullsText, "\n")[1]; strconv.FormatInt(note.Nulls, 10) != nulls || note.Count+note.Nulls != 5000 {
+		t.Errorf("note: got %+v, want %s NULLs of 5000", note, nulls)
+	}
+	if !strings.Contains(text, "# profile of all rows, by column:") || !strings.Contains(text, "#   status: 5000 values") {
+		t.Errorf("got text %q, want the profile in short", text)
+	}
 }

@@ -316,7 +316,7 @@ func (ts *toolset) answer(ctx context.Context, c call, st *query.Stmt, f query.F
 	}
 	a := &answer{AutoResult: res, cellBytes: ts.answers.previewCellBytes, chars: chars, stmt: st}
 	if res.Mode == query.ModeSpill {
-		a.transfer = sp.manifest
+		a.transfer, a.profile = sp.manifest, sp.profile.Columns()
 	}
 	return a, nil
 }

@@ -3,6 +3,7 @@ package query
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	neturl "net/url"
 	"os"
@@ -253,4 +254,39 @@ func vmHWM(t *testing.T) int64 {
 	}
 	t.Skip("no VmHWM")
 	return 0
+}
+
+// BenchmarkProfile measures what a result's profile adds to its encoding
+// (NDJSON, the blocks' format) on readings-shaped rows: encode alone,
+// then profile and encode.
+func BenchmarkProfile(b *testing.B) {
+	status := []string{"ok", "ok", "ok", "ok", "warn", "fail"}
+	rows := make([][]Cell, 1000)
+	for i := range rows {
+		rows[i] = []Cell{
+			{Kind: CellInt, I: int64(i)}, {Kind: CellInt, I: int64(1 + i%1000)},
+			{Kind: CellText, B: []byte(fmt.Sprintf("2025-01-01T10:%02d:%02dZ", i/60%60, i%60))},
+			{Kind: CellFloat, F: 15 + float64(i%2000)/100, Bits: 64}, {Kind: CellFloat, F: 54.12, Bits: 64},
+			{Kind: CellNumber, B: []byte(fmt.Sprintf("%d.%02d", i%1000, i%100))}, {Kind: CellText, B: []byte(status[i%6])}, {Kind: CellNull},
+		}
+	}
+	cols := make([]ResultColumn, 8)
+	for _, profiled := range []bool{false, true} {
+		b.Run(fmt.Sprintf("profiled=%v", profiled), func(b *testing.B) {
+			enc, _ := NewEncoder(FormatNDJSON, io.Discard)
+			_ = enc.Begin(cols)
+			p := NewProfile(cols)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if profiled {
+					p.Add(rows[i%len(rows)])
+				}
+				_ = enc.Row(rows[i%len(rows)])
+				i++
+			}
+			_ = enc.End(&Result{})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
 }

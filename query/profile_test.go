@@ -1,0 +1,50 @@
+package query
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+func TestProfile(t *testing.T) {
+	cols := []ResultColumn{{Name: "id"}, {Name: "status"}, {Name: "power"}, {Name: "ts"}, {Name: "note"}}
+	p := NewProfile(cols)
+	statuses := []string{"ok", "ok", "warn", "fail", "ok"}
+	for i := range 100 {
+		row := []Cell{
+			{Kind: CellInt, I: int64(100 - i)},
+			{Kind: CellText, B: []byte(statuses[i%len(statuses)])},
+			{Kind: CellNumber, B: []byte(fmt.Sprintf("%d.5", i%7-3))},
+			{Kind: CellText, B: []byte(fmt.Sprintf("2025-01-%02dT00:00:00Z", 1+i%28))},
+			{Kind: CellNull},
+		}
+		if i%10 == 0 {
+			row[2] = Cell{Kind: CellNull}
+			row[4] = Cell{Kind: CellText, B: []byte(fmt.Sprintf("maintenance %d", i))}
+		}
+		p.Add(row)
+	}
+	got := p.Columns()
+	want := []ColumnProfile{
+		{Name: "id", Count: 100, Min: "1", Max: "100"},
+		{Name: "status", Count: 100, Min: "fail", Max: "warn", Distinct: 3,
+			Top: []ValueCount{{"ok", 60}, {"fail", 20}, {"warn", 20}}},
+		{Name: "power", Count: 90, Nulls: 10, Min: "-3.5", Max: "3.5", Distinct: 7},
+		{Name: "ts", Count: 100, Min: "2025-01-01T00:00:00Z", Max: "2025-01-28T00:00:00Z"},
+		{Name: "note", Count: 10, Nulls: 90, Min: "maintenance 0", Max: "maintenance 90", Distinct: 10},
+	}
+	for i := range want {
+		g := got[i]
+		if want[i].Top == nil {
+			g.Top = nil // checked by count below
+		}
+		if !reflect.DeepEqual(g, want[i]) {
+			t.Errorf("column %s: got %+v, want %+v", want[i].Name, got[i], want[i])
+		}
+	}
+	// id has 100 distinct values: past the bound, no counts; power's 7
+	// values are counted.
+	if got[0].Distinct != 0 || got[0].Top != nil || len(got[2].Top) != 7 {
+		t.Errorf("got id %+v, power top %v", got[0], got[2].Top)
+	}
+}
