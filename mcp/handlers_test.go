@@ -1,9 +1,11 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +106,57 @@ func TestListsSayHowTheyChange(t *testing.T) {
 	}
 	if res.TTLMs != 20000 || res.CacheScope != "private" {
 		t.Errorf("resources/list: got ttlMs %d scope %q, want the catalog's interval, private", res.TTLMs, res.CacheScope)
+	}
+}
+
+// TestToolRoles: a tool declared with roles is listed to, and callable
+// by, those roles only; to anyone else it does not exist: not listed, and
+// a call of it is an unknown tool whose answer lists only theirs.
+func TestToolRoles(t *testing.T) {
+	var doc struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	if err := json.Unmarshal(lakegate.DefaultTools, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc.Tools = append(doc.Tools, map[string]any{"name": "admin_databases", "description": "The databases, for admins",
+		"handler": "list_databases", "input_schema": map[string]any{"type": "object"}, "roles": []string{"admin"}})
+	tools, _ := json.Marshal(doc)
+	eng := newFakeEngine(t)
+	p, err := New(eng, &Options{Tools: tools, Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	srv := serveHTTP(t, p)
+	listed := func(sub string) []string {
+		res, err := connectStreamable(t, srv.URL, sub, "2025-11-25", nil).ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		return names
+	}
+	if got := listed("alice"); slices.Contains(got, "admin_databases") || len(got) != len(doc.Tools)-1 {
+		t.Errorf("a reader sees %v, want every tool but admin_databases", got)
+	}
+	if got := listed("admin-ops"); !slices.Contains(got, "admin_databases") {
+		t.Errorf("an admin sees %v, want admin_databases too", got)
+	}
+	_, err = connectStreamable(t, srv.URL, "alice", "2025-11-25", nil).CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "admin_databases"})
+	if err == nil || !strings.Contains(err.Error(), `unknown tool "admin_databases"`) || strings.Contains(strings.SplitN(err.Error(), "available tools", 2)[1], "admin_databases") {
+		t.Errorf("a reader's call: got %v, want an unknown tool that lists theirs only", err)
+	}
+	res, err := connectStreamable(t, srv.URL, "admin-ops", "2025-11-25", nil).CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "admin_databases"})
+	if err != nil || res.IsError {
+		t.Errorf("an admin's call: got %v %v, want the databases", res, err)
+	}
+	doc.Tools[len(doc.Tools)-1]["roles"] = []string{"root"}
+	tools, _ = json.Marshal(doc)
+	if _, err := New(eng, &Options{Tools: tools}); err == nil || !strings.Contains(err.Error(), `role "root"`) {
+		t.Errorf("an unknown role: got %v, want refused", err)
 	}
 }

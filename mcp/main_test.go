@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,7 +157,8 @@ func newTestPlugin(t *testing.T, opts Options) (*Plugin, *fakeEngine) {
 }
 
 // serveHTTP mounts p on a bare router behind a stand-in for the host's
-// auth: the X-Sub header names the caller.
+// auth: the X-Sub header names the caller, a reader (an admin when the
+// name begins with "admin").
 func serveHTTP(t *testing.T, p *Plugin) *httptest.Server {
 	t.Helper()
 	// A bare router: the plugin answers its own errors.
@@ -167,7 +169,11 @@ func serveHTTP(t *testing.T, p *Plugin) *httptest.Server {
 			c.AbortWithStatus(http.StatusUnauthorized)
 			return
 		}
-		c.Request = c.Request.WithContext(lakegate.WithCaller(c.Request.Context(), lakegate.Caller{Subject: sub, Roles: []string{"reader"}}))
+		roles := []string{lakegate.RoleReader}
+		if strings.HasPrefix(sub, "admin") {
+			roles = []string{lakegate.RoleAdmin}
+		}
+		c.Request = c.Request.WithContext(lakegate.WithCaller(c.Request.Context(), lakegate.Caller{Subject: sub, Roles: roles}))
 	})
 	p.Mount(authed, nil)
 	srv := httptest.NewServer(r)

@@ -127,13 +127,22 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		queue: o.SessionQueue, queueBytes: o.SessionQueueBytes, writeTimeout: o.WriteTimeout, keepalive: o.Keepalive, log: log}
 	p.streamable = newStreamableHandler(getServer, p.sessions, &o, log)
 
+	restricted := map[string][]string{} // tools declared with roles
 	for _, t := range specs {
 		p.tools.declared = append(p.tools.declared, t.Name)
 		server.AddTool(t.tool(), observe(t.Name, p.tools.handle(t.run())))
+		if len(t.Roles) > 0 {
+			restricted[t.Name] = t.Roles
+		}
 	}
 	var fixtures []string // the conformance fixtures' tools, added below
-	toolNames := func() []string { return slices.Sorted(slices.Values(append(p.tools.names(), fixtures...))) }
-	server.AddReceivingMiddleware(p.requests.middleware, p.catalog.check, p.catalog.visible, unknownTool(toolNames))
+	// The tools a caller may use, sorted: what an unknown tool's answer lists.
+	toolNames := func(ctx context.Context) []string {
+		caller, _ := lakegate.CallerFrom(ctx)
+		names := slices.DeleteFunc(append(p.tools.names(), fixtures...), func(n string) bool { return !mayUse(caller, restricted[n]) })
+		return slices.Sorted(slices.Values(names))
+	}
+	server.AddReceivingMiddleware(p.requests.middleware, p.catalog.check, p.catalog.visible, toolRoles(restricted, toolNames), unknownTool(toolNames))
 	if o.Trace {
 		server.AddReceivingMiddleware(traceMessages(log, "in"))
 		server.AddSendingMiddleware(traceMessages(log, "out"))
@@ -296,6 +305,7 @@ func (p *Plugin) SessionBytes(id string) (now, peak int64, ok bool) { return p.s
 // follow the catalog, which the catalog watcher announces.
 func capabilities() *mcpsdk.ServerCapabilities {
 	return &mcpsdk.ServerCapabilities{
+		//lint:ignore SA1019 the SDK's default, kept for the protocol versions before 2026-07-28 that have logging/setLevel
 		Logging:   &mcpsdk.LoggingCapabilities{},
 		Tools:     &mcpsdk.ToolCapabilities{ListChanged: false},
 		Prompts:   &mcpsdk.PromptCapabilities{ListChanged: false},

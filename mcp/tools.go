@@ -13,6 +13,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -41,6 +42,10 @@ type toolSpec struct {
 	// Timeout overrides the statement timeout for this tool's queries
 	// ("5s", "2m"; at most 10m).
 	Timeout string `json:"timeout,omitempty"`
+	// Roles, when set, are the roles that see the tool in tools/list and
+	// may call it (an admin, every role); to anyone else it does not
+	// exist. Empty: every caller.
+	Roles   []string `json:"roles,omitempty"`
 	timeout time.Duration
 	sqlTool *query.SQLTool
 	args    *argsSchema
@@ -126,6 +131,11 @@ func parseTools(data []byte) ([]toolSpec, error) {
 			return nil, atLine(data, off, fmt.Errorf("%s: unknown handler %q; known handlers: %v", where, t.Handler, known))
 		}
 		seen[t.Name] = true
+		for _, r := range t.Roles {
+			if !slices.Contains(lakegate.Roles, r) {
+				return nil, atLine(data, off, fmt.Errorf("%s: role %q: want one of %v", where, r, lakegate.Roles))
+			}
+		}
 		if t.Timeout != "" {
 			d, err := time.ParseDuration(t.Timeout)
 			if err != nil || d < 100*time.Millisecond || d > 10*time.Minute {

@@ -26,7 +26,7 @@ import (
 // a bare `unknown tool "x"`; this rewrites that answer, and only for a
 // name the plugin did not register (a registered tool's invalid-params
 // error, e.g. arguments that fail its schema, passes as it is).
-func unknownTool(names func() []string) mcpsdk.Middleware {
+func unknownTool(names func(ctx context.Context) []string) mcpsdk.Middleware {
 	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 			res, err := next(ctx, method, req)
@@ -35,13 +35,42 @@ func unknownTool(names func() []string) mcpsdk.Middleware {
 			if !ok || call.Params == nil || !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
 				return res, err
 			}
-			names := names()
+			names := names(ctx)
 			if slices.Contains(names, call.Params.Name) {
 				return res, err
 			}
 			return nil, unknownToolErr(call.Params.Name, names)
 		}
 	}
+}
+
+// toolRoles is receiving middleware for the tools declared with roles
+// (restricted: each one's roles): tools/list shows a caller only the tools
+// they may use, and a call of one they may not is answered as for an
+// unknown tool, listing theirs (names), so that nothing says it exists.
+func toolRoles(restricted map[string][]string, names func(ctx context.Context) []string) mcpsdk.Middleware {
+	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		if len(restricted) == 0 {
+			return next
+		}
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			caller, _ := lakegate.CallerFrom(ctx)
+			if call, ok := req.(*mcpsdk.CallToolRequest); ok && call.Params != nil && !mayUse(caller, restricted[call.Params.Name]) {
+				return nil, unknownToolErr(call.Params.Name, names(ctx))
+			}
+			res, err := next(ctx, method, req)
+			if list, ok := res.(*mcpsdk.ListToolsResult); ok && err == nil {
+				list.Tools = slices.DeleteFunc(slices.Clone(list.Tools), func(t *mcpsdk.Tool) bool { return !mayUse(caller, restricted[t.Name]) })
+			}
+			return res, err
+		}
+	}
+}
+
+// mayUse reports whether c may use a tool declared with roles (none:
+// anyone).
+func mayUse(c lakegate.Caller, roles []string) bool {
+	return len(roles) == 0 || slices.ContainsFunc(roles, c.HasRole)
 }
 
 // unknownToolErr is the answer to a call of tool name, which is not one
