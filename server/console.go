@@ -141,7 +141,7 @@ func (cs *console) overview(c *gin.Context) {
 	ov := overview{Now: time.Now().UTC(), MCP: mcpState{Enabled: st.Enabled, Since: st.Since},
 		Sessions: sessionCounts{SSE: st.Sessions["sse"], Streamable: st.Sessions["streamable"], Stdio: st.Sessions["stdio"],
 			BySubject: []subjectSessions{}},
-		Workers: st.Workers, Blocks: st.Blocks, History: cs.metrics.history.view()}
+		Workers: st.Workers, Blocks: st.Blocks, History: cs.metrics.history.view(false)}
 	all := cs.localSessions()
 	if cs.replicas != nil {
 		ov.Replica = cs.replicas.Prefix()
