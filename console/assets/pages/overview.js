@@ -83,8 +83,9 @@ async function load() {
     failed = false;
   } catch (err) {
     if (!current()) return;
-    if (asked && err.kind === "not_found") {
-      // The replica stopped (or was replaced): back to the cluster.
+    if (asked && (err.kind === "not_found" || err.kind === "unavailable")) {
+      // The replica stopped (a restarted one has a new prefix): back to
+      // the cluster.
       replica = "";
       replicas = replicas.filter((p) => p !== asked);
       ctx.notice(`Replica ${asked} does not answer any more: showing the cluster.`, true);
