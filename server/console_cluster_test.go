@@ -38,12 +38,14 @@ type testCluster struct {
 const testForwardedHeader = "X-Lakegate-Forwarded-By"
 
 func newTestCluster(t *testing.T) *testCluster {
+	t.Helper()
 	cl := &testCluster{transport: &http.Transport{}, urls: map[string]*url.URL{}}
 	t.Cleanup(cl.transport.CloseIdleConnections)
 	return cl
 }
 
-// replica is the cluster as the replica with prefix (8 characters) sees it.
+// testReplica is the cluster as the replica with prefix (8 characters)
+// sees it: its Replicas and its plugin's host.Peers.
 type testReplica struct {
 	cl     *testCluster
 	prefix string
@@ -276,5 +278,51 @@ func TestConsoleClusterOverview(t *testing.T) {
 	b.do(t, "GET", "/console/api/overview", aliceTok, "").decode(t, &ov)
 	if ov.Sessions.SSE != 2 || len(ov.Sessions.BySubject) != 1 || ov.Sessions.BySubject[0].Subject != "alice" {
 		t.Errorf("a reader's cluster view: %+v", ov.Sessions)
+	}
+}
+
+// What does not add up: the MCP switch is on only when on everywhere, a
+// circuit is the worst replica's, a database out of service says on how
+// many, and each replica's own figures say where.
+func TestMergeOverviews(t *testing.T) {
+	since := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	later := since.Add(time.Second)
+	db := func(circuit string, acquired int32) []databaseState {
+		return []databaseState{{Name: "iot", Circuit: circuit, Pool: &poolState{Acquired: acquired, Max: 10}}}
+	}
+	parts := []overview{
+		{Replica: "cccccccc", MCP: mcpState{Enabled: false, Since: &later}, Databases: []databaseState{{Name: "iot", Circuit: "open",
+			Unavailable: "database iot does not answer", Pool: &poolState{Max: 10}}},
+			Workers: host.WorkerStatus{Max: 10, InUse: 10, Waiting: 3}},
+		{Replica: "aaaaaaaa", MCP: mcpState{Enabled: true, Since: &since}, Databases: db("closed", 2),
+			Blocks: &host.BlockStatus{StoredNow: 2, StoredBytesNow: 100}, Workers: host.WorkerStatus{Max: 10}},
+		{Replica: "bbbbbbbb", MCP: mcpState{Enabled: true, Since: &since}, Databases: db("half_open", 1),
+			Blocks: &host.BlockStatus{StoredNow: 1, StoredBytesNow: 50}, Workers: host.WorkerStatus{Max: 10, InUse: 1}},
+	}
+	ov := mergeOverviews(later, parts)
+	if ov.MCP.Enabled || ov.MCP.Since == nil || !ov.MCP.Since.Equal(later) {
+		t.Errorf("MCP: %+v, want off (one replica is) since %v", ov.MCP, later)
+	}
+	d := ov.Databases
+	if len(d) != 1 || d[0].Circuit != "open" || d[0].Circuits["open"] != 1 || d[0].Circuits["closed"] != 1 || d[0].Circuits["half_open"] != 1 ||
+		d[0].Pool == nil || d[0].Pool.Acquired != 3 || d[0].Pool.Max != 30 || d[0].Unavailable != "on 1 of 3 replicas: database iot does not answer" {
+		t.Errorf("databases: %+v (pool %+v), want iot open on 1 of 3, 3 of 30 connections", d, d[0].Pool)
+	}
+	if b := ov.Blocks; b == nil || b.StoredNow != 3 || b.StoredBytesNow != 150 {
+		t.Errorf("blocks: %+v, want 3 transfers of 150 bytes", b)
+	}
+	if w := ov.Workers; w.Max != 30 || w.InUse != 11 || w.Waiting != 3 {
+		t.Errorf("workers: %+v, want 11 of 30 in use, 3 waiting", w)
+	}
+	var order []string
+	for _, r := range ov.Replicas {
+		order = append(order, r.Replica)
+	}
+	if !slices.Equal(order, []string{"aaaaaaaa", "bbbbbbbb", "cccccccc"}) {
+		t.Errorf("replicas: %v, want them by prefix", order)
+	}
+	if c := ov.Replicas[2]; c.MCPEnabled || c.Workers.InUse != 10 || !slices.Equal(c.OpenCircuits, []string{"iot"}) || !slices.Equal(c.Unavailable, []string{"iot"}) ||
+		len(ov.Replicas[0].OpenCircuits) != 0 || len(ov.Replicas[1].Unavailable) != 0 {
+		t.Errorf("cccccccc's own figures: %+v, want MCP off, 10 workers in use, iot's circuit open and iot unavailable", c)
 	}
 }

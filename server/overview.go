@@ -150,8 +150,19 @@ func replicasOf(d *databaseState) (n int) {
 	return n
 }
 
-// circuitRank orders circuit states from best to worst.
-var circuitRank = map[string]int{string(query.BreakerClosed): 1, string(query.BreakerHalfOpen): 2, string(query.BreakerOpen): 3}
+// circuitRank orders circuit states from best to worst (an unknown one
+// first).
+func circuitRank(state string) int {
+	switch query.BreakerState(state) {
+	case query.BreakerClosed:
+		return 1
+	case query.BreakerHalfOpen:
+		return 2
+	case query.BreakerOpen:
+		return 3
+	}
+	return 0
+}
 
 // mergeOverviews is the cluster's view at now of its replicas' own
 // overviews (each with its history's buckets).
@@ -208,7 +219,7 @@ func mergeOverviews(now time.Time, parts []overview) overview {
 			}
 			d := &ov.Databases[i]
 			d.Circuits[db.Circuit]++
-			if circuitRank[db.Circuit] > circuitRank[d.Circuit] {
+			if circuitRank(db.Circuit) > circuitRank(d.Circuit) {
 				d.Circuit = db.Circuit
 			}
 			if db.Circuit != string(query.BreakerClosed) {
