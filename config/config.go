@@ -49,6 +49,7 @@ const (
 	DefaultDrainTimeout             = 10 * time.Second
 	DefaultSessionQueue             = 64
 	DefaultWriteTimeout             = 10 * time.Second
+	DefaultSessionIdleAfter         = 5 * time.Minute
 	// MinSecretBytes is the shortest HS256 secret accepted.
 	MinSecretBytes = 32
 )
@@ -245,6 +246,12 @@ type Config struct {
 	// sessions, SSE and Streamable HTTP together.
 	MCPMaxSessions           int `json:"mcp_max_sessions" help:"open MCP sessions in all (the least recently used idle one makes room)"`
 	MCPMaxSessionsPerSubject int `json:"mcp_max_sessions_per_subject" help:"open MCP sessions of one subject"`
+	// MCPSessionIdleAfter is how long a session with no tool call in
+	// progress must have gone without activity (a finished tool call; for
+	// Streamable HTTP, any request) for operators to see it as idle (the
+	// console and its routes). It changes what is shown, never closes a
+	// session.
+	MCPSessionIdleAfter Duration `json:"mcp_session_idle_after" help:"a session with no tool call running and no activity for this long shows as idle in the console"`
 
 	// MaxWorkers bounds the database work running at once across REST,
 	// ingest and MCP tool calls; mcp_max_workers is MCP's share of it.
@@ -330,6 +337,7 @@ func Default() Config {
 		MCPWriteTimeout:          Duration(DefaultWriteTimeout),
 		MCPMaxSessions:           DefaultMCPMaxSessions,
 		MCPMaxSessionsPerSubject: DefaultMCPMaxSessionsPerSubject,
+		MCPSessionIdleAfter:      Duration(DefaultSessionIdleAfter),
 		MaxWorkers:               DefaultPoolWorkers,
 		WorkerWait:               Duration(DefaultWorkerWait),
 		RateLimitRPS:             DefaultRateLimitRPS,

@@ -207,6 +207,7 @@ func TestValidate(t *testing.T) {
 		{"keepalive", func(c *Config) { c.MCPKeepalive = Duration(time.Millisecond) }, []string{"mcp_keepalive"}},
 		{"session queue", func(c *Config) { c.MCPSessionQueue = 0 }, []string{"mcp_session_queue"}},
 		{"write timeout", func(c *Config) { c.MCPWriteTimeout = Duration(time.Millisecond) }, []string{"mcp_write_timeout"}},
+		{"session idle after", func(c *Config) { c.MCPSessionIdleAfter = Duration(time.Millisecond) }, []string{"mcp_session_idle_after"}},
 		{"statement timeout", func(c *Config) { c.StatementTimeout = 0 }, []string{"statement_timeout"}},
 		{"default row limit", func(c *Config) { c.DefaultRowLimit = 0 }, []string{"default_row_limit"}},
 		{"max below default", func(c *Config) { c.MaxRowLimit = c.DefaultRowLimit - 1 }, []string{"max_row_limit"}},

@@ -100,6 +100,9 @@ func (c *Config) Validate() error {
 	if c.MCPWriteTimeout < Duration(100*time.Millisecond) {
 		bad("mcp_write_timeout %s: want at least 100ms", time.Duration(c.MCPWriteTimeout))
 	}
+	if c.MCPSessionIdleAfter < Duration(time.Second) {
+		bad("mcp_session_idle_after %s: want at least 1s", time.Duration(c.MCPSessionIdleAfter))
+	}
 	if c.StatementTimeout < Duration(10*time.Millisecond) {
 		bad("statement_timeout %s: want at least 10ms", time.Duration(c.StatementTimeout))
 	}

@@ -112,9 +112,11 @@ type SessionInfo struct {
 	// LastActive is when its last tool call ended (or its last request,
 	// for Streamable HTTP), or when it opened.
 	LastActive time.Time `json:"last_active"`
-	// Calls counts its tool calls, Bytes the bytes of their results.
-	Calls int64 `json:"calls"`
-	Bytes int64 `json:"bytes"`
+	// Calls counts its finished tool calls, Bytes the bytes of their
+	// results; Running its tool calls in progress now.
+	Calls   int64 `json:"calls"`
+	Running int   `json:"running"`
+	Bytes   int64 `json:"bytes"`
 }
 
 // TransferInfo describes one committed block transfer.

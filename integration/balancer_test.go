@@ -372,6 +372,42 @@ func TestBalancerConsole(t *testing.T) {
 			t.Fatalf("sessions through the balancer: %d, want all 3 of the cluster", len(sessions.Sessions))
 		}
 	}
+	// The overview: the cluster's on every replica, and a replica's
+	// (asked by prefix) whichever replica the request lands on.
+	type overview struct {
+		Replica  string
+		Replicas []struct{ Replica string }
+		Sessions struct{ SSE, Streamable, Active, Idle int }
+	}
+	var prefixes []string
+	for range 3 {
+		var ov overview
+		call("GET", "/console/api/overview", admin, "", http.StatusOK, &ov)
+		if s := ov.Sessions; ov.Replica != "" || len(ov.Replicas) != 3 || s.SSE != 2 || s.Streamable != 1 || s.Active != 3 || s.Idle != 0 {
+			t.Fatalf("the cluster's overview through the balancer: %+v, want 3 replicas with 2 SSE and 1 Streamable HTTP session, all active", ov)
+		}
+		prefixes = prefixes[:0]
+		for _, r := range ov.Replicas {
+			prefixes = append(prefixes, r.Replica)
+		}
+	}
+	for _, p := range prefixes {
+		held := 0
+		for _, si := range sessions.Sessions {
+			if strings.HasPrefix(si.ID, p) {
+				held++
+			}
+		}
+		for range 3 {
+			var ov overview
+			call("GET", "/console/api/overview?replica="+p, admin, "", http.StatusOK, &ov)
+			if ov.Replica != p || len(ov.Replicas) != 0 || ov.Sessions.SSE+ov.Sessions.Streamable != held {
+				t.Fatalf("replica %s's overview through the balancer: %+v, want its own %d sessions", p, ov, held)
+			}
+		}
+	}
+	call("GET", "/console/api/overview?replica=00000000", admin, "", http.StatusNotFound, nil)
+
 	for _, si := range sessions.Sessions[:2] {
 		call("DELETE", "/console/api/sessions/"+si.ID, admin, "", http.StatusOK, nil)
 	}

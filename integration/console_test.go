@@ -41,6 +41,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/host"
 )
 
@@ -52,8 +53,9 @@ const consoleWait = 20 * time.Second
 // purpose, which Chromium logs as errors ("Failed to load resource: the
 // server responded with a status of 401").
 var consoleExpectedFailures = map[string]int{
-	"/console/api/me": http.StatusUnauthorized, // the wrong token
-	"/rest/sql":       http.StatusBadRequest,   // the misspelt table
+	"/console/api/me":               http.StatusUnauthorized,       // the wrong token
+	"/rest/sql":                     http.StatusBadRequest,         // the misspelt table
+	"/console/api/overview?replica": http.StatusServiceUnavailable, // the replica shown stopped (TestConsoleCluster)
 }
 
 func TestConsole(t *testing.T) {
@@ -62,7 +64,8 @@ func TestConsole(t *testing.T) {
 		t.Skip("Chromium is not installed (Debian: apt-get install chromium); this test drives it")
 	}
 	node := nodeEnv(t)
-	e := start(t, envOptions{blocks: &blocktransport.Options{}})
+	e := start(t, envOptions{blocks: &blocktransport.Options{},
+		config: func(c *config.Config) { c.MCPSessionIdleAfter = config.Duration(time.Second) }})
 	b := openBrowser(t, chromium) // after start, so that it is gone before start's leak check
 	reader, admin := token(t, "alice", "reader"), token(t, "root", "admin")
 	const devices = "SELECT id, name FROM devices ORDER BY id"
@@ -148,13 +151,42 @@ func TestConsole(t *testing.T) {
 		if i < 0 {
 			t.Fatalf("no session of holder among %+v", open)
 		}
-		row := fmt.Sprintf(`#sessions-table tr[data-session-id=%s]`, jsString(open[i].ID))
+		id := open[i].ID
+		row := fmt.Sprintf(`#sessions-table tr[data-session-id=%s]`, jsString(id))
 		b.click(t, "#nav-sessions")
 		b.visible(t, row)
 		if text := evalJS[string](t, b, fmt.Sprintf(`document.querySelector(%s).textContent`, jsString(row))); !strings.Contains(text, "holder") {
 			t.Errorf("the session's row: got %q, want its subject holder", text)
 		}
+		// Its id, shortened, whole on hover and copied whole.
+		idCell := fmt.Sprintf(`document.querySelector(%s)`, jsString(row+" code.session-id"))
+		if got, want := evalJS[string](t, b, idCell+`.textContent`), id[:8]+"…"+id[len(id)-4:]; got != want {
+			t.Errorf("the session's id: got %q, want %q", got, want)
+		}
+		if got := evalJS[string](t, b, idCell+`.title`); got != id {
+			t.Errorf("the session's id on hover: got %q, want %q", got, id)
+		}
+		b.click(t, row+" button.copy-id")
+		b.waitText(t, row+" button.copy-id", "copied")
+		ctx, cancel := context.WithTimeout(b.ctx, consoleWait)
+		copied, err := chromedp.Run(ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
+		cancel()
+		if err != nil || copied != id {
+			t.Errorf("the copied id: got %q (%v), want %q", copied, err, id)
+		}
+		// The holder calls nothing: idle after mcp_session_idle_after
+		// (1 s), on the next refresh.
+		b.waitText(t, row+" .state", "idle")
+		b.fill(t, "#sessions-filter", "active")
+		b.do(t, "wait for the idle row to be filtered out", chromedp.WaitNotPresent(chromedp.CSS(row)))
+		b.fill(t, "#sessions-filter", "idle")
+		b.visible(t, row)
 		b.shot(t, "sessions")
+		b.click(t, "#nav-overview")
+		b.waitText(t, "#sessions-idle", "1")
+		b.waitText(t, "#sessions-active", "0")
+		b.click(t, "#nav-sessions")
+		b.visible(t, row)
 		b.confirm(t, row+" button.close-session")
 		b.do(t, "wait for the row to go", chromedp.WaitNotPresent(chromedp.CSS(row)))
 		nextLine(t, lines, "closed")
@@ -268,6 +300,13 @@ func openBrowser(t *testing.T, path string) *browserPage {
 	if err == nil {
 		_, err = chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
 			Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: b.downloads, EventsEnabled: new(true)})
+	}
+	// The console copies ids; the test reads them back.
+	for _, name := range []string{"clipboard-read", "clipboard-write"} {
+		if err == nil {
+			_, err = chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
+				Permission: &browser.PermissionDescriptor{Name: name}, Setting: browser.PermissionSettingGranted})
+		}
 	}
 	if err != nil {
 		t.Fatal(err)

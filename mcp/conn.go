@@ -479,4 +479,5 @@ type activity struct {
 	lastCall time.Time // zero before the first tool call
 	calls    int64
 	bytes    int64 // of the tool results
+	running  int   // tool calls in progress
 }

@@ -8,9 +8,9 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// called counts a finished tool call of session id and the bytes of its
-// result.
-func (r *registry) called(id string, bytes int64) {
+// calling marks a tool call of session id in progress until done is
+// called, once, with the bytes of its result: then it counts as finished.
+func (r *registry) calling(id string) (done func(bytes int64)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var a *activity
@@ -19,11 +19,17 @@ func (r *registry) called(id string, bytes int64) {
 	} else if s := r.streams[id]; s != nil {
 		a = &s.act
 	} else {
-		return
+		return func(int64) {}
 	}
-	a.calls++
-	a.bytes += bytes
-	a.lastCall = time.Now()
+	a.running++
+	return func(bytes int64) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		a.running--
+		a.calls++
+		a.bytes += bytes
+		a.lastCall = time.Now()
+	}
 }
 
 // list describes the open SSE and Streamable HTTP sessions, oldest first.
@@ -48,7 +54,7 @@ func (r *registry) list() []host.SessionInfo {
 
 func sessionInfo(id, subject, transport string, a *activity, last time.Time, init *mcpsdk.InitializeParams) host.SessionInfo {
 	si := host.SessionInfo{ID: id, Subject: subject, Transport: transport, Opened: a.opened,
-		LastActive: a.opened, Calls: a.calls, Bytes: a.bytes}
+		LastActive: a.opened, Calls: a.calls, Running: a.running, Bytes: a.bytes}
 	if last.After(si.LastActive) {
 		si.LastActive = last
 	}

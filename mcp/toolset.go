@@ -72,7 +72,7 @@ var _ blockIO = (*blockRoutes)(nil)
 type callSessions interface {
 	replyAdmitter
 	gone(req *mcpsdk.CallToolRequest) <-chan struct{}
-	called(id string, bytes int64)
+	calling(id string) (done func(bytes int64))
 }
 
 var _ callSessions = (*registry)(nil)
@@ -109,6 +109,13 @@ func (ts *toolset) handle(t tool) mcpsdk.ToolHandler {
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := time.Now()
 		caller, _ := lakegate.CallerFrom(ctx)
+		// In progress on its session until it returns, counted with the
+		// bytes of its result.
+		var resultBytes int64
+		if req.Session != nil && req.Session.ID() != "" {
+			finish := ts.sessions.calling(req.Session.ID())
+			defer func() { finish(resultBytes) }()
+		}
 		ctx, stop := ts.untilCallerGone(ctx, req)
 		defer stop()
 		var out output
@@ -136,7 +143,7 @@ func (ts *toolset) handle(t tool) mcpsdk.ToolHandler {
 		}
 		ts.count(t.name, err != nil)
 		d := time.Since(start)
-		ts.observeCall(req, t.name, d, rows, res, err)
+		resultBytes = ts.observeCall(t.name, d, rows, res, err)
 		log := ts.log.With(callLog(req, []any{lakegate.LogTool, t.name, lakegate.LogSubject, caller.Subject, lakegate.LogDuration, d.Milliseconds()})...)
 		if err != nil {
 			level := slog.LevelInfo
@@ -188,9 +195,9 @@ func (ts *toolset) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolRequ
 	}
 }
 
-// observeCall counts a finished tool call on its session and reports it
-// to the Observer, if any.
-func (ts *toolset) observeCall(req *mcpsdk.CallToolRequest, tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) {
+// observeCall reports a finished tool call to the Observer, if any, and
+// returns the bytes of its result.
+func (ts *toolset) observeCall(tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) int64 {
 	tc := host.ToolCall{Tool: tool, Outcome: "ok", Duration: d}
 	if err != nil {
 		tc.Outcome = string(lakegate.NewErrorBody(err).Kind)
@@ -205,12 +212,10 @@ func (ts *toolset) observeCall(req *mcpsdk.CallToolRequest, tool string, d time.
 			tc.Bytes += int64(len(raw))
 		}
 	}
-	if req.Session != nil && req.Session.ID() != "" {
-		ts.sessions.called(req.Session.ID(), tc.Bytes)
-	}
 	if ts.observer != nil {
 		ts.observer.ToolCall(tc)
 	}
+	return tc.Bytes
 }
 
 // replyCopies is how many times its inline bound building a reply may

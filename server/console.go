@@ -37,10 +37,12 @@ type console struct {
 	engine   *query.Engine
 	plugin   *mounted
 	replicas Replicas // nil: a single server
-	metrics  *Metrics
-	limits   *Limits
-	log      *slog.Logger
-	tickets  tickets
+	// idleAfter is mcp_session_idle_after (sessionIdle).
+	idleAfter time.Duration
+	metrics   *Metrics
+	limits    *Limits
+	log       *slog.Logger
+	tickets   tickets
 }
 
 // mount adds the console's page, assets and downloads to r, and its JSON
@@ -82,101 +84,53 @@ func (cs *console) me(c *gin.Context) {
 		"version": cs.version, "mcp_enabled": cs.plugin.enabled()})
 }
 
-// overview is the console's overview page.
-type overview struct {
-	Now time.Time `json:"now"`
-	// Replica is the prefix of the replica that answered, in a cluster:
-	// sessions are counted across the cluster, the rest is this replica's.
-	Replica   string            `json:"replica,omitempty"`
-	MCP       mcpState          `json:"mcp"`
-	Sessions  sessionCounts     `json:"sessions"`
-	Workers   host.WorkerStatus `json:"workers"`
-	Databases []databaseState   `json:"databases"`
-	Blocks    *host.BlockStatus `json:"blocks"`
-	History   HistoryView       `json:"history"`
-}
-
-type mcpState struct {
-	Enabled bool       `json:"enabled"`
-	Since   *time.Time `json:"since,omitempty"`
-}
-
-type sessionCounts struct {
-	SSE        int               `json:"sse"`
-	Streamable int               `json:"streamable"`
-	Stdio      int               `json:"stdio"`
-	BySubject  []subjectSessions `json:"by_subject"`
-}
-
-type subjectSessions struct {
-	Subject    string `json:"subject"`
-	SSE        int    `json:"sse"`
-	Streamable int    `json:"streamable"`
-}
-
-type databaseState struct {
-	Name    string        `json:"name"`
-	Dialect query.Dialect `json:"dialect"`
-	Circuit string        `json:"circuit"`
-	// Unavailable says why the database is not served now (not connected
-	// since start, or its circuit open); empty while it is.
-	Unavailable string     `json:"unavailable,omitempty"`
-	Pool        *poolState `json:"pool,omitempty"` // PostgreSQL only
-}
-
-type poolState struct {
-	Acquired int32 `json:"acquired"`
-	Idle     int32 `json:"idle"`
-	Total    int32 `json:"total"`
-	Max      int32 `json:"max"`
-}
-
-// overview reports the server's state and the last hour of tool
-// calls. Sessions by subject and databases are an admin's to see whole;
+// overview answers the console's overview page (overview.go): in a
+// cluster, the cluster's view, or with ?replica=PREFIX that replica's
+// (forwarded there); a request from another replica gets this replica's
+// own. Sessions by subject and databases are an admin's to see whole;
 // others see their own sessions and the databases they may read.
+// ?buckets=1 adds the histories' latency histograms.
 func (cs *console) overview(c *gin.Context) {
+	r := cs.replicas
+	buckets := c.Query("buckets") == "1"
+	if want := c.Query("replica"); want != "" && (r == nil || want != r.Prefix()) {
+		// Another replica's: forwarded there, unless no replica has that
+		// prefix (or this request came from another replica already).
+		if r != nil && len(want) == len(r.Prefix()) && cs.forward(c, want) {
+			return
+		}
+		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such replica",
+			Hint: "it may have stopped; GET /console/api/overview without replica lists the cluster's replicas"})
+		return
+	}
+	if r == nil || r.Forwarded(c.Request) || c.Query("replica") != "" {
+		c.JSON(http.StatusOK, cs.localOverview(c, buckets))
+		return
+	}
+	parts := []overview{cs.localOverview(c, true)}
+	for _, body := range cs.gather(c, "/console/api/overview?buckets=1") {
+		var part overview
+		if json.Unmarshal(body, &part) == nil && part.Replica != "" {
+			parts = append(parts, part)
+		}
+	}
+	c.JSON(http.StatusOK, mergeOverviews(time.Now().UTC(), parts))
+}
+
+// localOverview is this server's own overview for the request's caller;
+// buckets adds the history's latency histograms.
+func (cs *console) localOverview(c *gin.Context, buckets bool) overview {
 	cl := caller(c)
 	admin := cl.HasRole(lakegate.RoleAdmin)
 	st, _ := cs.plugin.status() // without a report: whether it is on
-	ov := overview{Now: time.Now().UTC(), MCP: mcpState{Enabled: st.Enabled, Since: st.Since},
-		Sessions: sessionCounts{SSE: st.Sessions["sse"], Streamable: st.Sessions["streamable"], Stdio: st.Sessions["stdio"],
-			BySubject: []subjectSessions{}},
-		Workers: st.Workers, Blocks: st.Blocks, History: cs.metrics.history.view()}
-	all := cs.localSessions()
+	now := time.Now().UTC()
+	ov := overview{Now: now, MCP: mcpState{Enabled: st.Enabled, Since: st.Since},
+		Sessions: sessionCounts{Stdio: st.Sessions["stdio"], IdleAfterS: cs.idleAfter.Seconds(), BySubject: []subjectSessions{}},
+		Workers:  st.Workers, Blocks: st.Blocks, History: cs.metrics.history.view(buckets)}
 	if cs.replicas != nil {
 		ov.Replica = cs.replicas.Prefix()
 	}
-	// An admin sees the sessions of the whole cluster (the other replicas
-	// list theirs for admins only); the rest is this replica's.
-	if cs.replicas != nil && admin {
-		all = cs.allSessions(c)
-		ov.Sessions.SSE, ov.Sessions.Streamable = 0, 0
-		for _, si := range all {
-			if si.Transport == "sse" {
-				ov.Sessions.SSE++
-			} else {
-				ov.Sessions.Streamable++
-			}
-		}
-	}
-	at := map[string]int{} // subject → index in BySubject
-	for _, si := range all {
-		if !admin && si.Subject != cl.Subject {
-			continue
-		}
-		i, ok := at[si.Subject]
-		if !ok {
-			i = len(ov.Sessions.BySubject)
-			at[si.Subject] = i
-			ov.Sessions.BySubject = append(ov.Sessions.BySubject, subjectSessions{Subject: si.Subject})
-		}
-		n := &ov.Sessions.BySubject[i]
-		if si.Transport == "sse" {
-			n.SSE++
-		} else {
-			n.Streamable++
-		}
-	}
+	countSessions(&ov.Sessions, cs.localSessions(), now, cs.idleAfter, func(subject string) bool { return admin || subject == cl.Subject })
 	pools := map[string]*poolState{}
 	for _, p := range cs.engine.PoolStats() {
 		pools[p.Database] = &poolState{Acquired: p.Acquired, Idle: p.Idle, Total: p.Total, Max: p.Max}
@@ -196,7 +150,7 @@ func (cs *console) overview(c *gin.Context) {
 		}
 		ov.Databases = append(ov.Databases, st)
 	}
-	c.JSON(http.StatusOK, ov)
+	return ov
 }
 
 func (cs *console) sessions(c *gin.Context) {
@@ -204,7 +158,20 @@ func (cs *console) sessions(c *gin.Context) {
 		fail(c, errLacks("sessions"))
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"sessions": cs.allSessions(c)})
+	now := time.Now()
+	all := cs.allSessions(c)
+	list := make([]sessionView, len(all))
+	for i, si := range all {
+		list[i] = sessionView{SessionInfo: si, Idle: sessionIdle(si, now, cs.idleAfter)}
+	}
+	c.JSON(http.StatusOK, gin.H{"sessions": list, "idle_after_s": cs.idleAfter.Seconds()})
+}
+
+// sessionView is a session as the console lists it.
+type sessionView struct {
+	host.SessionInfo
+	// Idle is sessionIdle's verdict, by the replica that lists it.
+	Idle bool `json:"idle"`
 }
 
 // allSessions lists the sessions of this replica and, unless the request

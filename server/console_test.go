@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -99,12 +100,17 @@ func TestConsoleOverviewAndSessions(t *testing.T) {
 		t.Errorf("sessions by subject: %+v", ov.Sessions.BySubject)
 	}
 	if !ov.MCP.Enabled || ov.Sessions.SSE != 2 || ov.Sessions.Streamable != 2 || len(ov.Sessions.BySubject) != 3 ||
+		ov.Sessions.Active != 4 || ov.Sessions.Idle != 0 || ov.Sessions.IdleAfterS != 300 || ov.Replica != "" || len(ov.Replicas) != 0 ||
 		len(ov.Databases) != 1 || ov.Databases[0].Circuit != "closed" || ov.Workers.Max == 0 {
 		t.Errorf("admin's overview: %+v", ov)
 	}
 	w.do(t, "GET", "/console/api/overview", reader, "").decode(t, &ov)
 	if len(ov.Sessions.BySubject) != 1 || ov.Sessions.BySubject[0].Subject != "alice" || ov.Sessions.BySubject[0].SSE != 1 {
 		t.Errorf("a reader sees other subjects' sessions: %+v", ov.Sessions.BySubject)
+	}
+
+	if r := w.do(t, "GET", "/console/api/overview?replica=0a0b0c0d", admin, ""); r.code != http.StatusNotFound {
+		t.Errorf("a replica's view on a single server: %d %s, want 404", r.code, r.body)
 	}
 
 	if r := w.do(t, "GET", "/console/api/sessions", reader, ""); r.code != http.StatusForbidden {
@@ -118,7 +124,7 @@ func TestConsoleOverviewAndSessions(t *testing.T) {
 	for _, si := range list.Sessions {
 		if si.Subject == "alice" {
 			id = si.ID
-			if si.Transport != "sse" || si.Calls != 3 || si.Client != "limits-test 1" {
+			if si.Transport != "sse" || si.Calls != 3 || si.Running != 0 || si.Client != "limits-test 1" {
 				t.Errorf("alice's session: %+v", si)
 			}
 		}
@@ -197,4 +203,70 @@ func TestConsoleDownloadSQL(t *testing.T) {
 	if err := json.Unmarshal(w.do(t, "GET", "/console/download/forged", "", "").body, &e); err != nil || e.Error.Kind != lakegate.KindNotFound {
 		t.Errorf("a forged ticket: %+v %v", e, err)
 	}
+}
+
+// Idle sessions: no tool call in progress and no activity for
+// mcp_session_idle_after. A session whose call is running is active
+// however old its last activity; both show in the list and the overview.
+func TestConsoleIdleSessions(t *testing.T) {
+	w := startWired(t, func(c *config.Config) {
+		c.MCPSessionIdleAfter = config.Duration(time.Second)
+		c.MCPMaxWorkers, c.WorkerWait = 1, config.Duration(time.Minute)
+	})
+	admin := token(t, "root", lakegate.RoleAdmin)
+	alice := w.sse(t, token(t, "alice", lakegate.RoleReader))
+	w.streamable(t, token(t, "bob", lakegate.RoleReader))
+	type listed struct {
+		Sessions  []sessionView `json:"sessions"`
+		IdleAfter float64       `json:"idle_after_s"`
+	}
+	sessions := func() (out map[string]sessionView, idleAfter float64) {
+		var l listed
+		w.do(t, "GET", "/console/api/sessions", admin, "").decode(t, &l)
+		out = map[string]sessionView{}
+		for _, s := range l.Sessions {
+			out[s.Subject] = s
+		}
+		return out, l.IdleAfter
+	}
+
+	// Alice's call waits for the one worker, which the test holds.
+	release, err := w.limits.MCP().Acquire(lakegate.WithCaller(t.Context(), lakegate.Caller{Subject: "holder"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := make(chan error, 1)
+	go func() {
+		_, err := alice.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "list_databases"})
+		called <- err
+	}()
+	waitFor(t, "alice's call running and bob's session idle", func() bool {
+		s, _ := sessions()
+		return s["alice"].Running == 1 && s["bob"].Idle
+	})
+	s, idleAfter := sessions()
+	if a := s["alice"]; a.Idle || time.Since(a.LastActive) < time.Second || idleAfter != 1 {
+		t.Errorf("alice's session, a call running: %+v (idle after %v s); want active although her last activity is older than 1 s", a, idleAfter)
+	}
+	var ov overview
+	w.do(t, "GET", "/console/api/overview", admin, "").decode(t, &ov)
+	bySubject := map[string]subjectSessions{}
+	for _, n := range ov.Sessions.BySubject {
+		bySubject[n.Subject] = n
+	}
+	if ov.Sessions.Active != 1 || ov.Sessions.Idle != 1 || ov.Sessions.IdleAfterS != 1 || bySubject["bob"].Idle != 1 || bySubject["alice"].Idle != 0 {
+		t.Errorf("overview's sessions: %+v, want alice's active and bob's idle", ov.Sessions)
+	}
+
+	release()
+	if err := <-called; err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := sessions(); a["alice"].Running != 0 || a["alice"].Calls != 1 {
+		t.Errorf("alice's session after her call: %+v, want none running, one done", a["alice"])
+	}
+	waitFor(t, "alice's session idle a second after her call", func() bool {
+		s, _ := sessions()
+		return s["alice"].Idle
+	})
 }

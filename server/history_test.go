@@ -1,7 +1,9 @@
 package server
 
 import (
+	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,7 @@ func TestHistoryMinutes(t *testing.T) {
 	now = now.Add(time.Minute)
 	h.record("run_sql", false, time.Millisecond)
 
-	v := h.view()
+	v := h.view(false)
 	if len(v.Minutes) != historyMinutes || v.Minutes[historyMinutes-1] != now.Unix() || v.Minutes[historyMinutes-2] != now.Unix()-60 {
 		t.Fatalf("minutes end %v, want ... %d %d", v.Minutes[historyMinutes-2:], now.Unix()-60, now.Unix())
 	}
@@ -47,7 +49,7 @@ func TestHistoryMinutes(t *testing.T) {
 	// An hour later the old minutes are gone, their slots reused.
 	now = now.Add(historyMinutes * time.Minute)
 	h.record("run_sql", false, time.Millisecond)
-	v = h.view()
+	v = h.view(false)
 	var total int64
 	for _, n := range v.All.Calls {
 		total += n
@@ -55,6 +57,56 @@ func TestHistoryMinutes(t *testing.T) {
 	if total != 1 {
 		t.Errorf("an hour later: %d calls in the window, want 1", total)
 	}
+}
+
+// Replicas' histories add up to the history of all their calls: counts
+// and latencies alike (from the added histograms, never from quantiles).
+func TestMergeHistories(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return now }
+	one, two, all := &history{now: clock}, &history{now: clock}, &history{now: clock}
+	record := func(h *history, tool string, failed bool, d time.Duration) {
+		h.record(tool, failed, d)
+		all.record(tool, failed, d)
+	}
+	for range 9 {
+		record(one, "run_sql", false, 2*time.Millisecond)
+	}
+	record(two, "run_sql", true, 40*time.Millisecond)
+	record(two, "query", false, 10*time.Minute)
+	now = now.Add(time.Minute)
+	record(one, "run_sql", false, time.Millisecond)
+	record(two, "describe", false, 300*time.Millisecond)
+
+	got := mergeHistories(now, []HistoryView{one.view(true), two.view(true)})
+	if want := all.view(false); !reflect.DeepEqual(got, want) {
+		t.Errorf("merged:\n got %s\nwant %s", jsonText(t, got), jsonText(t, want))
+	}
+	// p95 of run_sql's ten calls of the minute before: 37.5 ms, which
+	// neither replica's own p95 (2.4 ms, 49 ms) says.
+	if p := got.Tools["run_sql"].P95MS[historyMinutes-2]; p == nil || math.Abs(*p-37.5) > 1e-9 {
+		t.Errorf("merged p95: got %v, want 37.5 ms", deref(p))
+	}
+	// A part without histograms adds its counts, not its latencies.
+	got = mergeHistories(now, []HistoryView{one.view(false), two.view(true)})
+	if n := got.Tools["run_sql"].Calls[historyMinutes-2]; n != 10 {
+		t.Errorf("calls with a part lacking histograms: got %d, want 10", n)
+	}
+	if p := got.Tools["run_sql"].P50MS[historyMinutes-2]; p == nil || math.Abs(*p-37.5) > 1e-9 {
+		t.Errorf("p50 with a part lacking histograms: got %v, want 37.5 ms (the other part's one call)", deref(p))
+	}
+	if p := got.Tools["run_sql"].P50MS[historyMinutes-1]; p != nil {
+		t.Errorf("p50 of a minute whose calls came without histograms: got %v, want null", *p)
+	}
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func deref(p *float64) any {

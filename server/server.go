@@ -143,7 +143,7 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.console = &console{version: s.opts.Version, engine: engine, plugin: s.plugin, replicas: s.opts.Replicas,
-		metrics: s.metrics, limits: s.limits, log: s.log}
+		idleAfter: time.Duration(cfg.MCPSessionIdleAfter), metrics: s.metrics, limits: s.limits, log: s.log}
 	// Last: with a JWKS URL it starts a refresh that Close ends.
 	v, err := newVerifier(cfg, s.log)
 	if err != nil {

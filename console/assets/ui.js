@@ -65,15 +65,44 @@ export function syncRows(tbody, items, { key, make, fill, empty, columns }) {
   });
 }
 
+/**
+ * shortID shortens a session or transfer id for a table: its first 8
+ * characters (in a cluster, the replica's prefix) and its last 4.
+ */
+export function shortID(id) {
+  return id.length > 14 ? `${id.slice(0, 8)}…${id.slice(-4)}` : id;
+}
+
+/**
+ * copyText puts text on the clipboard, or throws. Pages served over plain
+ * HTTP from another host than localhost have no clipboard API: there a
+ * selected, hidden text area is copied instead.
+ */
+export async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    await navigator.clipboard.writeText(text);
+    return;
+  }
+  const area = el("textarea", { value: text, readOnly: true, className: "visually-hidden" });
+  document.body.append(area);
+  area.select();
+  const copied = document.execCommand("copy");
+  area.remove();
+  if (!copied) throw new Error("the browser did not copy");
+}
+
 /** emptyRow is a table row spanning columns that says text. */
 export function emptyRow(columns, text) {
   return el("tr", { className: "empty" }, el("td", { colSpan: columns }, text));
 }
 
-/** setCells sets the text of a row's first cells, in order. */
+/**
+ * setCells sets the text of a row's first cells, in order; a null leaves
+ * its cell as it is (one that holds more than text).
+ */
 export function setCells(tr, texts) {
   texts.forEach((text, i) => {
-    if (tr.cells[i].textContent !== text) tr.cells[i].textContent = text;
+    if (text !== null && tr.cells[i].textContent !== text) tr.cells[i].textContent = text;
   });
 }
 
@@ -233,7 +262,8 @@ export function dateTime(t) {
  * listPage is a page that shows the list GET path answers (under key),
  * refreshed every ms while shown: it returns the page's start(ctx), stop()
  * and reset(), load() to refresh at once, and notice(text, isError).
- * render(items) fills table; what names the list in failure notices.
+ * render(items, answer) fills table; what names the list in failure
+ * notices.
  */
 export function listPage({ path, key, every, table, updated, what, render }) {
   const requests = latest();
@@ -245,7 +275,7 @@ export function listPage({ path, key, every, table, updated, what, render }) {
     try {
       const data = await api("GET", path);
       if (!current()) return;
-      render(data?.[key] ?? []);
+      render(data?.[key] ?? [], data ?? {});
       updated.textContent = `Updated ${timeOfDay(Date.now())}`;
       if (failed) ctx.notice("");
       failed = false;

@@ -1,10 +1,17 @@
-// The overview: MCP on or off (and the switch, for admins), open sessions,
-// the last hour of tool calls as charts, workers, database pools and the
-// block store. GET /console/api/overview every 5 s while the tab is shown.
+// The overview: MCP on or off (and the switch, for admins), open sessions
+// (active and idle), the last hour of tool calls as charts, workers,
+// database pools and the block store. GET /console/api/overview every 5 s
+// while the tab is shown.
+//
+// Behind a round-robin balancer each refresh reaches another replica. The
+// overview of a cluster is the cluster's whichever replica answers: its
+// figures added up, and each replica's own in the Replicas table. Showing
+// one replica asks for that replica by its prefix (?replica=), and any
+// replica forwards the request there.
 
 import { api } from "../api.js";
 import { lineChart } from "../charts.js";
-import { bytes, confirmable, dateTime, el, errorText, latest, num, poll, relative, setCells, syncRows, timeOfDay } from "../ui.js";
+import { bytes, confirmable, dateTime, el, errorText, latest, num, poll, relative, setCells, span, syncRows, timeOfDay } from "../ui.js";
 
 const $ = (id) => document.getElementById(id);
 const busiest = 5; // tools drawn beside "all"
@@ -16,6 +23,10 @@ let failed = false; // the last refresh failed, and said so in the notice
 let enabled = null; // MCP's state as last shown
 let last = null; // the last overview, drawn again when the window resizes
 let resizing = 0; // the timer of that redraw
+let replica = ""; // the replica shown; "": the cluster (or the single server)
+let replicas = []; // the cluster's replicas, from its last overview
+
+$("overview-replica").addEventListener("change", (event) => showReplica(event.target.value));
 
 const toggle = confirmable($("mcp-toggle"), {
   label: "Turn MCP off",
@@ -42,11 +53,19 @@ export function reset() {
   enabled = null;
   last = null;
   failed = false;
+  replica = "";
+  replicas = [];
+  $("overview-pick").hidden = true;
+  $("overview-replica").replaceChildren();
+  $("overview-scope").hidden = true;
+  $("replicas-card").hidden = true;
+  $("replicas").tBodies[0].replaceChildren();
+  $("sessions-idle-rule").textContent = "";
   $("mcp-state").textContent = "–";
   $("mcp-state").className = "badge";
   $("mcp-since").textContent = "";
   $("mcp-toggle").hidden = true;
-  for (const id of ["sessions-sse", "sessions-streamable", "sessions-stdio"]) $(id).textContent = "–";
+  for (const id of ["sessions-active", "sessions-idle", "sessions-sse", "sessions-streamable", "sessions-stdio"]) $(id).textContent = "–";
   for (const id of ["workers", "blocks", "chart-calls", "chart-latency", "chart-errors", "overview-updated"]) $(id).replaceChildren();
   $("sessions-by-subject").tBodies[0].replaceChildren();
   $("databases").tBodies[0].replaceChildren();
@@ -54,8 +73,9 @@ export function reset() {
 
 async function load() {
   const current = requests.begin();
+  const asked = replica;
   try {
-    const ov = await api("GET", "/console/api/overview");
+    const ov = await api("GET", asked ? `/console/api/overview?replica=${encodeURIComponent(asked)}` : "/console/api/overview");
     if (!current()) return;
     last = ov;
     render(ov);
@@ -63,9 +83,25 @@ async function load() {
     failed = false;
   } catch (err) {
     if (!current()) return;
+    if (asked && (err.kind === "not_found" || err.kind === "unavailable")) {
+      // The replica stopped (a restarted one has a new prefix): back to
+      // the cluster.
+      replica = "";
+      replicas = replicas.filter((p) => p !== asked);
+      ctx.notice(`Replica ${asked} does not answer any more: showing the cluster.`, true);
+      await load();
+      return;
+    }
     failed = true;
     ctx.notice(`Overview not refreshed: ${errorText(err)}`, true);
   }
+}
+
+/** showReplica shows the replica with prefix ("": the cluster) from now on. */
+function showReplica(prefix) {
+  replica = prefix;
+  $("overview-replica").value = prefix;
+  load();
 }
 
 async function switchMCP() {
@@ -81,16 +117,83 @@ async function switchMCP() {
 }
 
 function render(ov) {
+  // The cluster's view lists its replicas; a replica's view names itself;
+  // a single server does neither.
+  const cluster = Array.isArray(ov.replicas);
+  if (cluster) replicas = ov.replicas.map((r) => r.replica);
+  renderPick(ov.replica ?? "");
+  renderScope(ov.replica, cluster ? replicas.length : 0);
+  renderReplicas(cluster ? ov.replicas : null);
   renderMCP(ov.mcp?.enabled, ov.mcp?.since);
   renderSessions(ov.sessions ?? {});
-  renderWorkers(ov.workers ?? {});
+  renderWorkers(ov.workers ?? {}, cluster ? replicas.length : 0);
   renderBlocks(ov.blocks);
   renderDatabases(ov.databases ?? []);
   renderCharts(ov.history);
-  // Behind a balancer: sessions are the cluster's (for admins), the rest
-  // is the replica that answered.
-  const replica = ov.replica ? ` · charts and pools of replica ${ov.replica}` : "";
-  $("overview-updated").textContent = `Updated ${timeOfDay(ov.now ?? Date.now())}${replica}`;
+  const of = ov.replica ? ` · replica ${ov.replica}` : cluster ? ` · cluster of ${plural(replicas.length, "replica")}` : "";
+  $("overview-updated").textContent = `Updated ${timeOfDay(ov.now ?? Date.now())}${of}`;
+}
+
+function plural(n, word) {
+  return `${num(n)} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** renderPick offers the cluster and each of its replicas, shown one chosen. */
+function renderPick(shown) {
+  const pick = $("overview-replica");
+  $("overview-pick").hidden = replicas.length === 0 && !shown;
+  const values = ["", ...replicas];
+  if (shown && !values.includes(shown)) values.push(shown);
+  const label = (p) => (p ? `replica ${p}` : `cluster (${plural(replicas.length, "replica")})`);
+  const same = pick.options.length === values.length && values.every((v, i) => pick.options[i].value === v && pick.options[i].text === label(v));
+  if (!same) pick.replaceChildren(...values.map((v) => el("option", { value: v }, label(v))));
+  pick.value = shown;
+}
+
+function renderScope(shown, replicaCount) {
+  const scope = $("overview-scope");
+  if (shown) {
+    scope.textContent = `Replica ${shown} only: its sessions, workers, pools, block store and tool calls. MCP on/off is the cluster's switch.`;
+  } else if (replicaCount) {
+    scope.textContent = `The cluster: sessions, workers, pools, block store and tool calls added up over ${plural(replicaCount, "replica")}; ` +
+      "latency percentiles from their histograms added up. Each replica's own figures are under Replicas.";
+  }
+  scope.hidden = !shown && !replicaCount;
+}
+
+/** trouble names a replica's databases that are not served, or whose circuit is not closed. */
+function trouble(r) {
+  const names = [...(r.unavailable ?? []).map((n) => `${n} (unavailable)`),
+    ...(r.open_circuits ?? []).filter((n) => !r.unavailable?.includes(n)).map((n) => `${n} (circuit not closed)`)];
+  return names.length ? names.join(", ") : "–";
+}
+
+/** renderReplicas fills the Replicas table of the cluster's view; null hides it. */
+function renderReplicas(list) {
+  $("replicas-card").hidden = !list;
+  if (!list) return;
+  syncRows($("replicas").tBodies[0], list, {
+    key: (r) => r.replica,
+    make: (r) => {
+      const show = el("button", { type: "button", className: "link show-replica", title: `Show replica ${r.replica} only` }, r.replica);
+      show.addEventListener("click", () => showReplica(r.replica));
+      return el("tr", { dataset: { replica: r.replica } },
+        el("td", { className: "mono" }, show), el("td", {}, el("span", { className: "badge" })),
+        el("td", { className: "num" }), el("td", { className: "num" }), el("td"), el("td", { className: "num" }),
+        el("td", { className: "num" }), el("td", { className: "num" }), el("td"));
+    },
+    fill: (tr, r) => {
+      const w = r.workers ?? {};
+      setCells(tr, [null, null, num(r.sessions), num(r.idle_sessions), null, num(w.waiting ?? 0), num(r.calls), num(r.errors),
+        trouble(r)]);
+      const badge = tr.cells[1].firstChild;
+      badge.textContent = r.mcp_enabled ? "on" : "off";
+      badge.className = `badge ${r.mcp_enabled ? "ok" : "bad"}`;
+      tr.cells[4].replaceChildren(usage(`MCP tool calls of replica ${r.replica}`, w.in_use ?? 0, w.max ?? 0));
+    },
+    empty: "No replica answered",
+    columns: 9,
+  });
 }
 
 function redraw() {
@@ -109,15 +212,18 @@ function renderMCP(on, since) {
 }
 
 function renderSessions(s) {
+  $("sessions-active").textContent = num(s.active ?? 0);
+  $("sessions-idle").textContent = num(s.idle ?? 0);
   $("sessions-sse").textContent = num(s.sse ?? 0);
   $("sessions-streamable").textContent = num(s.streamable ?? 0);
   $("sessions-stdio").textContent = num(s.stdio ?? 0);
+  $("sessions-idle-rule").textContent = s.idle_after_s ? `Idle: no tool call running and no activity for ${span(s.idle_after_s)}.` : "";
   syncRows($("sessions-by-subject").tBodies[0], s.by_subject ?? [], {
     key: (r) => r.subject,
-    make: () => el("tr", {}, el("td"), el("td", { className: "num" }), el("td", { className: "num" })),
-    fill: (tr, r) => setCells(tr, [r.subject, num(r.sse), num(r.streamable)]),
+    make: () => el("tr", {}, el("td"), el("td", { className: "num" }), el("td", { className: "num" }), el("td", { className: "num" })),
+    fill: (tr, r) => setCells(tr, [r.subject, num(r.sse), num(r.streamable), num(r.idle ?? 0)]),
     empty: "No open sessions",
-    columns: 3,
+    columns: 4,
   });
 }
 
@@ -130,9 +236,11 @@ function usage(label, value, max, extra = "") {
     el("span", { className: "usage-value" }, `${num(value)} / ${num(max)}${extra}`));
 }
 
-function renderWorkers(w) {
+/** renderWorkers shows the worker slots; summed over replicaCount replicas in the cluster's view. */
+function renderWorkers(w, replicaCount) {
   const rows = [usage("MCP tool calls", w.in_use ?? 0, w.max ?? 0, w.waiting ? ` · ${num(w.waiting)} waiting` : "")];
   if (w.pool_max) rows.push(usage("Shared pool", w.pool_in_use ?? 0, w.pool_max));
+  if (replicaCount) rows.push(el("p", { className: "muted small" }, `Added up over ${plural(replicaCount, "replica")}, each with its own slots: see Replicas.`));
   $("workers").replaceChildren(...rows);
 }
 
@@ -166,7 +274,11 @@ function renderDatabases(dbs) {
       // A database not served says why under its badge.
       const badge = tr.cells[2].firstChild;
       const circuit = d.circuit || "unknown";
-      badge.textContent = d.unavailable ? "unavailable" : circuit;
+      // In the cluster's view: the worst replica's, and on how many.
+      const counts = Object.values(d.circuits ?? {});
+      const all = counts.reduce((a, b) => a + b, 0);
+      const on = d.circuits?.[d.circuit] ?? all;
+      badge.textContent = d.unavailable ? "unavailable" : on < all ? `${circuit} on ${num(on)} of ${num(all)}` : circuit;
       badge.className = `badge ${d.unavailable || circuit === "open" ? "bad" : circuit === "closed" ? "ok" : "warn"}`;
       tr.cells[2].replaceChildren(badge, ...(d.unavailable ? [el("div", { className: "muted cause" }, d.unavailable)] : []));
       tr.cells[7].replaceChildren(p ? usage(`${d.name} connections in use`, p.acquired, p.max) : el("span", { className: "muted" }, "no pool"));

@@ -3,7 +3,7 @@
 // /console/api/transfers every 10 s while the tab is shown.
 
 import { api, download } from "../api.js";
-import { bytes, confirmable, dateTime, el, errorText, listPage, num, relative, setCells, syncRows } from "../ui.js";
+import { bytes, confirmable, dateTime, el, errorText, listPage, num, relative, setCells, shortID, syncRows } from "../ui.js";
 
 const table = document.getElementById("transfers-table");
 const updated = document.getElementById("transfers-updated");
@@ -18,7 +18,7 @@ function render(transfers) {
     key: (t) => t.id,
     make: makeRow,
     fill: (tr, t) => {
-      setCells(tr, [t.id.slice(0, 8), t.owner, t.format, num(t.rows), bytes(t.bytes), num(t.blocks), relative(t.expires, now)]);
+      setCells(tr, [shortID(t.id), t.owner, t.format, num(t.rows), bytes(t.bytes), num(t.blocks), relative(t.expires, now)]);
       tr.cells[6].title = dateTime(t.expires);
     },
     empty: "No transfers.",
@@ -51,7 +51,7 @@ async function fetchFile(button, t) {
 async function remove(t) {
   try {
     await api("DELETE", `/console/api/transfers/${encodeURIComponent(t.id)}`);
-    page.notice(`Deleted transfer ${t.id.slice(0, 8)}.`);
+    page.notice(`Deleted transfer ${shortID(t.id)}.`);
   } catch (err) {
     page.notice(`Transfer not deleted: ${errorText(err)}`, true);
   }
