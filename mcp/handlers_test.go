@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,8 +81,9 @@ func TestCustomSQLToolLoad(t *testing.T) {
 	}
 }
 
-// TestListsSayHowTheyChange: the tools and prompts lists are declared
-// fixed (read once at start) and may be kept an hour, the same for all;
+// TestListsSayHowTheyChange: without an operator's tools.json the tools
+// and prompts lists are declared fixed (read once at start) and may be
+// kept an hour (the tools by their caller: roles filter them);
 // the resources follow the catalog, are announced when they change, and
 // may be kept as long as the catalog is checked, by their caller only.
 func TestListsSayHowTheyChange(t *testing.T) {
@@ -97,8 +99,8 @@ func TestListsSayHowTheyChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tools.TTLMs != int(time.Hour.Milliseconds()) || tools.CacheScope != "public" {
-		t.Errorf("tools/list: got ttlMs %d scope %q, want an hour, public", tools.TTLMs, tools.CacheScope)
+	if tools.TTLMs != int(time.Hour.Milliseconds()) || tools.CacheScope != "private" {
+		t.Errorf("tools/list: got ttlMs %d scope %q, want an hour, private (roles filter it)", tools.TTLMs, tools.CacheScope)
 	}
 	res, err := cs.ListResources(t.Context(), nil)
 	if err != nil {
@@ -158,5 +160,88 @@ func TestToolRoles(t *testing.T) {
 	tools, _ = json.Marshal(doc)
 	if _, err := New(eng, &Options{Tools: tools}); err == nil || !strings.Contains(err.Error(), `role "root"`) {
 		t.Errorf("an unknown role: got %v, want refused", err)
+	}
+}
+
+// TestToolsReload: an edit of the operator's tools.json reaches connected
+// sessions without a restart: they are told the list changed, see the new
+// tools, and a removed tool is unknown; a file that does not parse is
+// refused at ERROR and the tools in use stay.
+func TestToolsReload(t *testing.T) {
+	var doc struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	if err := json.Unmarshal(lakegate.DefaultTools, &doc); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(data []byte) {
+		t.Helper()
+		// Written aside and renamed in, as an editor or a config manager
+		// does: the watch never reads half a file.
+		tmp := filepath.Join(dir, "tools.json.tmp")
+		if err := os.WriteFile(tmp, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, ToolsFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marshal := func(tools []map[string]any) []byte {
+		b, _ := json.Marshal(map[string]any{"tools": tools})
+		return b
+	}
+	write(marshal(doc.Tools))
+	var logs syncBuffer
+	p, err := New(newFakeEngine(t), &Options{Tools: lakegate.DefaultTools, ConfigDir: dir, ToolsInterval: 20 * time.Millisecond,
+		Enabled: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	changed := make(chan struct{}, 16)
+	cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", &mcpsdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) { changed <- struct{}{} }})
+	if caps := cs.InitializeResult().Capabilities; caps.Tools == nil || !caps.Tools.ListChanged {
+		t.Errorf("got tools capabilities %+v, want listChanged with a watched tools.json", caps.Tools)
+	}
+	names := func() []string {
+		res, err := cs.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tool := range res.Tools {
+			out = append(out, tool.Name)
+		}
+		return out
+	}
+
+	// Drop explain, add a second name for list_databases.
+	edited := slices.DeleteFunc(slices.Clone(doc.Tools), func(m map[string]any) bool { return m["name"] == "explain" })
+	edited = append(edited, map[string]any{"name": "databases", "description": "The databases", "handler": "list_databases",
+		"input_schema": map[string]any{"type": "object"}})
+	write(marshal(edited))
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after the edit")
+	}
+	waitFor(t, func() bool {
+		got := names()
+		return slices.Contains(got, "databases") && !slices.Contains(got, "explain")
+	})
+	if _, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "explain", Arguments: map[string]any{"database": "iot", "sql": "SELECT 1"}}); err == nil ||
+		!strings.Contains(err.Error(), `unknown tool "explain"`) {
+		t.Errorf("a removed tool: got %v, want unknown", err)
+	}
+	if res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "databases"}); err != nil || res.IsError {
+		t.Errorf("an added tool: got %v %v", res, err)
+	}
+
+	write([]byte(`{"tools": [`))
+	waitFor(t, func() bool { return strings.Contains(logs.String(), "tools.json not reloaded") })
+	if got := names(); !slices.Contains(got, "databases") || len(got) != len(edited) {
+		t.Errorf("after a bad file: got %v, want the tools in use kept", got)
 	}
 }

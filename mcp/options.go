@@ -25,8 +25,11 @@ type Engine interface {
 type Options struct {
 	// Tools is the content of tools.json (required).
 	Tools []byte
-	// ConfigDir, when it holds a tools.json, replaces Tools.
-	ConfigDir string
+	// ConfigDir, when it holds a tools.json, replaces Tools. The file is
+	// looked at every ToolsInterval (default 2s) and reloaded when it
+	// changes.
+	ConfigDir     string
+	ToolsInterval time.Duration
 	// Enabled is the state at start.
 	Enabled bool
 	// Keepalive is the interval of ": keepalive" comments (default 30s).

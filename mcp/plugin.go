@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,7 @@ type Plugin struct {
 	requests   inflight           // protocol requests in flight, for Shutdown (shutdown.go)
 	sse        *sseHandler        // legacy HTTP+SSE (sse.go)
 	streamable *streamableHandler // Streamable HTTP (streamable.go)
+	watch      *toolsWatch        // reloads an operator's tools.json (reload.go); nil without one
 
 	enabled      atomic.Bool
 	enabledSince atomic.Pointer[time.Time]
@@ -92,8 +94,8 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		Logger:            log,
 		PageSize:          o.PageSize,
 		CompletionHandler: prompts.complete,
-		Capabilities:      capabilities(),
-		SetCacheable:      cacheFor(o.CatalogInterval),
+		Capabilities:      capabilities(o.ConfigDir != ""),
+		SetCacheable:      cacheFor(o.ConfigDir != "", o.CatalogInterval),
 	}
 	if o.Peers != nil {
 		sopts.GetSessionID = func() string { return newSessionID(o.Peers) }
@@ -127,22 +129,18 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		queue: o.SessionQueue, queueBytes: o.SessionQueueBytes, writeTimeout: o.WriteTimeout, keepalive: o.Keepalive, log: log}
 	p.streamable = newStreamableHandler(getServer, p.sessions, &o, log)
 
-	restricted := map[string][]string{} // tools declared with roles
+	p.tools.declare(specs)
 	for _, t := range specs {
-		p.tools.declared = append(p.tools.declared, t.Name)
 		server.AddTool(t.tool(), observe(t.Name, p.tools.handle(t.run())))
-		if len(t.Roles) > 0 {
-			restricted[t.Name] = t.Roles
-		}
 	}
 	var fixtures []string // the conformance fixtures' tools, added below
 	// The tools a caller may use, sorted: what an unknown tool's answer lists.
 	toolNames := func(ctx context.Context) []string {
 		caller, _ := lakegate.CallerFrom(ctx)
-		names := slices.DeleteFunc(append(p.tools.names(), fixtures...), func(n string) bool { return !mayUse(caller, restricted[n]) })
+		names := slices.DeleteFunc(append(p.tools.names(), fixtures...), func(n string) bool { return !mayUse(caller, p.tools.rolesOf(n)) })
 		return slices.Sorted(slices.Values(names))
 	}
-	server.AddReceivingMiddleware(p.requests.middleware, p.catalog.check, p.catalog.visible, toolRoles(restricted, toolNames), unknownTool(toolNames))
+	server.AddReceivingMiddleware(p.requests.middleware, p.catalog.check, p.catalog.visible, toolRoles(p.tools.rolesOf, toolNames), unknownTool(toolNames))
 	if o.Trace {
 		server.AddReceivingMiddleware(traceMessages(log, "in"))
 		server.AddSendingMiddleware(traceMessages(log, "out"))
@@ -157,6 +155,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	if o.Enabled {
 		p.Enable()
 	}
+	p.watch = watchTools(o.ConfigDir, o.Tools, server, p.tools, cmp.Or(o.ToolsInterval, DefaultToolsInterval), log)
 	return p, nil
 }
 
@@ -228,6 +227,7 @@ func (p *Plugin) ToolNames() []string { return p.tools.names() }
 // does if the host has not, then stops what the plugin started (a catalog
 // check). It is idempotent.
 func (p *Plugin) Close(ctx context.Context) error {
+	p.watch.close()
 	err := p.Shutdown(ctx)
 	p.catalog.close()
 	return err
@@ -301,30 +301,43 @@ func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lake
 func (p *Plugin) SessionBytes(id string) (now, peak int64, ok bool) { return p.sessions.held(id) }
 
 // capabilities declares a list as changing only where it does: the tools
-// and prompts are read from tools.json once, at start; the resources
-// follow the catalog, which the catalog watcher announces.
-func capabilities() *mcpsdk.ServerCapabilities {
+// when an operator's tools.json is watched (reloading), the prompts never
+// (they are built in), the resources always: they follow the catalog,
+// which the catalog watcher announces.
+func capabilities(watched bool) *mcpsdk.ServerCapabilities {
 	return &mcpsdk.ServerCapabilities{
 		//lint:ignore SA1019 the SDK's default, kept for the protocol versions before 2026-07-28 that have logging/setLevel
 		Logging:   &mcpsdk.LoggingCapabilities{},
-		Tools:     &mcpsdk.ToolCapabilities{ListChanged: false},
+		Tools:     &mcpsdk.ToolCapabilities{ListChanged: watched},
 		Prompts:   &mcpsdk.PromptCapabilities{ListChanged: false},
 		Resources: &mcpsdk.ResourceCapabilities{ListChanged: true},
 	}
 }
 
-// fixedListTTL is how long a client may keep the tools and prompts lists:
-// they change only with a restart, which ends the session anyway.
-const fixedListTTL = time.Hour
+// fixedListTTL is how long a client may keep a list that changes only
+// with a restart, which ends the session anyway; watchedListTTL one that
+// an operator's edit can change (a session is told at once; a client
+// without one asks again after this).
+const (
+	fixedListTTL   = time.Hour
+	watchedListTTL = time.Minute
+)
 
 // cacheFor sets how long each list and read may be kept (ttlMs, for the
-// protocol versions that carry it): the tools and prompts for an hour,
-// the same for everyone; the resources, each caller's own, as long as the
-// catalog is checked (every interval).
-func cacheFor(interval time.Duration) func(context.Context, mcpsdk.Request, *mcpsdk.Cacheable) {
+// protocol versions that carry it): the prompts for an hour, the tools as
+// long too unless watched, each caller's own (roles filter them); the
+// resources, each caller's own, as long as the catalog is checked (every
+// interval).
+func cacheFor(watched bool, interval time.Duration) func(context.Context, mcpsdk.Request, *mcpsdk.Cacheable) {
+	toolsTTL := fixedListTTL
+	if watched {
+		toolsTTL = watchedListTTL
+	}
 	return func(_ context.Context, req mcpsdk.Request, c *mcpsdk.Cacheable) {
 		switch req.(type) {
-		case *mcpsdk.ListToolsRequest, *mcpsdk.ListPromptsRequest:
+		case *mcpsdk.ListToolsRequest:
+			c.TTLMs, c.CacheScope = int(toolsTTL.Milliseconds()), "private"
+		case *mcpsdk.ListPromptsRequest:
 			c.TTLMs, c.CacheScope = int(fixedListTTL.Milliseconds()), "public"
 		case *mcpsdk.ListResourcesRequest, *mcpsdk.ListResourceTemplatesRequest, *mcpsdk.ReadResourceRequest:
 			c.TTLMs, c.CacheScope = int(interval.Milliseconds()), "private"

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,12 +72,17 @@ func TestConfigDirReplacesTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() { _ = p.Close(context.Background()) }()
 	if got := p.ToolNames(); len(got) != 1 || got[0] != "sql" {
 		t.Errorf("got %v, want [sql]", got)
 	}
 	// A config dir without tools.json keeps the built-in tools.
-	p, err = New(nil, &Options{Tools: lakegate.DefaultTools, ConfigDir: t.TempDir()})
-	if err != nil || len(p.ToolNames()) != 8 {
-		t.Errorf("got %v, %v; want the 8 built-in tools", p.ToolNames(), err)
+	p2, err := New(nil, &Options{Tools: lakegate.DefaultTools, ConfigDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p2.Close(context.Background()) }()
+	if len(p2.ToolNames()) != 8 {
+		t.Errorf("got %v; want the 8 built-in tools", p2.ToolNames())
 	}
 }

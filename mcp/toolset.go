@@ -35,8 +35,13 @@ type toolset struct {
 	workers  host.Workers
 	observer host.Observer // may be nil
 	log      *slog.Logger
-	declared []string // the declared tools' names
-	index    rowIndex // rows of the blocks of recent transfers (window.go)
+	index rowIndex // rows of the blocks of recent transfers (window.go)
+
+	// declaredMu guards declared and roles, which a reload of tools.json
+	// replaces (reload.go).
+	declaredMu sync.RWMutex
+	declared   []string            // the declared tools' names
+	roles      map[string][]string // the roles of the tools declared with some
 
 	statsMu sync.Mutex
 	calls   map[string]*host.ToolStats
@@ -88,7 +93,32 @@ type tool struct {
 
 // names lists the declared tools, sorted.
 func (ts *toolset) names() []string {
+	ts.declaredMu.RLock()
+	defer ts.declaredMu.RUnlock()
 	return slices.Sorted(slices.Values(ts.declared))
+}
+
+// rolesOf is the roles tool name is declared for (none: anyone).
+func (ts *toolset) rolesOf(name string) []string {
+	ts.declaredMu.RLock()
+	defer ts.declaredMu.RUnlock()
+	return ts.roles[name]
+}
+
+// declare records the declared tools: their names, and the roles of those
+// declared with some.
+func (ts *toolset) declare(specs []toolSpec) {
+	names := make([]string, 0, len(specs))
+	roles := map[string][]string{}
+	for _, t := range specs {
+		names = append(names, t.Name)
+		if len(t.Roles) > 0 {
+			roles[t.Name] = t.Roles
+		}
+	}
+	ts.declaredMu.Lock()
+	defer ts.declaredMu.Unlock()
+	ts.declared, ts.roles = names, roles
 }
 
 // stats is a copy of the calls' counts, by tool.

@@ -45,22 +45,19 @@ func unknownTool(names func(ctx context.Context) []string) mcpsdk.Middleware {
 }
 
 // toolRoles is receiving middleware for the tools declared with roles
-// (restricted: each one's roles): tools/list shows a caller only the tools
+// (rolesOf: a tool's roles, none for anyone): tools/list shows a caller only the tools
 // they may use, and a call of one they may not is answered as for an
 // unknown tool, listing theirs (names), so that nothing says it exists.
-func toolRoles(restricted map[string][]string, names func(ctx context.Context) []string) mcpsdk.Middleware {
+func toolRoles(rolesOf func(name string) []string, names func(ctx context.Context) []string) mcpsdk.Middleware {
 	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
-		if len(restricted) == 0 {
-			return next
-		}
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 			caller, _ := lakegate.CallerFrom(ctx)
-			if call, ok := req.(*mcpsdk.CallToolRequest); ok && call.Params != nil && !mayUse(caller, restricted[call.Params.Name]) {
+			if call, ok := req.(*mcpsdk.CallToolRequest); ok && call.Params != nil && !mayUse(caller, rolesOf(call.Params.Name)) {
 				return nil, unknownToolErr(call.Params.Name, names(ctx))
 			}
 			res, err := next(ctx, method, req)
 			if list, ok := res.(*mcpsdk.ListToolsResult); ok && err == nil {
-				list.Tools = slices.DeleteFunc(slices.Clone(list.Tools), func(t *mcpsdk.Tool) bool { return !mayUse(caller, restricted[t.Name]) })
+				list.Tools = slices.DeleteFunc(slices.Clone(list.Tools), func(t *mcpsdk.Tool) bool { return !mayUse(caller, rolesOf(t.Name)) })
 			}
 			return res, err
 		}
