@@ -447,7 +447,9 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // the server allocates little more than pgx's message meanwhile.
 func TestStreamedArrayRow(t *testing.T) {
 	const max = 16 << 20
-	e := pgEngine(t, &Options{MaxRowBytes: max})
+	// Building a million numerics takes PostgreSQL seconds, more on a busy
+	// machine: this test is about memory, so time does not bound it.
+	e := pgEngine(t, &Options{MaxRowBytes: max, StatementTimeout: 10 * time.Minute})
 	s, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "pg",
 		SQL: "SELECT array_agg(g::numeric*1e30), 'end' FROM generate_series(1,1000000) g", Limit: 10})
 	if err != nil {

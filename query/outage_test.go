@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lakegate/lakegate"
@@ -149,20 +148,8 @@ func (timeoutErrNet) Temporary() bool { return true }
 // words: no such database, too many connections for the role, TLS
 // refused.
 func TestOutageCausesPG(t *testing.T) {
-	admin := os.Getenv(pgEnv)
-	if admin == "" {
+	if os.Getenv(pgEnv) == "" {
 		t.Skip("PostgreSQL tests skipped")
-	}
-	conn, err := pgx.Connect(t.Context(), admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(t.Context(), `DO $$ BEGIN
-  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'lakegate_test_nolimit') THEN
-    CREATE ROLE lakegate_test_nolimit LOGIN CONNECTION LIMIT 0;
-  END IF; END $$`); err != nil {
-		t.Fatal(err)
 	}
 	u, err := url.Parse(pgAppURL)
 	if err != nil {
@@ -177,7 +164,7 @@ func TestOutageCausesPG(t *testing.T) {
 		name, url, want string
 	}{
 		{"no database", with(func(u *url.URL) { u.Path = "/lakegate_no_such_db" }), "the configured database does not exist"},
-		{"too many", with(func(u *url.URL) { u.User = url.User("lakegate_test_nolimit") }), "too many connections"},
+		{"too many", with(func(u *url.URL) { u.User = url.User(pgtest.NoLimit) }), "too many connections"},
 		{"tls refused", with(func(u *url.URL) { u.RawQuery = "sslmode=require" }), "TLS"},
 	}
 	for _, tt := range tests {

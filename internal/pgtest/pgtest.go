@@ -32,6 +32,9 @@ const (
 	// Narrow is a role Login may switch to that holds no grant of its
 	// own: a test grants it the tables of its database it needs.
 	Narrow = "lakegate_test_narrow"
+	// NoLimit may log in but never connect (CONNECTION LIMIT 0): a
+	// database that answers "too many connections" to it.
+	NoLimit = "lakegate_test_nolimit"
 )
 
 // LeastPrivileged makes the roles (once per server) and grants them what
@@ -53,6 +56,7 @@ func LeastPrivileged(ctx context.Context, adminURL string) (string, error) {
 		createRole(QueryRole, "NOLOGIN", Login),
 		createRole(Privileged, "NOLOGIN BYPASSRLS IN ROLE pg_read_server_files", ""),
 		createRole(Narrow, "NOLOGIN", Login),
+		createRole(NoLimit, "LOGIN CONNECTION LIMIT 0", ""),
 		"GRANT CREATE ON SCHEMA public TO " + Login,
 		// Every schema made so far: the tables callers may read.
 		fmt.Sprintf(`DO $$ DECLARE s text; BEGIN
