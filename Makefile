@@ -72,10 +72,12 @@ test-deploy: $(HELM)
 
 # The pinned Node MCP clients the integration tests drive (TypeScript SDK,
 # MCP Inspector, conformance suite, Node 22), installed fresh into
-# integration/js/node_modules. Without npm those tests skip.
+# integration/js/node_modules. Without npm those tests skip. The dev
+# dependencies (DBHub, which make bench measures beside lakegate) are left
+# out: make bench installs them.
 js-deps:
 	@if command -v npm >/dev/null 2>&1; then \
-		npm ci --prefix integration/js --no-audit --no-fund --loglevel=error; \
+		npm ci --prefix integration/js --omit=dev --no-audit --no-fund --loglevel=error; \
 	else echo "make: npm not found: the Node MCP client tests will be skipped" >&2; fi
 
 fuzz:

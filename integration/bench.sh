@@ -6,7 +6,8 @@
 # and its CPU instructions per tool call under callgrind (when valgrind is
 # installed; LAKEGATE_BENCH_BIN=PATH adds another build to compare), with
 # OpenTelemetry tracing unset, sampled off and on (and unset in the
-# LAKEGATE_BENCH_BIN build). Needs LAKEGATE_TEST_DATABASE_URL (an admin URL; make
+# LAKEGATE_BENCH_BIN build), and what an agent receives for a corpus of calls
+# beside DBHub. Needs LAKEGATE_TEST_DATABASE_URL (an admin URL; make
 # bench runs this under with-postgres.sh) and psql. The bench database
 # (lakegate_bench) is loaded once and kept; BENCH_ROWS changes its size.
 set -euo pipefail
@@ -169,3 +170,13 @@ LAKEGATE_BENCH_FAIR=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '
 
 echo "== memory per idle SSE session (1,000 sessions held by the binary; target < 50 KiB)"
 LAKEGATE_BENCH_SESSIONS=1 "$GO" test -run '^TestIdleSessionMemory$' -count=1 -v ./integration/ | grep -E 'per idle session|FAIL|ok' || true
+
+# A fixed corpus of 30 agent calls (schema, lookups, aggregates, 5,000 rows,
+# the whole table, pages, windows, time series, plans) on the integration
+# seed: the characters each reply gives the model, for lakegate and for
+# DBHub's default tools (integration/js's dev dependency) on the same data.
+echo "== what an agent receives: 30 calls, lakegate beside DBHub's defaults (characters of text)"
+if command -v npm >/dev/null 2>&1 && [[ ! -e "$here/js/node_modules/.bin/dbhub" ]]; then
+  npm ci --prefix "$here/js" --include=dev --no-audit --no-fund --loglevel=error || true
+fi
+LAKEGATE_BENCH_CORPUS=1 "$GO" test -run '^TestAgentCorpus$' -count=1 -v ./integration/ | grep -E 'corpus:|FAIL|^ok' || true
