@@ -107,6 +107,42 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// OptionsFrom is the plugin's part of cfg, the settings it reads: each is
+// read here and nowhere else. What is no setting (Tools, Blocks, Workers,
+// Observer, Peers, Version, Logger) is left to the caller.
+func OptionsFrom(cfg config.Config) Options {
+	return Options{
+		ConfigDir:             cfg.MCPConfigDir,
+		Enabled:               cfg.MCPEnabled,
+		Keepalive:             time.Duration(cfg.MCPKeepalive),
+		WriteTimeout:          time.Duration(cfg.MCPWriteTimeout),
+		SessionQueue:          cfg.MCPSessionQueue,
+		SessionQueueBytes:     cfg.MCPSessionQueueBytes,
+		BlockThreshold:        cfg.MCPBlockThreshold,
+		AnswerChars:           cfg.MCPAnswerChars,
+		MaxWorkers:            cfg.MCPMaxWorkers,
+		WorkerWait:            time.Duration(cfg.WorkerWait),
+		MaxSessions:           cfg.MCPMaxSessions,
+		MaxSessionsPerSubject: cfg.MCPMaxSessionsPerSubject,
+		Trace:                 cfg.MCPTrace,
+		AllowedOrigins:        cfg.MCPAllowedOrigins,
+	}
+}
+
+// BlockOptions is the block store's part of cfg (the mcp_block_*
+// settings, which only the plugin's results use): blocktransport, a
+// library for clients too, does not read config. The caller may choose
+// another Dir and sets Logger and IDPrefix.
+func BlockOptions(cfg config.Config) blocktransport.Options {
+	return blocktransport.Options{
+		Dir:              cfg.BlockDir(),
+		BlockSize:        cfg.MCPBlockSize,
+		TTL:              time.Duration(cfg.MCPBlockTTL),
+		MaxBytes:         cfg.MCPBlockBudget,
+		MaxBytesPerOwner: cfg.MCPBlockBudgetPerSubject,
+	}
+}
+
 // The defaults of Options, for its zero values: those of a setting are
 // the setting's default, declared once in config.
 const (

@@ -158,3 +158,25 @@ type Options struct {
 	// whatever this says.
 	AllowedFunctions []string
 }
+
+// OptionsFrom is the engine's part of cfg, the settings it reads: each is
+// read here and nowhere else. Logger and CursorKey, which are no setting,
+// are left to the caller.
+func OptionsFrom(cfg config.Config) Options {
+	return Options{
+		StatementTimeout: time.Duration(cfg.StatementTimeout),
+		MaxStandbyLag:    time.Duration(cfg.MaxStandbyLag),
+		DefaultLimit:     cfg.DefaultRowLimit,
+		MaxLimit:         cfg.MaxRowLimit,
+		MaxRowBytes:      cfg.MaxRowBytes,
+		// One connection per worker, and two for catalog and type-name
+		// reads taken while a worker holds one.
+		PoolSize:            cfg.MaxWorkers + 2,
+		AcquireWait:         time.Duration(cfg.WorkerWait),
+		Access:              cfg.Access,
+		QueryRole:           cfg.QueryRole,
+		AllowPrivilegedRole: cfg.AllowPrivilegedRole,
+		ServerInfoFunctions: cfg.ServerInfoFunctions,
+		AllowedFunctions:    cfg.AllowedFunctions,
+	}
+}

@@ -201,7 +201,7 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 		return err
 	}
 	defer leave()
-	engine, plugin, closeAll, err := openPlugin(ctx, cfg, cfg.BlockDir(), log, so.conformance, limits.MCP(), metrics, peers)
+	engine, plugin, closeAll, err := openPlugin(ctx, cfg, log, so.conformance, limits.MCP(), metrics, peers)
 	if err != nil {
 		return err
 	}
@@ -295,48 +295,25 @@ var _ interface {
 	server.TransferHolder
 } = (*mcp.Plugin)(nil)
 
-// openPlugin opens the query engine and the block store (spooling under
-// blockDir) and builds the MCP plugin on them. The caller owns the three
+// openPlugin opens the query engine and the block store and builds the MCP plugin on them. The caller owns the three
 // and closes them with closeAll, once nothing built on them (a server)
 // runs: the plugin, then the block store, then the engine, each within
 // ctx, failures logged. workers and observer, when not nil, are the
 // server's shared pool and metrics.
-func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *slog.Logger, conformance bool,
+func openPlugin(ctx context.Context, cfg config.Config, log *slog.Logger, conformance bool,
 	workers host.Workers, observer host.Observer, peers *cluster.Peers) (
 	engine *query.Engine, plugin *mcp.Plugin, closeAll func(ctx context.Context), err error) {
-	engine, err = query.Open(ctx, cfg.Databases, &query.Options{
-		StatementTimeout: time.Duration(cfg.StatementTimeout),
-		MaxStandbyLag:    time.Duration(cfg.MaxStandbyLag),
-		DefaultLimit:     cfg.DefaultRowLimit,
-		MaxLimit:         cfg.MaxRowLimit,
-		MaxRowBytes:      cfg.MaxRowBytes,
-		// One connection per worker, and two for catalog and type-name
-		// reads taken while a worker holds one.
-		PoolSize:    cfg.MaxWorkers + 2,
-		AcquireWait: time.Duration(cfg.WorkerWait),
-		Logger:      log,
-		Access:      cfg.Access,
-		// The role callers' SQL runs as, checked at start.
-		QueryRole:           cfg.QueryRole,
-		AllowPrivilegedRole: cfg.AllowPrivilegedRole,
-		// Who may call version(), current_setting() and the like.
-		ServerInfoFunctions: cfg.ServerInfoFunctions,
-		// Functions callers' SQL may call beyond lakegate's list.
-		AllowedFunctions: cfg.AllowedFunctions,
-		CursorKey:        cursorKey(cfg),
-	})
+	qopts := query.OptionsFrom(cfg)
+	qopts.Logger = log
+	qopts.CursorKey = cursorKey(cfg)
+	engine, err = query.Open(ctx, cfg.Databases, &qopts)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	blocks, err := blocktransport.Open(blocktransport.Options{
-		Dir:              blockDir,
-		BlockSize:        cfg.MCPBlockSize,
-		TTL:              time.Duration(cfg.MCPBlockTTL),
-		MaxBytes:         cfg.MCPBlockBudget,
-		MaxBytesPerOwner: cfg.MCPBlockBudgetPerSubject,
-		Logger:           log,
-		IDPrefix:         peers.Prefix(),
-	})
+	bopts := mcp.BlockOptions(cfg)
+	bopts.Logger = log
+	bopts.IDPrefix = peers.Prefix()
+	blocks, err := blocktransport.Open(bopts)
 	if err != nil {
 		closeEngine(context.WithoutCancel(ctx), engine, log)
 		return nil, nil, nil, err
@@ -347,31 +324,16 @@ func openPlugin(ctx context.Context, cfg config.Config, blockDir string, log *sl
 		}
 		closeEngine(ctx, engine, log)
 	}
-	plugin, err = mcp.New(engine, &mcp.Options{
-		Tools:             lakegate.DefaultTools,
-		ConfigDir:         cfg.MCPConfigDir,
-		Enabled:           cfg.MCPEnabled,
-		Keepalive:         time.Duration(cfg.MCPKeepalive),
-		WriteTimeout:      time.Duration(cfg.MCPWriteTimeout),
-		SessionQueue:      cfg.MCPSessionQueue,
-		SessionQueueBytes: cfg.MCPSessionQueueBytes,
-		MaxWorkers:        cfg.MCPMaxWorkers,
-		WorkerWait:        time.Duration(cfg.WorkerWait),
-		Workers:           workers,
-		Observer:          observer,
-		MaxSessions:       cfg.MCPMaxSessions,
-		Blocks:            blocks,
-		BlockThreshold:    cfg.MCPBlockThreshold,
-		AnswerChars:       cfg.MCPAnswerChars,
-		Trace:             cfg.MCPTrace,
-		AllowedOrigins:    cfg.MCPAllowedOrigins,
-		Peers:             peers.Interface(),
-		Conformance:       conformance,
-		Version:           version,
-		Logger:            log,
-
-		MaxSessionsPerSubject: cfg.MCPMaxSessionsPerSubject,
-	})
+	popts := mcp.OptionsFrom(cfg)
+	popts.Tools = lakegate.DefaultTools
+	popts.Blocks = blocks
+	popts.Workers = workers
+	popts.Observer = observer
+	popts.Peers = peers.Interface()
+	popts.Conformance = conformance
+	popts.Version = version
+	popts.Logger = log
+	plugin, err = mcp.New(engine, &popts)
 	if err != nil {
 		closeStores(context.WithoutCancel(ctx))
 		return nil, nil, nil, err

@@ -85,7 +85,8 @@ func runStdio(ctx context.Context, cfg config.Config, caller lakegate.Caller, t 
 		return fmt.Errorf("block spool: %w", err)
 	}
 	defer os.RemoveAll(spool)
-	_, plugin, closeAll, err := openPlugin(ctx, cfg, spool, log, false, nil, nil, nil)
+	cfg.MCPBlockDir = spool
+	_, plugin, closeAll, err := openPlugin(ctx, cfg, log, false, nil, nil, nil)
 	if err != nil {
 		return err
 	}
