@@ -164,6 +164,12 @@ func start(t *testing.T, o envOptions) *env {
 	if o.keepalive > 0 {
 		cfg.MCPKeepalive = config.Duration(o.keepalive)
 	}
+	if o.writeTimeout > 0 {
+		cfg.MCPWriteTimeout = config.Duration(o.writeTimeout)
+	}
+	if o.queue > 0 {
+		cfg.MCPSessionQueue = o.queue
+	}
 	var clientTLS *tls.Config
 	if o.tls {
 		cfg.TLSCertFile, cfg.TLSKeyFile, clientTLS = serverCert(t)
@@ -176,31 +182,24 @@ func start(t *testing.T, o envOptions) *env {
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx := t.Context()
-	engine, err := query.Open(ctx, cfg.Databases, &query.Options{Logger: log, Access: cfg.Access, ServerInfoFunctions: cfg.ServerInfoFunctions, AllowedFunctions: cfg.AllowedFunctions,
-		QueryRole: cfg.QueryRole, AllowPrivilegedRole: cfg.AllowPrivilegedRole,
-		MaxStandbyLag: time.Duration(cfg.MaxStandbyLag)})
+	// Wired as the binary wires them: each package's options from the
+	// config, one pool and one registry.
+	qopts := query.OptionsFrom(cfg)
+	qopts.Logger = log
+	engine, err := query.Open(ctx, cfg.Databases, &qopts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Each value is closed by the cleanup registered where it is built:
 	// the server, then the plugin, the block store and the engine.
 	t.Cleanup(func() { _ = engine.Close(context.Background()) })
-	// Wired as the binary wires them: one pool and one registry.
 	metrics := server.NewMetrics()
 	limits := server.NewLimits(cfg, metrics)
-	popts := &mcp.Options{
-		Tools:        lakegate.DefaultTools,
-		Enabled:      true,
-		Keepalive:    time.Duration(cfg.MCPKeepalive),
-		WriteTimeout: o.writeTimeout,
-		SessionQueue: o.queue,
-		Logger:       log,
-		Workers:      limits.MCP(),
-		Observer:     metrics,
-
-		MaxSessions:           cfg.MCPMaxSessions,
-		MaxSessionsPerSubject: cfg.MCPMaxSessionsPerSubject,
-	}
+	popts := new(mcp.OptionsFrom(cfg))
+	popts.Tools = lakegate.DefaultTools
+	popts.Logger = log
+	popts.Workers = limits.MCP()
+	popts.Observer = metrics
 	var blocks *blocktransport.Store
 	var bo blocktransport.Options
 	if o.blocks != nil {

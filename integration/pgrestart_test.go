@@ -92,6 +92,9 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		c.Databases = []config.Database{{Name: "iot", URL: u.String()}}
 		c.RateLimitRPS = 0 // the load is one subject as fast as it can
 		c.MaxQueriesPerSubject = 0
+		// Fewer workers than the load's six callers: some calls always
+		// wait for one, and are in flight when PostgreSQL stops.
+		c.MaxWorkers, c.MCPMaxWorkers = 4, 2
 	}})
 	tok := token(t, "loader", "reader")
 	client := newClient(t)
