@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -10,11 +9,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
-	"github.com/lakegate/lakegate/server"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 var listeningURL = regexp.MustCompile(`"msg":"lakegate listening","url":"(http://[^"]+)"`)
@@ -28,45 +26,16 @@ func serveForTest(t *testing.T) string {
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.LogFormat = "json"
 	cfg.JWTSecret = secret
-	var stdout, stderr syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, &stdout, &stderr) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if m := listeningURL.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
-		}
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("serve returned early: %v; stderr: %s", err, stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line; stderr: %s", stderr.String())
-		}
-	}
+	r := startServe(t, cfg)
+	return r.await(t, &r.stderr, listeningURL)[1]
 }
 
-func signed(t *testing.T, sub, role string) string {
-	t.Helper()
-	tok, err := server.NewToken([]byte(secret), sub, role, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
+// signed is a token for sub with role, signed with the tests' secret.
+func signed(sub, role string) string { return testutil.Token(secret, sub, role) }
 
 func TestAdminMCP(t *testing.T) {
 	base := serveForTest(t)
-	admin, reader := signed(t, "ops", lakegate.RoleAdmin), signed(t, "agent", lakegate.RoleReader)
+	admin, reader := signed("ops", lakegate.RoleAdmin), signed("agent", lakegate.RoleReader)
 	viaEnv := map[string]string{"LAKEGATE_TOKEN": admin}
 	// A port nothing listens on: take one and close it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -148,7 +117,7 @@ func TestAdminBinaryExitCode(t *testing.T) {
 	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	admin, reader := signed(t, "ops", lakegate.RoleAdmin), signed(t, "agent", lakegate.RoleReader)
+	admin, reader := signed("ops", lakegate.RoleAdmin), signed("agent", lakegate.RoleReader)
 	tests := []struct {
 		name       string
 		token      string
@@ -163,7 +132,7 @@ func TestAdminBinaryExitCode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), bin, "admin", "mcp", "enable", "--server", base)
 			cmd.Env = []string{"LAKEGATE_TOKEN=" + tt.token}
-			var stdout, stderr syncBuffer
+			var stdout, stderr testutil.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
 			code := 0

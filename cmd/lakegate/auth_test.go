@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -17,6 +16,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 var keyOnlyListening = regexp.MustCompile(`"msg":"lakegate listening".*?"url":"(http://127\.0\.0\.1:\d+)"`)
@@ -48,25 +48,9 @@ func TestServePublicKeyOnly(t *testing.T) {
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.LogFormat = "json"
 	cfg.JWTPublicKeyFiles = []string{keyFile}
-	var stdout, stderr syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, &stdout, &stderr) }()
-
-	var m []string
-	deadline := time.Now().Add(20 * time.Second)
-	for m = keyOnlyListening.FindStringSubmatch(stderr.String()); m == nil; m = keyOnlyListening.FindStringSubmatch(stderr.String()) {
-		select {
-		case err := <-done:
-			t.Fatalf("serve returned early: %v; stderr: %s", err, stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line; stderr: %s", stderr.String())
-		}
-	}
-	if out := stdout.String(); strings.Contains(out, "token") {
+	r := startServe(t, cfg)
+	m := r.await(t, &r.stderr, keyOnlyListening)
+	if out := r.stdout.String(); strings.Contains(out, "token") {
 		t.Errorf("got stdout %q, want no tokens printed", out)
 	}
 
@@ -77,10 +61,7 @@ func TestServePublicKeyOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
-	if err != nil {
-		t.Fatal(err)
-	}
+	hs := testutil.Token(secret, "e", "reader")
 	for tok, want := range map[string]int{ed: 200, hs: 401} {
 		req, _ := http.NewRequestWithContext(t.Context(), "GET", m[1]+"/rest/databases", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -93,8 +74,7 @@ func TestServePublicKeyOnly(t *testing.T) {
 			t.Errorf("got %d, want %d", resp.StatusCode, want)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := r.stop(); err != nil {
 		t.Errorf("serve: got %v, want nil", err)
 	}
 }

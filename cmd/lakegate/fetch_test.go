@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,22 +23,8 @@ func TestFetch(t *testing.T) {
 	cfg.MCPEnabled = true
 	cfg.MCPBlockThreshold = 4096
 	cfg.MCPBlockSize = 2048
-	var stdout, stderr syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, &stdout, &stderr) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	var m []string
-	for deadline := time.Now().Add(20 * time.Second); m == nil; time.Sleep(20 * time.Millisecond) {
-		if m = connectLine.FindStringSubmatch(stdout.String()); m == nil && time.Now().After(deadline) {
-			t.Fatalf("no connect line; stderr: %s", stderr.String())
-		}
-	}
+	r := startServe(t, cfg)
+	m := r.await(t, &r.stdout, connectLine)
 	env := map[string]string{"LAKEGATE_SERVER": m[1], "LAKEGATE_TOKEN": m[2]}
 	dir := t.TempDir()
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/server"
 )
 
@@ -182,23 +183,69 @@ func TestServeHelp(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to write from serve's goroutine while
-// the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// running is serve running in a test: what it writes, and its end.
+type running struct {
+	stdout, stderr testutil.Buffer
+	done           chan error // serve's result
+	// stop cancels serve and returns its result (15 s at most).
+	stop func() error
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+// startServe runs serve with cfg; the test's cleanup stops it and fails
+// the test if serve returns an error.
+func startServe(t *testing.T, cfg config.Config) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{done: make(chan error, 1)}
+	go func() { r.done <- serve(ctx, cfg, &r.stdout, &r.stderr) }()
+	r.stop = sync.OnceValue(func() error {
+		cancel()
+		select {
+		case err := <-r.done:
+			return err
+		case <-time.After(15 * time.Second):
+			return errors.New("serve did not return within 15s of its cancel")
+		}
+	})
+	t.Cleanup(func() {
+		if err := r.stop(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return r
 }
 
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// await waits (20 s at most) until re matches what serve wrote to out,
+// and returns the match; serve returning first fails the test.
+func (r *running) await(t *testing.T, out *testutil.Buffer, re *regexp.Regexp) []string {
+	t.Helper()
+	var (
+		m     []string
+		ended bool
+		err   error
+	)
+	found := testutil.Within(20*time.Second, func() bool {
+		if m = re.FindStringSubmatch(out.String()); m != nil {
+			return true
+		}
+		select {
+		case err = <-r.done:
+			r.done <- err // for stop
+			ended = true
+			return true
+		default:
+			return false
+		}
+	})
+	switch {
+	case m != nil:
+		return m
+	case ended:
+		t.Fatalf("serve returned early: %v; stderr: %s", err, r.stderr.String())
+	case !found:
+		t.Fatalf("nothing matching %s within 20s; stdout: %s; stderr: %s", re, r.stdout.String(), r.stderr.String())
+	}
+	return nil
 }
 
 var (
@@ -214,29 +261,10 @@ func TestServeDemo(t *testing.T) {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.LogFormat = "json"
-	var stdout, stderr syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, &stdout, &stderr) }()
-
-	var m []string
-	deadline := time.Now().Add(20 * time.Second)
-	for m == nil {
-		if m = connectLine.FindStringSubmatch(stdout.String()); m != nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve returned early: %v; stderr: %s", err, stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no connect line; stdout: %s", stdout.String())
-		}
-	}
+	r := startServe(t, cfg)
+	m := r.await(t, &r.stdout, connectLine)
 	base, tok := m[1], m[2]
-	out := stdout.String()
+	out := r.stdout.String()
 	if r := readerLine.FindStringSubmatch(out); r == nil || r[1] != tok {
 		t.Errorf("got reader line %v, want the token of the connect line", r)
 	}
@@ -263,8 +291,8 @@ func TestServeDemo(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, "demo.db")); err != nil {
 		t.Errorf("demo database: %v", err)
 	}
-	if !strings.Contains(stderr.String(), `"msg":"lakegate listening"`) {
-		t.Errorf("got stderr %s, want a JSON listening line", stderr.String())
+	if !strings.Contains(r.stderr.String(), `"msg":"lakegate listening"`) {
+		t.Errorf("got stderr %s, want a JSON listening line", r.stderr.String())
 	}
 
 	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
@@ -306,14 +334,8 @@ func TestServeDemo(t *testing.T) {
 		})
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serve: got %v, want nil", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not return after cancel")
+	if err := r.stop(); err != nil {
+		t.Errorf("serve: got %v, want nil", err)
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,26 +41,10 @@ func TestMutualTLS(t *testing.T) {
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSClientCAFile = serverCert, serverKey, ca.File
 	// A certificate alone may stand for its CN ("ops", an admin).
 	cfg.TLSClientCertAuth, cfg.TLSClientCertRoles = true, []string{lakegate.RoleAdmin}
-	var stdout, stderr syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, &stdout, &stderr) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	var base string
-	for deadline := time.Now().Add(20 * time.Second); base == ""; time.Sleep(20 * time.Millisecond) {
-		if m := httpsURL.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no listening line; stderr: %s", stderr.String())
-		}
-	}
-	env := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed(t, "agent", lakegate.RoleReader)}
-	adminEnv := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed(t, "ops", lakegate.RoleAdmin)}
+	r := startServe(t, cfg)
+	base := r.await(t, &r.stderr, httpsURL)[1]
+	env := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed("agent", lakegate.RoleReader)}
+	adminEnv := map[string]string{"LAKEGATE_SERVER": base, "LAKEGATE_TOKEN": signed("ops", lakegate.RoleAdmin)}
 	withCert := []string{"--ca-file", ca.File, "--cert", clientCert, "--key", clientKey}
 	dir := t.TempDir()
 

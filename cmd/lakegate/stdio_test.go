@@ -15,6 +15,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/mcp"
 )
 
@@ -22,9 +23,31 @@ const (
 	stdioInit        = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	stdioInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
 	// endlessQuery counts to 10^12 in SQLite: far longer than any test.
-	endlessQuery = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_sql","arguments":{"database":"demo",` +
+	// Its progress token makes the server report the call while it runs
+	// (awaitRunning).
+	endlessQuery = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":"endless"},"name":"run_sql","arguments":{"database":"demo",` +
 		`"sql":"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 1000000000000) SELECT count(*) AS n FROM c"}}}`
 )
+
+// awaitRunning reads the server's messages up to the answer to initialize
+// and then to the first progress report of endlessQuery running (a second
+// after it started): by then the query runs in SQLite, not only the call.
+func awaitRunning(t *testing.T, out io.Reader) {
+	t.Helper()
+	r := bufio.NewReader(out)
+	if line, err := r.ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize: got %q %v", line, err)
+	}
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no progress report of the query running: %v", err)
+		}
+		if strings.Contains(line, `"notifications/progress"`) && strings.Contains(line, "running for") {
+			return
+		}
+	}
+}
 
 // TestStdioGoneClientStopsQuery: `lakegate stdio` on the demo database;
 // while a query that would run for hours is in flight, the client dies
@@ -44,7 +67,7 @@ func TestStdioGoneClientStopsQuery(t *testing.T) {
 	}
 	defer inW.Close()
 	defer outR.Close()
-	var stderr syncBuffer
+	var stderr testutil.Buffer
 	done := make(chan error, 1)
 	go func() {
 		err := runStdio(context.Background(), cfg, lakegate.Caller{Subject: "desk", Roles: []string{"reader"}},
@@ -57,10 +80,7 @@ func TestStdioGoneClientStopsQuery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
-		t.Fatalf("initialize: got %q %v", line, err)
-	}
-	time.Sleep(300 * time.Millisecond) // let the query start
+	awaitRunning(t, outR)
 	inW.Close()
 	outR.Close()
 	select {
@@ -92,12 +112,12 @@ func TestStdioBinary(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	start := func(t *testing.T) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *syncBuffer) {
+	start := func(t *testing.T) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *testutil.Buffer) {
 		t.Helper()
 		cmd := exec.Command(bin, "stdio")
 		cmd.Dir = t.TempDir()
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LAKEGATE_STATEMENT_TIMEOUT=1h"}
-		stderr := &syncBuffer{}
+		stderr := &testutil.Buffer{}
 		cmd.Stderr = stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
@@ -113,7 +133,7 @@ func TestStdioBinary(t *testing.T) {
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		return cmd, in, out, stderr
 	}
-	wait := func(t *testing.T, cmd *exec.Cmd, stderr *syncBuffer) {
+	wait := func(t *testing.T, cmd *exec.Cmd, stderr *testutil.Buffer) {
 		t.Helper()
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
@@ -179,10 +199,7 @@ func TestStdioBinary(t *testing.T) {
 		if _, err := io.WriteString(in, stdioInit+"\n"+stdioInitialized+"\n"+endlessQuery+"\n"); err != nil {
 			t.Fatal(err)
 		}
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
-			t.Fatalf("initialize: got %q %v", line, err)
-		}
-		time.Sleep(300 * time.Millisecond) // let the query start
+		awaitRunning(t, out)
 		in.Close()
 		out.Close()
 		wait(t, cmd, stderr)
