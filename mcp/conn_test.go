@@ -18,6 +18,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 func notification(t *testing.T) jsonrpc.Message {
@@ -346,9 +347,9 @@ func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
 				s.deliver(runSQLCall(id, pad))
 			}
 			if tc.drain {
-				waitFor(t, func() bool { return s.queued() == 2 && s.waiters() == 1 })
+				testutil.Eventually(t, 5*time.Second, "two replies queued and a call waiting", func() bool { return s.queued() == 2 && s.waiters() == 1 })
 			} else {
-				waitFor(t, func() bool { return s.queued() == 3 })
+				testutil.Eventually(t, 5*time.Second, "three answers queued", func() bool { return s.queued() == 3 })
 			}
 			if got := runs(); got != 2 {
 				t.Fatalf("calls run with two replies of ~B/2 unread: got %d, want 2", got)
@@ -420,7 +421,7 @@ func TestBusySessionShrinksInline(t *testing.T) {
 	for i := range calls {
 		s.deliver(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run_sql","arguments":`+
 			`{"database":"iot","sql":"SELECT replace(hex(zeroblob(307200)), '0', 'y') AS pad"}}}`, i+2))
-		waitFor(t, func() bool { return s.queued() == i+1 })
+		testutil.Eventually(t, 5*time.Second, "the reply queued", func() bool { return s.queued() == i+1 })
 	}
 	modes := []string{}
 	for range calls {

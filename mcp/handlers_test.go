@@ -14,6 +14,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // TestToolsListSize keeps tools/list small: every built-in tool's
@@ -192,7 +193,7 @@ func TestToolsReload(t *testing.T) {
 		return b
 	}
 	write(marshal(doc.Tools))
-	var logs syncBuffer
+	var logs testutil.Buffer
 	p, err := New(newFakeEngine(t), &Options{Tools: lakegate.DefaultTools, ConfigDir: dir, ToolsInterval: 20 * time.Millisecond,
 		Enabled: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -227,7 +228,7 @@ func TestToolsReload(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no notifications/tools/list_changed after the edit")
 	}
-	waitFor(t, func() bool {
+	testutil.Eventually(t, 5*time.Second, "the edited tools listed", func() bool {
 		got := names()
 		return slices.Contains(got, "databases") && !slices.Contains(got, "explain")
 	})
@@ -240,7 +241,7 @@ func TestToolsReload(t *testing.T) {
 	}
 
 	write([]byte(`{"tools": [`))
-	waitFor(t, func() bool { return strings.Contains(logs.String(), "tools.json not reloaded") })
+	testutil.Eventually(t, 5*time.Second, "the refused reload logged", func() bool { return strings.Contains(logs.String(), "tools.json not reloaded") })
 	if got := names(); !slices.Contains(got, "databases") || len(got) != len(edited) {
 		t.Errorf("after a bad file: got %v, want the tools in use kept", got)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/lakegate/lakegate/internal/ssetest"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // idCases are JSON-RPC ids as a client may write them; each must come
@@ -396,12 +397,8 @@ func TestCancelAliasedID(t *testing.T) {
 	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `}}`
 	waitWorkers := func(t *testing.T, p *Plugin, want int) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for p.Status().Workers.InUse != want && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if got := p.Status().Workers.InUse; got != want {
-			t.Fatalf("workers in use: got %d, want %d", got, want)
+		if !testutil.Within(10*time.Second, func() bool { return p.Status().Workers.InUse == want }) {
+			t.Fatalf("workers in use: got %d, want %d", p.Status().Workers.InUse, want)
 		}
 	}
 	t.Run("sse", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // connectStdio runs p.ServeStdio over in-memory pipes as caller and returns
@@ -162,7 +163,7 @@ func TestResourcesPaginationAndListChanged(t *testing.T) {
 		slices.Sort(uris)
 		return uris
 	}
-	waitFor(t, func() bool { return len(p.catalog.registered()) == 3 })
+	testutil.Eventually(t, 5*time.Second, "the tables registered as resources", func() bool { return len(p.catalog.registered()) == 3 })
 	want := []string{databasesURI, schemaURI("iot", "devices"), schemaURI("iot", "readings"), schemaURI("shop", "orders")}
 	slices.Sort(want)
 	if got := list(); !slices.Equal(got, want) {
@@ -220,7 +221,7 @@ func TestProgressAndLogging(t *testing.T) {
 	if _, err := cs.CallTool(ctx, params); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	testutil.Eventually(t, 5*time.Second, "progress and a log message", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(progress) >= 2 && len(logs) >= 1
@@ -229,17 +230,6 @@ func TestProgressAndLogging(t *testing.T) {
 	defer mu.Unlock()
 	if !strings.Contains(progress[0], "started") || !strings.Contains(progress[len(progress)-1], "finished") {
 		t.Errorf("progress: got %q, want started ... finished", progress)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

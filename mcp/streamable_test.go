@@ -8,6 +8,8 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 func TestStreamableRevisionsAndCaller(t *testing.T) {
@@ -141,11 +143,7 @@ func TestCancellationStopsToolCall(t *testing.T) {
 		t.Fatal("got a result, want the cancelled call's error")
 	}
 	// The handler returns once its context is cancelled: its worker slot is free again.
-	deadline := time.Now().Add(2 * time.Second)
-	for p.Status().Workers.InUse > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := p.Status().Workers.InUse; got != 0 {
-		t.Errorf("workers in use %s after cancel: got %v, want 0", time.Since(start), got)
+	if !testutil.Within(2*time.Second, func() bool { return p.Status().Workers.InUse == 0 }) {
+		t.Errorf("workers in use %s after cancel: got %v, want 0", time.Since(start), p.Status().Workers.InUse)
 	}
 }

@@ -1,38 +1,20 @@
 package mcp
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestTrace(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
-			logs := &syncBuffer{}
+			logs := &testutil.Buffer{}
 			log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			p, _ := newTestPlugin(t, Options{Trace: on, Logger: log})
 			cs := connectStdio(t, p, lakegate.Caller{Subject: "s"}, nil)
