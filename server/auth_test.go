@@ -141,7 +141,7 @@ func TestAuthenticate(t *testing.T) {
 		}
 	})
 	t.Run("scheme is case-insensitive", func(t *testing.T) {
-		r := st.do(t, "GET", "/rest/databases", "", "", "Authorization", "bearer "+token(t, "a", lakegate.RoleReader))
+		r := st.do(t, "GET", "/rest/databases", "", "", "Authorization", "bearer "+token("a", lakegate.RoleReader))
 		if r.code != http.StatusOK {
 			t.Errorf("got %d %s, want 200", r.code, r.body)
 		}
@@ -171,9 +171,9 @@ func TestRoles(t *testing.T) {
 	st := newStack(t, nil)
 	exp := time.Now().Add(time.Hour).Unix()
 	toks := map[string]string{
-		"reader":       token(t, "r", lakegate.RoleReader),
-		"writer":       token(t, "w", lakegate.RoleWriter),
-		"admin":        token(t, "a", lakegate.RoleAdmin),
+		"reader":       token("r", lakegate.RoleReader),
+		"writer":       token("w", lakegate.RoleWriter),
+		"admin":        token("a", lakegate.RoleAdmin),
 		"no role":      sign(t, testSecret, jwt.MapClaims{"sub": "n", "exp": exp}),
 		"unknown role": sign(t, testSecret, jwt.MapClaims{"sub": "u", "role": "root", "exp": exp}),
 		"roles list":   sign(t, testSecret, jwt.MapClaims{"sub": "l", "roles": []string{"reader", "writer"}, "exp": exp}),
@@ -242,7 +242,7 @@ var _ Replicas = fakeReplicas{}
 // read as a reader, and nothing else.
 func TestReplicaSignatureRoutes(t *testing.T) {
 	st := newStackWith(t, nil, fakeReplicas{})
-	reader := token(t, "alice", lakegate.RoleReader)
+	reader := token("alice", lakegate.RoleReader)
 	tests := []struct {
 		name, method, path, signature, tok, body string
 		wantCode                                 int
@@ -267,7 +267,7 @@ func TestReplicaSignatureRoutes(t *testing.T) {
 		{name: "command", method: "POST", path: "/", signature: "root:admin", wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
 		{name: "mcp sse", method: "GET", path: "/mcp/sse", signature: "alice:reader", wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
 		{name: "mcp streamable", method: "POST", path: "/mcp", signature: "alice:reader", body: `{}`, wantCode: http.StatusUnauthorized, wantMsg: "block reads only"},
-		{name: "admin switch, with a bearer", method: "POST", path: "/admin/mcp/disable", signature: "root:admin", tok: token(t, "root", lakegate.RoleAdmin), wantCode: http.StatusUnauthorized},
+		{name: "admin switch, with a bearer", method: "POST", path: "/admin/mcp/disable", signature: "root:admin", tok: token("root", lakegate.RoleAdmin), wantCode: http.StatusUnauthorized},
 		{name: "admin switch, forged", method: "POST", path: "/admin/mcp/disable", signature: "forged", wantCode: http.StatusUnauthorized},
 		// Without a signature nothing changes.
 		{name: "rest databases, bearer", method: "GET", path: "/rest/databases", tok: reader, wantCode: http.StatusOK},

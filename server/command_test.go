@@ -12,8 +12,8 @@ import (
 
 func TestCommands(t *testing.T) {
 	st := newStack(t, nil)
-	admin := token(t, "root", lakegate.RoleAdmin)
-	reader := token(t, "alice", lakegate.RoleReader)
+	admin := token("root", lakegate.RoleAdmin)
+	reader := token("alice", lakegate.RoleReader)
 
 	ok := []struct {
 		name, tok, command, want string
@@ -90,7 +90,7 @@ func TestCommands(t *testing.T) {
 // short excerpt, never the whole of it (a large body in, a small error out).
 func TestCommandErrorsDoNotEchoInput(t *testing.T) {
 	st := newStack(t, nil)
-	reader := token(t, "alice", lakegate.RoleReader)
+	reader := token("alice", lakegate.RoleReader)
 	huge := strings.Repeat("é", 1<<20) // 2 MB, multi-byte
 	for _, tc := range []struct{ name, command string }{
 		{"unknown command", "frobnicate " + huge},

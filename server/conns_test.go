@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // limiterHarness accepts on a connLimiter and hands on what it accepts.
@@ -24,7 +24,7 @@ type limiterHarness struct {
 	t        *testing.T
 	l        *connLimiter
 	accepted chan *trackedConn
-	logs     *bytes.Buffer
+	logs     *testutil.Buffer
 }
 
 func newLimiterHarness(t *testing.T, max, perAddr int) *limiterHarness {
@@ -32,9 +32,8 @@ func newLimiterHarness(t *testing.T, max, perAddr int) *limiterHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &limiterHarness{t: t, accepted: make(chan *trackedConn, 100), logs: &bytes.Buffer{}}
-	var logMu sync.Mutex
-	log := slog.New(slog.NewTextHandler(lockedWriter{&logMu, h.logs}, nil))
+	h := &limiterHarness{t: t, accepted: make(chan *trackedConn, 100), logs: &testutil.Buffer{}}
+	log := slog.New(slog.NewTextHandler(h.logs, nil))
 	h.l = newConnLimiter(ln, max, perAddr, nil, log, NewMetrics())
 	done := make(chan struct{})
 	go func() {
@@ -52,17 +51,6 @@ func newLimiterHarness(t *testing.T, max, perAddr int) *limiterHarness {
 		<-done
 	})
 	return h
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
 }
 
 // dial connects from the loopback address from (127.0.0.x) and waits until

@@ -20,6 +20,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 )
@@ -134,7 +135,7 @@ func startReplica(t *testing.T, cl *testCluster, prefix string, change func(*con
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = engine.Close(context.Background()) })
-	logs := &logBuffer{}
+	logs := &testutil.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	metrics := NewMetrics()
 	limits := NewLimits(cfg, metrics)
@@ -191,10 +192,10 @@ func TestConsoleClusterOverview(t *testing.T) {
 		rs[p] = startReplica(t, cl, p, nil)
 	}
 	a, b := rs["aaaaaaaa"], rs["bbbbbbbb"]
-	admin, aliceTok := token(t, "root", lakegate.RoleAdmin), token(t, "alice", lakegate.RoleReader)
+	admin, aliceTok := token("root", lakegate.RoleAdmin), token("alice", lakegate.RoleReader)
 	alice := a.sse(t, aliceTok)
-	bob := b.streamable(t, token(t, "bob", lakegate.RoleReader))
-	b.sse(t, token(t, "carol", lakegate.RoleReader))
+	bob := b.streamable(t, token("bob", lakegate.RoleReader))
+	b.sse(t, token("carol", lakegate.RoleReader))
 	call := func(cs *mcpsdk.ClientSession, n int) {
 		for range n {
 			if _, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "list_databases"}); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 func TestConsolePageAndHeaders(t *testing.T) {
@@ -42,7 +43,7 @@ func TestConsolePageAndHeaders(t *testing.T) {
 		Roles   []string `json:"roles"`
 		Admin   bool     `json:"admin"`
 	}
-	w.do(t, "GET", "/console/api/me", token(t, "alice", lakegate.RoleReader), "").decode(t, &me)
+	w.do(t, "GET", "/console/api/me", token("alice", lakegate.RoleReader), "").decode(t, &me)
 	if me.Subject != "alice" || len(me.Roles) != 1 || me.Roles[0] != lakegate.RoleReader || me.Admin {
 		t.Errorf("me: %+v", me)
 	}
@@ -50,7 +51,7 @@ func TestConsolePageAndHeaders(t *testing.T) {
 
 func TestConsoleOriginCheck(t *testing.T) {
 	w := startWired(t, func(c *config.Config) { c.MCPAllowedOrigins = []string{"https://app.example.com"} })
-	tok := token(t, "alice", lakegate.RoleReader)
+	tok := token("alice", lakegate.RoleReader)
 	for _, tc := range []struct {
 		origin string
 		want   int
@@ -75,11 +76,11 @@ func TestConsoleOriginCheck(t *testing.T) {
 
 func TestConsoleOverviewAndSessions(t *testing.T) {
 	w := startWired(t, nil)
-	admin, reader := token(t, "root", lakegate.RoleAdmin), token(t, "alice", lakegate.RoleReader)
+	admin, reader := token("root", lakegate.RoleAdmin), token("alice", lakegate.RoleReader)
 	alice := w.sse(t, reader)
-	w.streamable(t, token(t, "bob", lakegate.RoleReader))
-	w.streamable(t, token(t, "carol", lakegate.RoleReader))
-	w.sse(t, token(t, "carol", lakegate.RoleReader))
+	w.streamable(t, token("bob", lakegate.RoleReader))
+	w.streamable(t, token("carol", lakegate.RoleReader))
+	w.sse(t, token("carol", lakegate.RoleReader))
 	for range 3 {
 		if _, err := alice.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "list_databases"}); err != nil {
 			t.Fatal(err)
@@ -157,7 +158,7 @@ func TestConsoleOverviewAndSessions(t *testing.T) {
 
 func TestConsoleDownloadSQL(t *testing.T) {
 	w := startWired(t, nil)
-	reader := token(t, "alice", lakegate.RoleReader)
+	reader := token("alice", lakegate.RoleReader)
 	var ticket struct {
 		URL string `json:"url"`
 	}
@@ -213,9 +214,9 @@ func TestConsoleIdleSessions(t *testing.T) {
 		c.MCPSessionIdleAfter = config.Duration(time.Second)
 		c.MCPMaxWorkers, c.WorkerWait = 1, config.Duration(time.Minute)
 	})
-	admin := token(t, "root", lakegate.RoleAdmin)
-	alice := w.sse(t, token(t, "alice", lakegate.RoleReader))
-	w.streamable(t, token(t, "bob", lakegate.RoleReader))
+	admin := token("root", lakegate.RoleAdmin)
+	alice := w.sse(t, token("alice", lakegate.RoleReader))
+	w.streamable(t, token("bob", lakegate.RoleReader))
 	type listed struct {
 		Sessions  []sessionView `json:"sessions"`
 		IdleAfter float64       `json:"idle_after_s"`
@@ -240,7 +241,7 @@ func TestConsoleIdleSessions(t *testing.T) {
 		_, err := alice.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "list_databases"})
 		called <- err
 	}()
-	waitFor(t, "alice's call running and bob's session idle", func() bool {
+	testutil.Eventually(t, 10*time.Second, "alice's call running and bob's session idle", func() bool {
 		s, _ := sessions()
 		return s["alice"].Running == 1 && s["bob"].Idle
 	})
@@ -265,7 +266,7 @@ func TestConsoleIdleSessions(t *testing.T) {
 	if a, _ := sessions(); a["alice"].Running != 0 || a["alice"].Calls != 1 {
 		t.Errorf("alice's session after her call: %+v, want none running, one done", a["alice"])
 	}
-	waitFor(t, "alice's session idle a second after her call", func() bool {
+	testutil.Eventually(t, 10*time.Second, "alice's session idle a second after her call", func() bool {
 		s, _ := sessions()
 		return s["alice"].Idle
 	})

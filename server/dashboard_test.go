@@ -248,7 +248,7 @@ func describedByCollector(t *testing.T) map[string]bool {
 func exportedSeries(t *testing.T) seriesSet {
 	t.Helper()
 	w := startWired(t, nil)
-	reader := token(t, "alice", lakegate.RoleReader)
+	reader := token("alice", lakegate.RoleReader)
 	if r := w.do(t, "GET", "/rest/databases/demo/tables", reader, ""); r.code != http.StatusOK {
 		t.Fatalf("tables: got %d %s", r.code, r.body)
 	}

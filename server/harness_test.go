@@ -10,12 +10,12 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 )
@@ -30,25 +30,7 @@ type stack struct {
 	engine *query.Engine
 	http   *httptest.Server
 	client *http.Client
-	logs   *logBuffer
-}
-
-// logBuffer collects the server's log lines; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
+	logs   *testutil.Buffer // the server's log lines
 }
 
 // newStack builds the stack; change, if not nil, edits the config first;
@@ -68,7 +50,7 @@ func newStackWith(t *testing.T, change func(*config.Config), replicas Replicas, 
 		change(&cfg)
 	}
 	engine, plugin := newEngine(t)
-	logs := &logBuffer{}
+	logs := &testutil.Buffer{}
 	s, err := New(cfg, engine, plugin, &Options{Version: "test", Logger: slog.New(slog.NewJSONHandler(logs, nil)), Replicas: replicas})
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -108,14 +90,7 @@ func newEngine(t *testing.T) (*query.Engine, *mcp.Plugin) {
 }
 
 // token signs a test token for subject with role.
-func token(t *testing.T, subject, role string) string {
-	t.Helper()
-	tok, err := NewToken([]byte(testSecret), subject, role, time.Hour)
-	if err != nil {
-		t.Fatalf("NewToken: %v", err)
-	}
-	return tok
-}
+func token(subject, role string) string { return testutil.Token(testSecret, subject, role) }
 
 // response is a finished HTTP answer.
 type response struct {
@@ -204,7 +179,7 @@ func sqlJSON(t *testing.T, db, sql string, limit int) string {
 // count returns SELECT count(*) FROM table through the REST API.
 func (s *stack) count(t *testing.T, table string) int64 {
 	t.Helper()
-	r := s.do(t, "POST", "/rest/sql", token(t, "counter", lakegate.RoleReader), sqlJSON(t, "demo", "SELECT count(*) AS n FROM "+table, 0))
+	r := s.do(t, "POST", "/rest/sql", token("counter", lakegate.RoleReader), sqlJSON(t, "demo", "SELECT count(*) AS n FROM "+table, 0))
 	if r.code != http.StatusOK {
 		t.Fatalf("count %s: got %d %s, want 200", table, r.code, r.body)
 	}

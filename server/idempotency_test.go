@@ -11,7 +11,7 @@ import (
 
 func TestIngestIdempotencyKey(t *testing.T) {
 	st := newStack(t, nil)
-	alice, bob := token(t, "alice", lakegate.RoleWriter), token(t, "bob", lakegate.RoleWriter)
+	alice, bob := token("alice", lakegate.RoleWriter), token("bob", lakegate.RoleWriter)
 	device := func(id string) string {
 		return `{"id": ` + id + `, "name": "d` + id + `", "site": "lab", "kind": "probe", "installed": "2024-05-01", "active": true}`
 	}

@@ -120,7 +120,7 @@ func TestReadRowsText(t *testing.T) {
 // surrogate pair and U+FFFD itself, is stored as sent.
 func TestIngestText(t *testing.T) {
 	st := newStack(t, nil)
-	tok := token(t, "w", lakegate.RoleWriter)
+	tok := token("w", lakegate.RoleWriter)
 	device := func(id, name string) string {
 		return `{"id": ` + id + `, "name": "` + name + `", "site": "lab", "kind": "probe", "installed": "2024-05-01", "active": true}`
 	}
@@ -152,7 +152,7 @@ func TestIngestText(t *testing.T) {
 	if r := st.do(t, "POST", "/data/demo/devices", tok, good); r.code != http.StatusOK {
 		t.Fatalf("got %d %s, want 200", r.code, r.body)
 	}
-	r := st.do(t, "POST", "/rest/sql", token(t, "r", lakegate.RoleReader),
+	r := st.do(t, "POST", "/rest/sql", token("r", lakegate.RoleReader),
 		sqlJSON(t, "demo", "SELECT name FROM devices WHERE id IN (3101, 3102) ORDER BY id", 0))
 	var res struct{ Rows [][]string }
 	r.decode(t, &res)

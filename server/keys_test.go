@@ -138,7 +138,7 @@ func TestNewAuthConfig(t *testing.T) {
 		if r := st.do(t, "GET", "/rest/databases", ed, ""); r.code != http.StatusOK {
 			t.Errorf("EdDSA: got %d %s, want 200", r.code, r.body)
 		}
-		r := st.do(t, "GET", "/rest/databases", token(t, "h", lakegate.RoleReader), "")
+		r := st.do(t, "GET", "/rest/databases", token("h", lakegate.RoleReader), "")
 		if r.code != http.StatusUnauthorized || !strings.Contains(string(r.body), "accepted algorithms: EdDSA") {
 			t.Errorf("HS256: got %d %s, want 401 naming EdDSA", r.code, r.body)
 		}
@@ -191,8 +191,8 @@ func TestSecretsNotLogged(t *testing.T) {
 	st := newStack(t, nil)
 	exp := time.Now().Add(time.Hour).Unix()
 	toks := []string{
-		token(t, "alice", lakegate.RoleReader),
-		token(t, "root", lakegate.RoleAdmin),
+		token("alice", lakegate.RoleReader),
+		token("root", lakegate.RoleAdmin),
 		sign(t, testSecret, jwt.MapClaims{"sub": "a", "role": "reader", "exp": time.Now().Add(-time.Hour).Unix()}),
 		sign(t, strings.Repeat("w", 40), jwt.MapClaims{"sub": "a", "role": "reader", "exp": exp}),
 		sign(t, testSecret, jwt.MapClaims{"sub": "a", "role": "reader"}),

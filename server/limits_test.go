@@ -20,6 +20,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 )
@@ -32,8 +33,9 @@ type wired struct {
 	srv    *Server
 	plugin *mcp.Plugin
 	limits *Limits
-	logs   *logBuffer
+	logs   *testutil.Buffer
 	client *http.Client
+	reads  *watchedListener // what the server has read
 }
 
 func startWired(t *testing.T, change func(*config.Config)) *wired {
@@ -52,7 +54,7 @@ func startWired(t *testing.T, change func(*config.Config)) *wired {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = engine.Close(context.Background()) })
-	logs := &logBuffer{}
+	logs := &testutil.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	metrics := NewMetrics()
 	limits := NewLimits(cfg, metrics)
@@ -67,15 +69,16 @@ func startWired(t *testing.T, change func(*config.Config)) *wired {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln := &watchedListener{Listener: tcp}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
 	w := &wired{base: "http://" + ln.Addr().String(), srv: s, plugin: plugin, limits: limits, logs: logs,
-		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
+		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}, reads: ln}
 	t.Cleanup(func() {
 		stop()
 		select {
@@ -98,21 +101,18 @@ func (w *wired) do(t *testing.T, method, path, tok, body string, hdr ...string) 
 	return send(t, w.client, w.base, method, path, tok, body, hdr...)
 }
 
-// bearerRT adds a bearer token and a fresh X-Request-ID to every request.
-type bearerRT struct {
-	tok  string
-	next *atomic.Int64
-}
+// requestIDs adds a fresh X-Request-ID to every request.
+type requestIDs struct{ next *atomic.Int64 }
 
-func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+func (ids requestIDs) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.tok)
-	r.Header.Set("X-Request-ID", "rid-"+strconv.FormatInt(b.next.Add(1), 10))
+	r.Header.Set("X-Request-ID", "rid-"+strconv.FormatInt(ids.next.Add(1), 10))
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// bearerClient sends tok and a fresh X-Request-ID with every request.
 func bearerClient(tok string) *http.Client {
-	return &http.Client{Transport: bearerRT{tok: tok, next: new(atomic.Int64)}}
+	return &http.Client{Transport: testutil.Bearer{Token: tok, Base: requestIDs{next: new(atomic.Int64)}}}
 }
 
 // sse opens a go-sdk client session over /mcp/sse, closed at cleanup.
@@ -227,7 +227,7 @@ func TestRateLimitPerSubject(t *testing.T) {
 	// One request per 100 s after a burst of 2: the third is refused
 	// however slow the machine.
 	w := startWired(t, func(c *config.Config) { c.RateLimitRPS, c.RateLimitBurst = 0.01, 2 })
-	alice, bob := token(t, "alice", lakegate.RoleReader), token(t, "bob", lakegate.RoleReader)
+	alice, bob := token("alice", lakegate.RoleReader), token("bob", lakegate.RoleReader)
 
 	for i := range 2 {
 		if r := w.do(t, "GET", "/rest/databases", alice, ""); r.code != http.StatusOK {
@@ -260,7 +260,7 @@ func TestRateLimitPerSubject(t *testing.T) {
 
 func TestSessionLimits(t *testing.T) {
 	w := startWired(t, func(c *config.Config) { c.MCPMaxSessions, c.MCPMaxSessionsPerSubject = 2, 1 })
-	alice, bob, carol := token(t, "alice", lakegate.RoleReader), token(t, "bob", lakegate.RoleReader), token(t, "carol", lakegate.RoleReader)
+	alice, bob, carol := token("alice", lakegate.RoleReader), token("bob", lakegate.RoleReader), token("carol", lakegate.RoleReader)
 
 	w.sse(t, alice)
 	// Per subject, across both transports.
@@ -273,7 +273,7 @@ func TestSessionLimits(t *testing.T) {
 	// The total: alice and bob hold both sessions, bob's in use once its
 	// client has opened its stream.
 	bobs := w.streamable(t, bob)
-	waitFor(t, "bob's stream", func() bool { return w.plugin.Status().IdleSessions == 0 })
+	testutil.Eventually(t, 10*time.Second, "bob's stream", func() bool { return w.plugin.Status().IdleSessions == 0 })
 	for name, r := range map[string]response{"sse": w.openSSE(t, carol), "streamable": w.initialize(t, carol)} {
 		e := wantLimited(t, r, http.StatusTooManyRequests, lakegate.KindRateLimited)
 		if !strings.Contains(e.Error.Message, "on this server") {
@@ -288,7 +288,7 @@ func TestSessionLimits(t *testing.T) {
 	if err := bobs.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the closed session to leave the SDK", func() bool { return w.plugin.Status().Sessions["streamable"] == 0 })
+	testutil.Eventually(t, 10*time.Second, "the closed session to leave the SDK", func() bool { return w.plugin.Status().Sessions["streamable"] == 0 })
 	if r := w.initialize(t, carol); r.code != http.StatusOK || r.header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("after a session closed: got %d %s, want 200 with a session", r.code, r.body)
 	}
@@ -304,7 +304,7 @@ func TestSessionLimits(t *testing.T) {
 // in use is never taken.
 func TestSessionLimitsTakeIdleSessions(t *testing.T) {
 	w := startWired(t, func(c *config.Config) { c.MCPMaxSessions, c.MCPMaxSessionsPerSubject = 100, 2 })
-	alice := token(t, "alice", lakegate.RoleReader)
+	alice := token("alice", lakegate.RoleReader)
 	var ids []string
 	for i := range 5 {
 		r := w.initialize(t, alice)
@@ -341,10 +341,10 @@ func TestSessionLimitsTakeIdleSessions(t *testing.T) {
 	}
 	// Sessions in use are never taken: with both of bob's held by open
 	// streams, his next is refused.
-	bob := token(t, "bob", lakegate.RoleReader)
+	bob := token("bob", lakegate.RoleReader)
 	w.streamable(t, bob)
 	w.streamable(t, bob)
-	waitFor(t, "bob's streams", func() bool { return w.plugin.Status().IdleSessions == 2 }) // alice's two
+	testutil.Eventually(t, 10*time.Second, "bob's streams", func() bool { return w.plugin.Status().IdleSessions == 2 }) // alice's two
 	e := wantLimited(t, w.initialize(t, bob), http.StatusTooManyRequests, lakegate.KindRateLimited)
 	if !strings.Contains(e.Error.Message, "in use") {
 		t.Errorf("message: got %q, want it to say the sessions are in use", e.Error.Message)
@@ -458,28 +458,13 @@ func TestLimitsForgetIdleSubjects(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // A slow upload does not hold a worker: the body is read before a slot is
 // taken, so with one worker another request is served meanwhile.
 func TestSlowBodyHoldsNoWorker(t *testing.T) {
 	w := startWired(t, func(c *config.Config) {
 		c.MaxWorkers, c.MCPMaxWorkers, c.WorkerWait = 1, 1, config.Duration(100*time.Millisecond)
 	})
-	tok, err := NewToken([]byte(testSecret), "slow", lakegate.RoleReader, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := token("slow", lakegate.RoleReader)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(w.base, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -487,10 +472,45 @@ func TestSlowBodyHoldsNoWorker(t *testing.T) {
 	defer conn.Close()
 	// Headers and half of the body, then nothing.
 	body := `{"database":"demo","sql":"SELECT 1"}`
-	fmt.Fprintf(conn, "POST /rest/sql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+	sent, _ := fmt.Fprintf(conn, "POST /rest/sql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		tok, len(body), body[:10])
-	time.Sleep(200 * time.Millisecond) // longer than the worker wait
+	// The handler runs and reads the body: the server has read all that
+	// was sent and waits for more.
+	testutil.Eventually(t, 10*time.Second, "the server to wait for the rest of the body", func() bool {
+		return w.reads.read.Load() == int64(sent) && w.reads.waiting.Load() > 0
+	})
 	if r := w.do(t, "POST", "/rest/sql", tok, body); r.code != http.StatusOK {
 		t.Errorf("while another body is uploading: got %d %s, want 200", r.code, r.body)
 	}
+}
+
+// watchedListener counts what the server reads from the connections it
+// accepts, so that a test can tell when it waits for bytes a client has
+// not sent.
+type watchedListener struct {
+	net.Listener
+	read    atomic.Int64 // bytes read from every connection
+	waiting atomic.Int32 // reads in progress
+}
+
+func (l *watchedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &watchedConn{Conn: c, l: l}, nil
+}
+
+type watchedConn struct {
+	net.Conn
+	l *watchedListener
+}
+
+// Read counts a read as waiting until it returns, and its bytes after.
+func (c *watchedConn) Read(p []byte) (int, error) {
+	c.l.waiting.Add(1)
+	n, err := c.Conn.Read(p)
+	c.l.waiting.Add(-1)
+	c.l.read.Add(int64(n))
+	return n, err
 }

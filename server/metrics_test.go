@@ -15,12 +15,13 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // scrape reads GET /metrics (as an admin) into metric families.
 func scrape(t *testing.T, w *wired) map[string]*dto.MetricFamily {
 	t.Helper()
-	r := w.do(t, "GET", "/metrics", token(t, "prometheus", lakegate.RoleAdmin), "")
+	r := w.do(t, "GET", "/metrics", token("prometheus", lakegate.RoleAdmin), "")
 	if r.code != http.StatusOK {
 		t.Fatalf("GET /metrics: got %d %s, want 200", r.code, r.body)
 	}
@@ -79,7 +80,7 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels 
 
 func TestMetricsAfterRealCalls(t *testing.T) {
 	w := startWired(t, nil)
-	reader := token(t, "alice", lakegate.RoleReader)
+	reader := token("alice", lakegate.RoleReader)
 	if r := w.do(t, "GET", "/rest/databases/demo/tables", reader, ""); r.code != http.StatusOK {
 		t.Fatalf("tables: got %d %s", r.code, r.body)
 	}
@@ -162,7 +163,7 @@ func TestMetricsAuth(t *testing.T) {
 			w := startWired(t, func(c *config.Config) { c.MetricsAuth = tc.auth })
 			tok := ""
 			if tc.role != "" {
-				tok = token(t, "scraper", tc.role)
+				tok = token("scraper", tc.role)
 			}
 			r := w.do(t, "GET", "/metrics", tok, "")
 			if r.code != tc.wantCode {
@@ -195,7 +196,7 @@ func TestReadyAndHealth(t *testing.T) {
 // request, its session and its JSON-RPC id, on both HTTP transports.
 func TestToolCallLogIDs(t *testing.T) {
 	w := startWired(t, nil)
-	tok := token(t, "alice", lakegate.RoleReader)
+	tok := token("alice", lakegate.RoleReader)
 	for _, tc := range []struct {
 		transport string
 		connect   func(*testing.T, string) *mcpsdk.ClientSession
@@ -225,7 +226,7 @@ func TestToolCallLogIDs(t *testing.T) {
 
 // findLog returns the first JSON log line with message msg whose fields
 // include the given key/value pairs.
-func findLog(t *testing.T, logs *logBuffer, msg string, kv ...string) map[string]any {
+func findLog(t *testing.T, logs *testutil.Buffer, msg string, kv ...string) map[string]any {
 	t.Helper()
 	sc := bufio.NewScanner(strings.NewReader(logs.String()))
 	sc.Buffer(nil, 1<<20)

@@ -69,7 +69,7 @@ func TestRequestID(t *testing.T) {
 
 func TestUnknownRouteAndMethod(t *testing.T) {
 	st := newStack(t, nil)
-	tok := token(t, "a", lakegate.RoleAdmin)
+	tok := token("a", lakegate.RoleAdmin)
 	tests := []struct {
 		name, method, path string
 		want               int
@@ -101,7 +101,7 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 
 func TestBodyLimit(t *testing.T) {
 	st := newStack(t, func(c *config.Config) { c.MaxBodyBytes = 1024 })
-	reader, writer := token(t, "r", lakegate.RoleReader), token(t, "w", lakegate.RoleWriter)
+	reader, writer := token("r", lakegate.RoleReader), token("w", lakegate.RoleWriter)
 	big := strings.Repeat("x", 2000)
 	row := `{"id": 9001, "name": "` + big + `", "site": "s", "kind": "k", "installed": "2024-01-01", "active": true}`
 	tests := []struct {

@@ -169,7 +169,7 @@ func TestOAuthChallenge(t *testing.T) {
 		})
 	}
 	// Other refusals carry no challenge.
-	if r := st.do(t, "GET", "/admin/mcp/status", token(t, "r", lakegate.RoleReader), ""); r.code != http.StatusForbidden || r.header.Get("WWW-Authenticate") != "" {
+	if r := st.do(t, "GET", "/admin/mcp/status", token("r", lakegate.RoleReader), ""); r.code != http.StatusForbidden || r.header.Get("WWW-Authenticate") != "" {
 		t.Errorf("403: got %d with WWW-Authenticate %q, want none", r.code, r.header.Get("WWW-Authenticate"))
 	}
 }
@@ -213,7 +213,7 @@ func TestOAuthTokens(t *testing.T) {
 		{"HS256 claiming the issuer", sign(t, testSecret, claims(nil)), 401, "signature"},
 		{"no role", ti.sign(t, nil, claims(func(c jwt.MapClaims) { delete(c, "roles") })), 403, ""},
 		// The server's own tokens are untouched.
-		{"server secret", token(t, "alice", lakegate.RoleReader), 200, ""},
+		{"server secret", token("alice", lakegate.RoleReader), 200, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := st.do(t, "GET", "/rest/databases", tc.tok, "")

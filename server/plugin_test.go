@@ -38,7 +38,7 @@ func TestPluginWithoutCapabilities(t *testing.T) {
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	client := &http.Client{Timeout: 30 * time.Second}
-	admin := token(t, "ops", lakegate.RoleAdmin)
+	admin := token("ops", lakegate.RoleAdmin)
 
 	for _, tc := range []struct {
 		name, method, path, body, want string

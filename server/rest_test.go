@@ -13,7 +13,7 @@ import (
 
 func TestCatalogRoutes(t *testing.T) {
 	st := newStack(t, nil)
-	tok := token(t, "r", lakegate.RoleReader)
+	tok := token("r", lakegate.RoleReader)
 	t.Run("databases", func(t *testing.T) {
 		r := st.do(t, "GET", "/rest/databases", tok, "")
 		var got struct{ Databases []query.Database }
@@ -80,7 +80,7 @@ func TestCatalogRoutes(t *testing.T) {
 
 func TestSQL(t *testing.T) {
 	st := newStack(t, nil)
-	tok := token(t, "r", lakegate.RoleReader)
+	tok := token("r", lakegate.RoleReader)
 	tests := []struct {
 		name, body    string
 		want          int
@@ -141,7 +141,7 @@ func TestSQL(t *testing.T) {
 
 func TestIngest(t *testing.T) {
 	st := newStack(t, nil)
-	tok := token(t, "w", lakegate.RoleWriter)
+	tok := token("w", lakegate.RoleWriter)
 	device := func(id string) string {
 		return `{"id": ` + id + `, "name": "d` + id + `", "site": "lab", "kind": "probe", "installed": "2024-05-01", "active": true}`
 	}
@@ -218,7 +218,7 @@ func TestIngest(t *testing.T) {
 
 func TestAdminMCP(t *testing.T) {
 	st := newStack(t, nil)
-	admin, reader := token(t, "a", lakegate.RoleAdmin), token(t, "r", lakegate.RoleReader)
+	admin, reader := token("a", lakegate.RoleAdmin), token("r", lakegate.RoleReader)
 	steps := []struct {
 		name, method, path string
 		enabled            bool

@@ -16,6 +16,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/ssetest"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // running is a Server answering on a loopback port through Serve.
@@ -94,7 +95,7 @@ func (r *running) get(ctx context.Context, path, tok string) (*http.Response, er
 
 func TestServeShutdownEndsSSE(t *testing.T) {
 	r := startServe(t, nil, nil)
-	stream, err := ssetest.Open(t.Context(), r.client, r.base+"/mcp/sse", ssetest.Bearer(token(t, "agent", lakegate.RoleReader)))
+	stream, err := ssetest.Open(t.Context(), r.client, r.base+"/mcp/sse", ssetest.Bearer(token("agent", lakegate.RoleReader)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestServeReadTimeout(t *testing.T) {
 	cfg.ReadTimeout = config.Duration(timeout)
 	short := startServeWith(t, cfg, nil, nil)
 
-	tok := token(t, "agent", lakegate.RoleReader)
+	tok := token("agent", lakegate.RoleReader)
 	body := "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
 	for _, tc := range []struct {
 		name    string
@@ -278,7 +279,7 @@ func TestServeReadTimeout(t *testing.T) {
 		}
 	}
 
-	stream, err := ssetest.Open(t.Context(), r.client, r.base+"/mcp/sse", ssetest.Bearer(token(t, "agent", lakegate.RoleReader)))
+	stream, err := ssetest.Open(t.Context(), r.client, r.base+"/mcp/sse", ssetest.Bearer(token("agent", lakegate.RoleReader)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,13 +332,9 @@ func TestServeShutdownDelay(t *testing.T) {
 		t.Fatalf("/ready before shutdown: %d", got)
 	}
 	r.stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for get("/ready") != http.StatusServiceUnavailable {
-		if time.Now().After(deadline) {
-			t.Fatal("/ready did not turn 503 at shutdown")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "/ready to turn 503 at shutdown", func() bool {
+		return get("/ready") == http.StatusServiceUnavailable
+	})
 	// The listener is still open after /ready turned 503.
 	if got := get("/health"); got != http.StatusOK {
 		t.Errorf("/health during the delay: %d, want 200", got)

@@ -17,7 +17,7 @@ import (
 
 func TestSQLStreaming(t *testing.T) {
 	st := newStack(t, nil)
-	tok := token(t, "alice", lakegate.RoleReader)
+	tok := token("alice", lakegate.RoleReader)
 	total := st.count(t, "readings")
 	stream := func(t *testing.T, format, sql string, limit int) (*http.Response, []byte) {
 		t.Helper()

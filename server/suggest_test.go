@@ -13,7 +13,7 @@ import (
 // whose hint names the close candidates.
 func TestSQLSuggests(t *testing.T) {
 	st := newStack(t, nil)
-	tok := token(t, "r", lakegate.RoleReader)
+	tok := token("r", lakegate.RoleReader)
 	cases := []struct{ sql, want string }{
 		{"SELECT * FROM reading", `did you mean "readings"?`},
 		{"SELECT temperatur FROM readings", `did you mean "temperature"?`},
