@@ -58,9 +58,10 @@ func startWired(t *testing.T, change func(*config.Config)) *wired {
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	metrics := NewMetrics()
 	limits := NewLimits(cfg, metrics)
-	plugin, err := mcp.New(engine, &mcp.Options{Tools: lakegate.DefaultTools, Enabled: true,
-		Workers: limits.MCP(), Observer: metrics, Logger: log,
-		MaxSessions: cfg.MCPMaxSessions, MaxSessionsPerSubject: cfg.MCPMaxSessionsPerSubject})
+	popts := mcp.OptionsFrom(cfg)
+	popts.Tools, popts.Enabled = lakegate.DefaultTools, true
+	popts.Workers, popts.Observer, popts.Logger = limits.MCP(), metrics, log
+	plugin, err := mcp.New(engine, &popts)
 	if err != nil {
 		t.Fatal(err)
 	}
