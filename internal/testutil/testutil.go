@@ -1,7 +1,8 @@
 // Package testutil holds what lakegate's tests share: waiting for a
 // condition (Eventually, Within), a buffer one goroutine writes while
 // another reads (Buffer), an HTTP transport that sends a bearer token
-// (Bearer) and HS256 tokens like the token command's (Token).
+// (Bearer), HS256 tokens like the token command's (Token) and a TCP proxy
+// that takes a database away and brings it back (Proxy).
 //
 // It is test support: only tests and the test programs under integration
 // import it. It must not import any lakegate package, so that the tests
