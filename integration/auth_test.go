@@ -373,7 +373,7 @@ func TestAccessRules(t *testing.T) {
 		if code != 200 || !strings.Contains(body, `"iot"`) || strings.Contains(body, `"iot2"`) {
 			t.Errorf("got %d %s, want iot only", code, body)
 		}
-		code, body = get(t, e.base+"/rest/databases", token(t, "root", "reader"))
+		code, body = get(t, e.base+"/rest/databases", token("root", "reader"))
 		if code != 200 || !strings.Contains(body, `"iot2"`) {
 			t.Errorf("without a rule: got %d %s, want iot2 listed", code, body)
 		}
@@ -498,7 +498,7 @@ func TestSetLocalRole(t *testing.T) {
 		if code != 200 || !strings.Contains(body, `"lg_it_reader"`) {
 			t.Errorf("got %d %s, want current_user lg_it_reader", code, body)
 		}
-		code, body = post(t, e.base+"/rest/sql", token(t, "root", "reader"), `{"database":"iot","sql":"SELECT current_user AS u"}`)
+		code, body = post(t, e.base+"/rest/sql", token("root", "reader"), `{"database":"iot","sql":"SELECT current_user AS u"}`)
 		if code != 200 || !strings.Contains(body, `"`+pgtest.QueryRole+`"`) {
 			t.Errorf("without a rule: got %d %s, want query_role %s", code, body, pgtest.QueryRole)
 		}
@@ -602,8 +602,8 @@ func TestMTLSSubject(t *testing.T) {
 			want      int
 		}{
 			{"same certificate", "", 200},
-			{"token for the same subject", token(t, "device-7", "reader"), 200},
-			{"token for another subject", token(t, "device-8", "reader"), 403},
+			{"token for the same subject", token("device-7", "reader"), 200},
+			{"token for another subject", token("device-8", "reader"), 403},
 		} {
 			if code, body, _ := tlsDo(t, client, "POST", e.base+"/mcp", tc.tok, sid, ping); code != tc.want {
 				t.Errorf("%s: got %d %s, want %d", tc.name, code, body, tc.want)
@@ -611,11 +611,11 @@ func TestMTLSSubject(t *testing.T) {
 		}
 	})
 	t.Run("bearer token wins", func(t *testing.T) {
-		code, body, _ := tlsDo(t, client, "GET", e.base+"/admin/mcp/status", token(t, "root", "admin"), "", "")
+		code, body, _ := tlsDo(t, client, "GET", e.base+"/admin/mcp/status", token("root", "admin"), "", "")
 		if code != 200 {
 			t.Errorf("got %d %s, want 200 with the admin token", code, body)
 		}
-		code, body, _ = tlsDo(t, client, "GET", e.base+"/rest/databases/iot/tables", token(t, "root", "reader"), "", "")
+		code, body, _ = tlsDo(t, client, "GET", e.base+"/rest/databases/iot/tables", token("root", "reader"), "", "")
 		if code != 200 || !strings.Contains(body, `"readings"`) {
 			t.Errorf("got %d %s, want every table with the token's roles", code, body)
 		}

@@ -17,8 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakegate/lakegate/host"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // balancer is haproxy, round-robin with no stickiness, in front of
@@ -77,7 +79,7 @@ backend replicas
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := &lockedBuffer{}
+	out := &testutil.Buffer{}
 	cmd := exec.Command(bin, "-db", "-f", path)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -102,22 +104,22 @@ backend replicas
 func (b *balancer) awaitUp(t *testing.T, n int) {
 	t.Helper()
 	client := newClient(t)
-	deadline := time.Now().Add(20 * time.Second)
-	for ok := 0; ok < 2*n; {
+	up := func() bool {
 		resp, err := client.Get(b.url + "/ready")
-		if err == nil {
-			resp.Body.Close()
+		if err != nil {
+			return false
 		}
-		if err == nil && resp.StatusCode == http.StatusOK {
-			ok++
-			continue
-		}
-		ok = 0
-		if time.Now().After(deadline) {
-			t.Fatalf("the balancer does not pass requests: %v %v", resp, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
 	}
+	testutil.Eventually(t, 20*time.Second, "the balancer to pass requests", func() bool {
+		for range 2 * n {
+			if !up() {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // startReplicas runs n replicas of bin sharing the cluster database.
@@ -134,7 +136,7 @@ func TestBalancerSessionsAnyReplica(t *testing.T) {
 	bin := buildBinary(t)
 	ps := startReplicas(t, bin, 3)
 	lb := startBalancer(t, ps[0].base, ps[1].base, ps[2].base)
-	tok := token(t, "agent", "reader")
+	tok := token("agent", "reader")
 
 	sse := connectSSE(t, lb.url, tok)
 	stream := connectStreamableAt(t, lb.url, tok, "2025-11-25")
@@ -189,8 +191,8 @@ func TestBalancerBlocksAndSwitch(t *testing.T) {
 	bin := buildBinary(t)
 	ps := startReplicas(t, bin, 3)
 	lb := startBalancer(t, ps[0].base, ps[1].base, ps[2].base)
-	tok := token(t, "agent", "reader")
-	admin := token(t, "ops", "admin")
+	tok := token("agent", "reader")
+	admin := token("ops", "admin")
 
 	br, _ := export(t, connectSSE(t, lb.url, tok), "SELECT id, name FROM devices ORDER BY id", map[string]any{"export": true})
 	id := br.Transfer.ID
@@ -214,7 +216,7 @@ func TestBalancerBlocksAndSwitch(t *testing.T) {
 			t.Fatalf("resources/read in another session: %v", err)
 		}
 		// Another subject cannot, wherever it lands.
-		other := connectStreamableAt(t, lb.url, token(t, "mallory", "reader"), "2025-11-25")
+		other := connectStreamableAt(t, lb.url, token("mallory", "reader"), "2025-11-25")
 		if res := callJSON(t, other, "get_result_block", map[string]any{"transfer_id": id, "block": 0}, nil); !res.IsError {
 			t.Fatal("another subject read the transfer")
 		}
@@ -260,17 +262,11 @@ func TestBalancerBlocksAndSwitch(t *testing.T) {
 		resp.Body.Close()
 		start := time.Now()
 		for _, p := range ps {
-			for {
+			testutil.Eventually(t, 10*time.Second-time.Since(start), p.base+" to follow "+path, func() bool {
 				var st struct{ Enabled bool }
 				code, body := get(t, p.base+"/admin/mcp/status", admin)
-				if code == http.StatusOK && json.Unmarshal([]byte(body), &st) == nil && st.Enabled == on {
-					break
-				}
-				if time.Since(start) > 10*time.Second {
-					t.Fatalf("%s did not follow %s", p.base, path)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+				return code == http.StatusOK && json.Unmarshal([]byte(body), &st) == nil && st.Enabled == on
+			})
 		}
 		t.Logf("%s reached all three replicas in %v", path, time.Since(start))
 	}
@@ -283,7 +279,7 @@ func TestBalancerReplicaLost(t *testing.T) {
 	bin := buildBinary(t)
 	ps := startReplicas(t, bin, 3)
 	lb := startBalancer(t, ps[0].base, ps[1].base, ps[2].base)
-	tok := token(t, "agent", "reader")
+	tok := token("agent", "reader")
 	doomed := connectStreamableAt(t, lb.url, tok, "2025-11-25")
 	var owner *proc
 	for _, p := range ps {
@@ -357,7 +353,7 @@ func TestBalancerConsole(t *testing.T) {
 	bin := buildBinary(t)
 	ps := startReplicas(t, bin, 3)
 	lb := startBalancer(t, ps[0].base, ps[1].base, ps[2].base)
-	tok, admin := token(t, "agent", "reader"), token(t, "ops", "admin")
+	tok, admin := token("agent", "reader"), token("ops", "admin")
 	connectSSE(t, lb.url, tok)
 	connectStreamableAt(t, lb.url, tok, "2025-11-25")
 	br, _ := export(t, connectSSE(t, lb.url, tok), "SELECT id, name FROM devices ORDER BY id", map[string]any{"export": true})

@@ -26,6 +26,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/internal/testcert"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/mcp"
 )
 
@@ -186,7 +187,7 @@ func checkManifest(t *testing.T, m *blocktransport.Manifest, blocks [][]byte) []
 
 func TestBlocksEveryWayOverSSE(t *testing.T) {
 	e := blockEnv(t, blocktransport.Options{}, false)
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	cs := e.connect(t, tok)
 	want := pgRows(t, e)
 
@@ -275,7 +276,7 @@ func TestBlocksEveryWayOverSSE(t *testing.T) {
 
 func TestBlocksInlineUnderThreshold(t *testing.T) {
 	e := blockEnv(t, blocktransport.Options{}, false)
-	cs := e.connect(t, token(t, "alice", "reader"))
+	cs := e.connect(t, token("alice", "reader"))
 	// No cap, but small: inline, with every row.
 	var r result
 	res := callJSON(t, cs, "run_sql", map[string]any{"database": "iot", "sql": "SELECT id, ts FROM readings WHERE id <= 250 ORDER BY id", "max_rows": 0}, &r)
@@ -310,7 +311,7 @@ func TestBlocksInlineUnderThreshold(t *testing.T) {
 	}
 	// A capped (batch) result whose JSON passes the threshold goes to blocks
 	// too, every cell intact.
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	wide, _ := export(t, cs, "SELECT id, status, repeat(md5(id::text), 40) AS pad FROM readings ORDER BY id", map[string]any{"max_rows": 100})
 	var body bytes.Buffer
 	if _, err := (&blocktransport.Client{BaseURL: e.base + mcp.BlocksPath, DecodeError: lakegate.DecodeError, Token: tok}).Fetch(t.Context(), wide.Transfer.ID, &body); err != nil {
@@ -337,7 +338,7 @@ func TestBlocksInlineUnderThreshold(t *testing.T) {
 
 func TestBlocksCSV(t *testing.T) {
 	e := blockEnv(t, blocktransport.Options{}, false)
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	cs := e.connect(t, tok)
 	br, _ := export(t, cs, allReadings, map[string]any{"export": true, "format": "csv"})
 	rows := 0
@@ -368,12 +369,12 @@ func TestBlocksOwnershipAndExpiry(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	e := blockEnv(t, blocktransport.Options{TTL: time.Minute, Now: clock}, false)
-	alice := token(t, "alice", "reader")
+	alice := token("alice", "reader")
 	cs := e.connect(t, alice)
 	br, _ := export(t, cs, allReadings, map[string]any{"export": true})
 	id := br.Transfer.ID
 
-	bob := token(t, "bob", "reader")
+	bob := token("bob", "reader")
 	csBob := e.connect(t, bob)
 	if _, err := csBob.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "lakegate://transfers/" + id + "/blocks/0"}); err == nil {
 		t.Error("bob read alice's block by resources/read")
@@ -386,7 +387,7 @@ func TestBlocksOwnershipAndExpiry(t *testing.T) {
 		if code, _ := get(t, e.base+"/mcp/blocks/"+id+path, bob); code != http.StatusNotFound {
 			t.Errorf("bob GET /mcp/blocks/%s%s: got %d, want 404", id, path, code)
 		}
-		if code, _ := get(t, e.base+"/mcp/blocks/"+id+path, token(t, "root", "admin")); code != http.StatusOK {
+		if code, _ := get(t, e.base+"/mcp/blocks/"+id+path, token("root", "admin")); code != http.StatusOK {
 			t.Errorf("admin GET /mcp/blocks/%s%s: got %d, want 200", id, path, code)
 		}
 	}
@@ -415,7 +416,7 @@ func TestBlocksOwnershipAndExpiry(t *testing.T) {
 func TestBlocksBudgets(t *testing.T) {
 	// allReadings is about 310 KB of NDJSON.
 	e := blockEnv(t, blocktransport.Options{MaxBytesPerOwner: 500 << 10, MaxBytes: 900 << 10}, false)
-	alice := e.connect(t, token(t, "alice", "reader"))
+	alice := e.connect(t, token("alice", "reader"))
 	kind := func(cs *mcpsdk.ClientSession, sql string) lakegate.ErrorBody {
 		t.Helper()
 		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": sql, "export": true}})
@@ -429,7 +430,7 @@ func TestBlocksBudgets(t *testing.T) {
 		return body.Error
 	}
 	// One result alone over the budget (1.2 MB): no retry will help.
-	carol := e.connect(t, token(t, "carol", "reader"))
+	carol := e.connect(t, token("carol", "reader"))
 	if got := kind(carol, "SELECT r.*, s.* FROM readings r, readings s WHERE s.id <= 2"); got.Kind != "validation_error" || !strings.Contains(got.Hint, "max_rows") {
 		t.Errorf("a result over the budget by itself: got %+v, want validation_error hinting max_rows", got)
 	}
@@ -439,8 +440,8 @@ func TestBlocksBudgets(t *testing.T) {
 		t.Errorf("over the subject's budget: got %+v, want rate_limited with retry_after", got)
 	}
 	// bob's export fits; dave's fits his budget but not the store's.
-	export(t, e.connect(t, token(t, "bob", "reader")), allReadings, map[string]any{"export": true})
-	if got := kind(e.connect(t, token(t, "dave", "reader")), allReadings); got.Kind != "unavailable" {
+	export(t, e.connect(t, token("bob", "reader")), allReadings, map[string]any{"export": true})
+	if got := kind(e.connect(t, token("dave", "reader")), allReadings); got.Kind != "unavailable" {
 		t.Errorf("over the store's budget: got %+v, want unavailable", got)
 	}
 	st := e.blocks.Stats()
@@ -462,7 +463,7 @@ func transferDirs(t *testing.T, e *env) int {
 func TestBlocksCancelRemovesPartialTransfer(t *testing.T) {
 	e := blockEnv(t, blocktransport.Options{}, false)
 	progress := make(chan string, 100)
-	cs := e.connectHTTP(t, token(t, "alice", "reader"), "2025-11-25", &mcpsdk.ClientOptions{
+	cs := e.connectHTTP(t, token("alice", "reader"), "2025-11-25", &mcpsdk.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcpsdk.ProgressNotificationClientRequest) {
 			progress <- r.Params.Message
 		},
@@ -481,7 +482,7 @@ func TestBlocksCancelRemovesPartialTransfer(t *testing.T) {
 	// Wait for a progress report with bytes written to a transfer, then
 	// cancel.
 	var seen string
-	waitUntil(t, 20*time.Second, func() bool {
+	testutil.Eventually(t, 20*time.Second, "a progress report with bytes written to a transfer", func() bool {
 		select {
 		case m := <-progress:
 			if strings.Contains(m, " rows, ") && !strings.Contains(m, " 0 bytes") {
@@ -494,7 +495,7 @@ func TestBlocksCancelRemovesPartialTransfer(t *testing.T) {
 	t.Logf("progress: %s", seen)
 	cancel()
 	<-done
-	waitUntil(t, 10*time.Second, func() bool { st := e.blocks.Stats(); return st.Aborted == 1 && st.Transfers == 0 && st.Bytes == 0 })
+	testutil.Eventually(t, 10*time.Second, "the transfer aborted and deleted", func() bool { st := e.blocks.Stats(); return st.Aborted == 1 && st.Transfers == 0 && st.Bytes == 0 })
 	if n := transferDirs(t, e); n != 0 {
 		t.Errorf("%d transfer directories left after cancel, want 0", n)
 	}
@@ -502,7 +503,7 @@ func TestBlocksCancelRemovesPartialTransfer(t *testing.T) {
 
 func TestBlocksCorruptionDetected(t *testing.T) {
 	e := blockEnv(t, blocktransport.Options{}, false)
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	cs := e.connect(t, tok)
 	br, _ := export(t, cs, allReadings, map[string]any{"export": true})
 	m := br.Transfer
@@ -538,11 +539,11 @@ func TestBlocksCorruptionDetected(t *testing.T) {
 
 func TestBlocksOverHTTP3(t *testing.T) {
 	e := blockEnv(t, blocktransport.Options{}, true)
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: e.clientTLS, ForceAttemptHTTP2: true}}
 	defer h2.CloseIdleConnections()
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "lakegate-it", Version: "1"}, nil)
-	cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{Endpoint: e.base + "/mcp/sse", HTTPClient: &http.Client{Transport: bearer{token: tok, base: h2.Transport}}}, nil)
+	cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{Endpoint: e.base + "/mcp/sse", HTTPClient: &http.Client{Transport: testutil.Bearer{Token: tok, Base: h2.Transport}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

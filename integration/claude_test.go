@@ -69,7 +69,7 @@ func TestClaudeCode(t *testing.T) {
 		return string(out)
 	}
 
-	reader := "Authorization: Bearer " + token(t, "claude-code", "reader")
+	reader := "Authorization: Bearer " + token("claude-code", "reader")
 	forged, err := server.NewToken([]byte("another-secret-0123456789abcdef-0123456789"), "claude-code", "reader", time.Hour)
 	if err != nil {
 		t.Fatal(err)

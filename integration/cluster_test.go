@@ -16,6 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // clusterSecret is the replicas' signing key (cluster_secret) of the
@@ -42,7 +44,7 @@ func TestClusterSwitch(t *testing.T) {
 	bin := buildBinary(t)
 	a, b := startProc(t, bin, clusterEnv()...), startProc(t, bin, clusterEnv()...)
 	client := newClient(t)
-	admin := token(t, "ops-alice", "admin")
+	admin := token("ops-alice", "admin")
 
 	enabled := func(p *proc) bool {
 		t.Helper()
@@ -65,12 +67,8 @@ func TestClusterSwitch(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		for _, p := range ps {
-			for enabled(p) != want {
-				if time.Since(start) > 10*time.Second {
-					t.Fatalf("%s did not follow the switch to %v", p.base, want)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			testutil.Eventually(t, 10*time.Second-time.Since(start), fmt.Sprintf("%s to follow the switch to %v", p.base, want),
+				func() bool { return enabled(p) == want })
 		}
 		return time.Since(start)
 	}
@@ -87,7 +85,7 @@ func TestClusterSwitch(t *testing.T) {
 	resp.Body.Close()
 	t.Logf("off on both replicas %v after the command answered", follow(false, a, b))
 	req, _ = http.NewRequestWithContext(t.Context(), "GET", b.base+"/mcp/sse", nil)
-	req.Header.Set("Authorization", "Bearer "+token(t, "agent", "reader"))
+	req.Header.Set("Authorization", "Bearer "+token("agent", "reader"))
 	if resp, err := client.Do(req); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("/mcp/sse on the other replica: %v %v, want 503", resp, err)
 	} else {
@@ -148,7 +146,7 @@ func TestClusterReplicaSignature(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	a, b := startProc(t, bin, clusterEnv()...), startProc(t, bin, clusterEnv()...)
-	tok, admin := token(t, "agent", "reader"), token(t, "ops", "admin")
+	tok, admin := token("agent", "reader"), token("ops", "admin")
 
 	var n int
 	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM lakegate_cluster_state

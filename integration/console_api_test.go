@@ -18,7 +18,7 @@ import (
 // transfer's bytes.
 func TestConsoleTransfersAPI(t *testing.T) {
 	e := start(t, envOptions{blocks: &blocktransport.Options{}})
-	alice, bob, root := token(t, "alice", "reader"), token(t, "bob", "reader"), token(t, "root", "admin")
+	alice, bob, root := token("alice", "reader"), token("bob", "reader"), token("root", "admin")
 	br, _ := export(t, e.connect(t, alice), "SELECT id, name FROM devices ORDER BY id", map[string]any{"export": true})
 	id := br.Transfer.ID
 

@@ -27,7 +27,7 @@ func TestConsoleCluster(t *testing.T) {
 	ps := startReplicas(t, bin, 3)
 	lb := startBalancer(t, ps[0].base, ps[1].base, ps[2].base)
 	b := openBrowser(t, chromium)
-	admin, agent := token(t, "ops", "admin"), token(t, "agent", "reader")
+	admin, agent := token("ops", "admin"), token("agent", "reader")
 	// Two SSE sessions: each lives on the replica its stream reached, and
 	// stopping another replica ends neither (a Streamable HTTP client's
 	// stream may pass through any replica, and end with it).

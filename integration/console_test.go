@@ -67,7 +67,7 @@ func TestConsole(t *testing.T) {
 	e := start(t, envOptions{blocks: &blocktransport.Options{},
 		config: func(c *config.Config) { c.MCPSessionIdleAfter = config.Duration(time.Second) }})
 	b := openBrowser(t, chromium) // after start, so that it is gone before start's leak check
-	reader, admin := token(t, "alice", "reader"), token(t, "root", "admin")
+	reader, admin := token("alice", "reader"), token("root", "admin")
 	const devices = "SELECT id, name FROM devices ORDER BY id"
 
 	t.Run("reader signs in", func(t *testing.T) {
@@ -144,7 +144,7 @@ func TestConsole(t *testing.T) {
 		b.signIn(t, admin)
 		b.waitText(t, "#whoami", "root · admin")
 
-		lines, wait := holdSession(t, node, e.base+"/mcp/sse", token(t, "holder", "reader"))
+		lines, wait := holdSession(t, node, e.base+"/mcp/sse", token("holder", "reader"))
 		nextLine(t, lines, "ready")
 		open := e.plugin.Sessions()
 		i := slices.IndexFunc(open, func(s host.SessionInfo) bool { return s.Subject == "holder" })

@@ -12,6 +12,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/mcp"
 )
 
@@ -178,7 +179,7 @@ func TestAgentCorpus(t *testing.T) {
 	}
 	corpus := agentCorpus()
 	e := start(t, envOptions{blocks: &blocktransport.Options{}})
-	cs := e.connectHTTP(t, token(t, "agent", "reader"), "", nil)
+	cs := e.connectHTTP(t, token("agent", "reader"), "", nil)
 	var lake []reply
 	var cursor, transfer string
 	for _, c := range corpus {
@@ -254,7 +255,7 @@ func dbhubSession(t *testing.T) (*mcpsdk.ClientSession, string) {
 		t.Log("corpus: DBHub is not installed (npm ci --include=dev --prefix integration/js): lakegate measured alone")
 		return nil, ""
 	}
-	var stderr lockedBuffer
+	var stderr testutil.Buffer
 	cmd := exec.Command(filepath.Join(bin, "dbhub"), "--transport", "stdio", "--dsn", appURL)
 	cmd.Env = []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "NO_COLOR=1"}
 	cmd.Stderr = &stderr

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/internal/pgtest"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // The plugin is a plugin: examples/embed, a Gin server with its own routes
@@ -25,7 +26,7 @@ func TestEmbeddedPlugin(t *testing.T) {
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(binaryEnv(), "EMBED_DATABASE_URL="+appURL, "EMBED_QUERY_ROLE="+pgtest.QueryRole, "EMBED_LISTEN=127.0.0.1:0", "EMBED_API_KEYS=ada=key-ada")
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func TestEmbeddedPlugin(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	listening := regexp.MustCompile(`embed listening on (http://\S+)`)
 	var base string
-	waitUntil(t, 30*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, "the embed example's listening line", func() bool {
 		if m := listening.FindStringSubmatch(logs.String()); m != nil {
 			base = m[1]
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // TestNoisyNeighbour (make bench, LAKEGATE_BENCH_FAIR=1): one reader runs
@@ -31,7 +33,7 @@ func TestNoisyNeighbour(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	client := newClient(t)
-	bob := token(t, "bob", "reader")
+	bob := token("bob", "reader")
 	point := func() time.Duration {
 		body := []byte(`{"database":"bench","sql":"SELECT * FROM readings WHERE id = 4242"}`)
 		req, _ := http.NewRequest("POST", p.base+"/rest/sql", bytes.NewReader(body))
@@ -63,13 +65,13 @@ func TestNoisyNeighbour(t *testing.T) {
 	idle := p50()
 
 	release := lockDevices(t, pool)
-	alice := token(t, "alice", "reader")
+	alice := token("alice", "reader")
 	const marker = "noisy_neighbour"
 	var answers []<-chan restAnswer
 	for range heavy {
 		answers = append(answers, sqlAsyncOn(client, p.base, alice, "bench", "SELECT count(*) AS n, '"+marker+"' AS m FROM devices"))
 	}
-	waitUntil(t, 30*time.Second, func() bool { return activeQueries(t, pool, marker) == heavy })
+	testutil.Eventually(t, 30*time.Second, "the heavy queries to run", func() bool { return activeQueries(t, pool, marker) == heavy })
 	noisy := p50()
 	release()
 	for _, a := range answers {

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // fetchLine is lakegate fetch's last line on stderr.
@@ -26,8 +28,8 @@ var fetchLine = regexp.MustCompile(`transfer (\w+): (\d+) rows, (\d+) blocks, (\
 func runFetch(t *testing.T, bin, base string, args ...string) (string, time.Duration, error) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), bin, append([]string{"fetch"}, args...)...)
-	cmd.Env = binaryEnv("LAKEGATE_SERVER="+base, "LAKEGATE_TOKEN="+token(t, "alice", "reader"))
-	var stderr lockedBuffer
+	cmd.Env = binaryEnv("LAKEGATE_SERVER="+base, "LAKEGATE_TOKEN="+token("alice", "reader"))
+	var stderr testutil.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
 	err := cmd.Run()
@@ -45,7 +47,7 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 // rateLimited reads lakegate_rate_limited_total{limit="requests"}.
 func rateLimited(t *testing.T, base string) float64 {
 	t.Helper()
-	code, body := get(t, base+"/metrics", token(t, "root", "admin"))
+	code, body := get(t, base+"/metrics", token("root", "admin"))
 	if code != http.StatusOK {
 		t.Fatalf("metrics: got %d %s", code, body)
 	}

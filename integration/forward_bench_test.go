@@ -54,7 +54,7 @@ func TestForwardInstructions(t *testing.T) {
 	// forward is set.
 	var forward atomic.Bool
 	other, _ := url.Parse(rs[1].p.base)
-	client := &http.Client{Transport: rewriteHost{next: httpClient(token(t, "bench", "reader")).Transport, host: other.Host, on: &forward}}
+	client := &http.Client{Transport: rewriteHost{next: httpClient(token("bench", "reader")).Transport, host: other.Host, on: &forward}}
 	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(t.Context(),
 		&mcpsdk.SSEClientTransport{Endpoint: rs[0].p.base + "/mcp/sse", HTTPClient: client}, nil)
 	if err != nil {
@@ -124,7 +124,7 @@ func TestClusterThroughput(t *testing.T) {
 		ps[i] = startProc(t, bin, benchEnv(benchURL, "LAKEGATE_CLUSTER_DSN="+benchURL, "LAKEGATE_CLUSTER_SECRET="+clusterSecret, "LAKEGATE_MAX_CONNECTIONS_PER_ADDRESS=0",
 			"LAKEGATE_MAX_QUERIES_PER_SUBJECT=0")...)
 	}
-	tok := token(t, "bench", "reader")
+	tok := token("bench", "reader")
 	body := `{"database":"bench","sql":"SELECT * FROM readings WHERE id = 4242"}`
 	for _, n := range []int{1, 3} {
 		lb := startBalancer(t, baseURLs(ps[:n])...)
@@ -160,7 +160,7 @@ func TestClusterThroughput(t *testing.T) {
 	}
 
 	// The MCP switch, set on one replica, seen by all three.
-	admin := token(t, "ops", "admin")
+	admin := token("ops", "admin")
 	var times []time.Duration
 	for i := range 20 {
 		on := i%2 == 1

@@ -27,6 +27,7 @@ import (
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/pgtest"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 	"github.com/lakegate/lakegate/server"
@@ -263,12 +264,10 @@ func start(t *testing.T, o envOptions) *env {
 // loaded machine, connection goroutines can take longer to see their end.
 func findLeaks(opts ...goleak.Option) error {
 	var err error
-	for range 10 {
-		if err = goleak.Find(opts...); err == nil {
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testutil.Within(7*time.Second, func() bool {
+		err = goleak.Find(opts...)
+		return err == nil
+	})
 	return err
 }
 
@@ -280,29 +279,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // token signs a token for subject with role.
-func token(t *testing.T, subject, role string) string {
-	t.Helper()
-	tok, err := server.NewToken([]byte(testSecret), subject, role, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-// bearer adds a bearer token to every request.
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
+func token(subject, role string) string { return testutil.Token(testSecret, subject, role) }
 
 func httpClient(tok string) *http.Client {
-	return &http.Client{Transport: bearer{token: tok, base: http.DefaultTransport}}
+	return &http.Client{Transport: testutil.Bearer{Token: tok}}
 }
 
 // connect opens a go-sdk client session over /mcp/sse as subject.

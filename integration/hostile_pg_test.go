@@ -14,6 +14,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/pgtest"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/query"
 	"github.com/lakegate/lakegate/query/validate"
 )
@@ -178,18 +179,13 @@ func waitBackendGone(t *testing.T, dbu string, pid uint32) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("backend %d to leave", pid), func() bool {
 		var n int
 		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int64(pid)).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backend %d still there after 10s", pid)
-		}
-	}
+		return n == 0
+	})
 }
 
 // hostileSeed recreates hostileDB from the integration seed plus

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 const (
@@ -115,11 +117,8 @@ func backends(t *testing.T, conn *pgx.Conn, app string) int {
 func waitBackendsGone(t *testing.T, conn *pgx.Conn, app string, d time.Duration) {
 	t.Helper()
 	start := time.Now()
-	for n := backends(t, conn, app); n > 0; n = backends(t, conn, app) {
-		if time.Since(start) > d {
-			t.Fatalf("backends of the killed server: %d still there after %s, want 0", n, d)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testutil.Within(d, func() bool { return backends(t, conn, app) == 0 }) {
+		t.Fatalf("backends of the killed server: %d still there after %s, want 0", backends(t, conn, app), d)
 	}
 	if waited := time.Since(start); waited > 50*time.Millisecond {
 		t.Logf("waited %s for the killed server's backends to end", waited.Round(time.Millisecond))
@@ -150,7 +149,7 @@ CREATE TABLE crash_ingest (batch int NOT NULL, seq int NOT NULL, payload text NO
 		t.Fatal(err)
 	}
 	bin := buildBinary(t)
-	tok := token(t, "loader", "writer")
+	tok := token("loader", "writer")
 	client := newClient(t)
 
 	// The loader is one subject sending as fast as it can: no rate limit.
@@ -200,7 +199,7 @@ CREATE TABLE crash_ingest (batch int NOT NULL, seq int NOT NULL, payload text NO
 		}()
 	}
 	// Kill it mid-stream, with requests in flight.
-	waitUntil(t, time.Minute, func() bool { return nAcked.Load() >= 40 })
+	testutil.Eventually(t, time.Minute, "40 batches acknowledged", func() bool { return nAcked.Load() >= 40 })
 	if backends(t, conn, app) == 0 {
 		t.Fatalf("no backend named %s while the server ingests: the wait for them after the kill would prove nothing", app)
 	}

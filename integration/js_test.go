@@ -71,7 +71,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	for _, tc := range []struct{ name, path string }{{"sse", "/mcp/sse"}, {"http", "/mcp"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			// A transfer of the same subject for get_result_block to read.
-			tok := token(t, "ts-"+tc.name, "reader")
+			tok := token("ts-"+tc.name, "reader")
 			br, _ := export(t, e.connect(t, tok), "SELECT id FROM devices", map[string]any{"export": true})
 			withBlock := maps.Clone(toolArgs)
 			withBlock["get_result_block"] = map[string]any{"transfer_id": br.Transfer.ID, "block": 0}
@@ -120,7 +120,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 func TestTypeScriptSDKSessionChurn(t *testing.T) {
 	env := nodeEnv(t)
 	e := start(t, envOptions{config: func(c *config.Config) { c.RateLimitRPS = 0 }})
-	tok := token(t, "churn", "reader")
+	tok := token("churn", "reader")
 	for _, mode := range []string{"call", "check"} {
 		out, err := runNode(t, env, 3*time.Minute, "node", "cycles.mjs", e.base+"/mcp", tok, "200", mode)
 		if err != nil {
@@ -147,7 +147,7 @@ func TestTypeScriptSDKSessionChurn(t *testing.T) {
 func TestInspectorCLI(t *testing.T) {
 	env := nodeEnv(t)
 	e := start(t, envOptions{})
-	header := "Authorization: Bearer " + token(t, "inspector", "reader")
+	header := "Authorization: Bearer " + token("inspector", "reader")
 	for _, tc := range []struct{ transport, path string }{{"sse", "/mcp/sse"}, {"http", "/mcp"}} {
 		t.Run(tc.transport, func(t *testing.T) {
 			base := []string{"--cli", e.base + tc.path, "--transport", tc.transport, "--header", header}
@@ -208,7 +208,7 @@ func TestConformanceSuite(t *testing.T) {
 		t.Fatal("lakegate serve --conformance did not report its URL")
 	}
 	target, _ := url.Parse(base)
-	tok := token(t, "conformance", "reader")
+	tok := token("conformance", "reader")
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)

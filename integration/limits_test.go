@@ -113,7 +113,7 @@ func wantToolRetry(t *testing.T, res *mcpsdk.CallToolResult, err error, kind lak
 func scrapeMetrics(t *testing.T, e *env) map[string]*dto.MetricFamily {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.base+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+token(t, "prometheus", "admin"))
+	req.Header.Set("Authorization", "Bearer "+token("prometheus", "admin"))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestPoolExhaustion(t *testing.T) {
 		c.MaxWorkers, c.MCPMaxWorkers = 3, 2
 		c.WorkerWait = config.Duration(300 * time.Millisecond)
 	}})
-	tok := token(t, "agent", "reader")
+	tok := token("agent", "reader")
 	cs := e.connect(t, tok)
 	unlock := lockDevices(t, e.pool)
 
@@ -178,24 +178,24 @@ func TestPoolExhaustion(t *testing.T) {
 			held <- err
 		})
 	}
-	waitUntil(t, 10*time.Second, func() bool { return e.plugin.Status().Workers.InUse == 2 })
+	testutil.Eventually(t, 10*time.Second, "MCP's two workers in use", func() bool { return e.plugin.Status().Workers.InUse == 2 })
 
 	res, err := runSQLTool(t.Context(), cs, freeSQL)
 	wantToolRetry(t, res, err, lakegate.KindUnavailable, "MCP workers")
-	if a := mustREST(t, e, token(t, "client", "reader"), freeSQL); a.code != http.StatusOK {
+	if a := mustREST(t, e, token("client", "reader"), freeSQL); a.code != http.StatusOK {
 		t.Fatalf("REST while MCP holds its share: got %d %s, want 200", a.code, a.body)
 	}
 
 	// A REST query takes the last slot; the next waits and is refused.
 	wg.Go(func() {
-		a, err := restSQL(t.Context(), e.base, token(t, "client", "reader"), blockedSQL)
+		a, err := restSQL(t.Context(), e.base, token("client", "reader"), blockedSQL)
 		if err == nil && a.code != http.StatusOK {
 			err = errors.New(a.body)
 		}
 		held <- err
 	})
-	waitUntil(t, 10*time.Second, func() bool { return e.plugin.Status().Workers.PoolInUse == 3 })
-	wantRetry(t, mustREST(t, e, token(t, "client2", "reader"), freeSQL), http.StatusServiceUnavailable, lakegate.KindUnavailable, "database workers")
+	testutil.Eventually(t, 10*time.Second, "the pool's three workers in use", func() bool { return e.plugin.Status().Workers.PoolInUse == 3 })
+	wantRetry(t, mustREST(t, e, token("client2", "reader"), freeSQL), http.StatusServiceUnavailable, lakegate.KindUnavailable, "database workers")
 
 	fams := scrapeMetrics(t, e)
 	for _, tc := range []struct {
@@ -234,19 +234,19 @@ func TestPoolExhaustion(t *testing.T) {
 // subjects are not.
 func TestQueriesPerSubject(t *testing.T) {
 	e := start(t, envOptions{config: func(c *config.Config) { c.MaxQueriesPerSubject = 1 }})
-	alice := token(t, "alice", "reader")
+	alice := token("alice", "reader")
 	unlock := lockDevices(t, e.pool)
 	first := make(chan limitAnswer, 1)
 	go func() {
 		a, _ := restSQL(t.Context(), e.base, alice, blockedSQL)
 		first <- a
 	}()
-	waitUntil(t, 10*time.Second, func() bool { return e.plugin.Status().Workers.PoolInUse == 1 })
+	testutil.Eventually(t, 10*time.Second, "one pool worker in use", func() bool { return e.plugin.Status().Workers.PoolInUse == 1 })
 
 	wantRetry(t, mustREST(t, e, alice, freeSQL), http.StatusTooManyRequests, lakegate.KindRateLimited, "queries at once")
 	res, err := runSQLTool(t.Context(), e.connect(t, alice), freeSQL)
 	wantToolRetry(t, res, err, lakegate.KindRateLimited, "queries at once")
-	if a := mustREST(t, e, token(t, "bob", "reader"), freeSQL); a.code != http.StatusOK {
+	if a := mustREST(t, e, token("bob", "reader"), freeSQL); a.code != http.StatusOK {
 		t.Errorf("another subject: got %d %s, want 200", a.code, a.body)
 	}
 
@@ -297,7 +297,7 @@ func TestReady(t *testing.T) {
 	proxy.Stop()
 	var body map[string]any
 	// Answers are cached for a second: wait for a fresh check.
-	waitUntil(t, 15*time.Second, func() bool {
+	testutil.Eventually(t, 15*time.Second, "/ready to answer 503", func() bool {
 		var code int
 		code, body = ready()
 		return code == http.StatusServiceUnavailable

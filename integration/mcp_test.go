@@ -157,7 +157,7 @@ type result struct {
 
 func TestMCPToolsOverSSE(t *testing.T) {
 	e := start(t, envOptions{})
-	cs := e.connect(t, token(t, "alice", "reader"))
+	cs := e.connect(t, token("alice", "reader"))
 	ctx := t.Context()
 
 	if got := cs.InitializeResult().ServerInfo.Name; got != "lakegate" {

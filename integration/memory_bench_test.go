@@ -74,7 +74,7 @@ func TestResultMemory(t *testing.T) {
 		p, _ := serve(t)
 		body := fmt.Sprintf(`{"database":"bench","sql":%q}`, hostile)
 		req, _ := http.NewRequest("POST", p.base+"/rest/sql", strings.NewReader(body))
-		resp, err := httpClient(token(t, "bench", "reader")).Do(req)
+		resp, err := httpClient(token("bench", "reader")).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestResultMemory(t *testing.T) {
 			mu    sync.Mutex
 			total int64
 		)
-		client := httpClient(token(t, "bench", "reader"))
+		client := httpClient(token("bench", "reader"))
 		for range 8 {
 			wg.Go(func() {
 				req, _ := http.NewRequest("POST", p.base+"/rest/sql", strings.NewReader(body))
@@ -206,7 +206,7 @@ func benchSession(t *testing.T, p *proc) *mcpsdk.ClientSession {
 	t.Helper()
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcpsdk.SSEClientTransport{
-		Endpoint: p.base + "/mcp/sse", HTTPClient: httpClient(token(t, "bench", "reader"))}, nil)
+		Endpoint: p.base + "/mcp/sse", HTTPClient: httpClient(token("bench", "reader"))}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -211,7 +211,7 @@ func TestOAuthTokensOverHTTP(t *testing.T) {
 		{"aud the server", mint(claims(public, is.url)), 200, ""},
 		{"wrong aud", mint(claims("http://127.0.0.1:1/mcp", is.url)), 401, "audience"},
 		{"unknown iss", mint(claims(public+"/mcp", "http://127.0.0.1:1")), 401, "signature"},
-		{"server token", token(t, "local", "reader"), 200, ""},
+		{"server token", token("local", "reader"), 200, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := get(t, e.base+"/rest/databases", tc.tok)

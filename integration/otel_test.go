@@ -180,7 +180,7 @@ func testTracesExported(t *testing.T, bin string) {
 	rec := startReceiver(t, nil)
 	p := startProc(t, bin, "OTEL_EXPORTER_OTLP_ENDPOINT="+rec.srv.URL, "OTEL_BSP_SCHEDULE_DELAY=50")
 	ctx := t.Context()
-	client, headers := newTraceClient(t, token(t, "ada", "reader"))
+	client, headers := newTraceClient(t, token("ada", "reader"))
 
 	// REST, parent in the traceparent header.
 	restTP, restTrace, restParent := traceparent(0)
@@ -243,7 +243,7 @@ func testTracesExported(t *testing.T, bin string) {
 	}
 
 	// Legacy SSE: the POST's traceparent header reaches the call's span.
-	sseClient, sseHeaders := newTraceClient(t, token(t, "ada", "reader"))
+	sseClient, sseHeaders := newTraceClient(t, token("ada", "reader"))
 	sseTP, sseTrace, sseParent := traceparent(4)
 	sseHeaders.parent.Store(&sseTP)
 	ss, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "otel-it", Version: "1"}, nil).Connect(ctx,
@@ -430,7 +430,7 @@ func testTracesUnset(t *testing.T, bin string) {
 		{"OTEL_EXPORTER_OTLP_ENDPOINT=" + named.srv.URL, "OTEL_SDK_DISABLED=true", "OTEL_BSP_SCHEDULE_DELAY=50"},
 	} {
 		p := startProc(t, bin, env...)
-		client, headers := newTraceClient(t, token(t, "ada", "reader"))
+		client, headers := newTraceClient(t, token("ada", "reader"))
 		tp, _, _ := traceparent(5)
 		headers.parent.Store(&tp)
 		resp, err := client.Post(p.base+"/rest/sql", "application/json", strings.NewReader(`{"database":"iot","sql":"SELECT 1"}`))

@@ -47,7 +47,7 @@ func TestServeDatabaseDown(t *testing.T) {
 		t.Errorf("GET /ready shows the database's address: %s", body)
 	}
 
-	tok := token(t, "agent", "reader")
+	tok := token("agent", "reader")
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, p.base+"/rest/sql", strings.NewReader(`{"database":"iot","sql":"SELECT count(*) FROM devices"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tok)
@@ -67,7 +67,7 @@ func TestServeDatabaseDown(t *testing.T) {
 	}
 
 	proxy.Start(t)
-	waitUntil(t, 30*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, "/ready to answer 200", func() bool {
 		code, _ := get(t, p.base+"/ready", "")
 		return code == http.StatusOK
 	})
@@ -117,7 +117,7 @@ func TestServeClusterDown(t *testing.T) {
 		t.Fatalf("GET /ready with the cluster database down: got %d %+v, want 200, not joined, and why", code, st)
 	}
 	proxy.Start(t)
-	waitUntil(t, 30*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, "the replica to join the cluster", func() bool {
 		_, st := ready()
 		return st.Cluster.Joined
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/pgtest"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // pgCtl runs the throwaway cluster's stop/start script.
@@ -76,16 +77,15 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		for {
-			n, err := appConnections(ctx, restartURL, app)
-			if err == nil && n == 0 {
-				return
-			}
-			if ctx.Err() != nil {
-				t.Errorf("connections left after the server stopped: got %d (%v), want 0", n, err)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
+		var (
+			n   int
+			err error
+		)
+		if !testutil.Within(10*time.Second, func() bool {
+			n, err = appConnections(ctx, restartURL, app)
+			return err == nil && n == 0
+		}) {
+			t.Errorf("connections left after the server stopped: got %d (%v), want 0", n, err)
 		}
 	})
 	e := start(t, envOptions{config: func(c *config.Config) {
@@ -96,7 +96,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		// wait for one, and are in flight when PostgreSQL stops.
 		c.MaxWorkers, c.MCPMaxWorkers = 4, 2
 	}})
-	tok := token(t, "loader", "reader")
+	tok := token("loader", "reader")
 	client := newClient(t)
 	query := func(sqlText string) call {
 		c := call{start: time.Now()}
@@ -168,7 +168,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		}
 		wg.Wait()
 	}()
-	waitUntil(t, 30*time.Second, func() bool { return ok.Load() >= 30 })
+	testutil.Eventually(t, 30*time.Second, "30 calls answered", func() bool { return ok.Load() >= 30 })
 
 	stopBegan := time.Now()
 	pgCtl(t, script, "stop")
@@ -179,24 +179,17 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	back := time.Now()
 
 	// New calls succeed soon: poll with fresh calls until one does.
-	var recovered time.Duration
-	for {
-		if c := query("SELECT 1"); c.code == http.StatusOK {
-			recovered = time.Since(back)
-			break
-		}
-		if time.Since(back) > 10*time.Second {
-			t.Fatal("no call succeeded within 10s of PostgreSQL being back")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "a call to succeed once PostgreSQL is back", func() bool {
+		return query("SELECT 1").code == http.StatusOK
+	})
+	recovered := time.Since(back)
 	t.Logf("first call succeeded %v after PostgreSQL was back (goal: within 1s)", recovered.Round(time.Millisecond))
 	// Every worker gets through again.
 	var seen [len(okSeen)]int64
 	for w := range okSeen {
 		seen[w] = okSeen[w].Load()
 	}
-	waitUntil(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, "a call answered for every caller", func() bool {
 		for w := range okSeen {
 			if okSeen[w].Load() == seen[w] {
 				return false

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // proc is the lakegate binary serving on a loopback port.
@@ -15,7 +17,7 @@ type proc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	base   string
-	stderr *lockedBuffer
+	stderr *testutil.Buffer
 	done   chan struct{} // closed when the process has exited
 	err    error         // Wait's result, set before done closes
 }
@@ -40,7 +42,7 @@ func startProcWithin(t *testing.T, wait time.Duration, bin string, extra ...stri
 		"LAKEGATE_MCP_ENABLED=true",
 		"LAKEGATE_DATA_DIR=" + t.TempDir(),
 	}, extra...)
-	p := &proc{t: t, cmd: exec.Command(bin, "serve"), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{t: t, cmd: exec.Command(bin, "serve"), stderr: &testutil.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = binaryEnv(env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stderr, p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -54,21 +56,29 @@ func startProcWithin(t *testing.T, wait time.Duration, bin string, extra ...stri
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	})
-	deadline := time.Now().Add(wait)
-	for {
+	exited := false
+	listening := testutil.Within(wait, func() bool {
 		if m := listeningLine.FindStringSubmatch(p.stderr.String()); m != nil {
 			p.base = m[1]
-			return p
+			return true
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("lakegate exited early (%v): %s", p.err, p.stderr.String())
-		case <-time.After(20 * time.Millisecond):
+			exited = true
+			return true
+		default:
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lakegate did not listen within %v: %s", wait, p.stderr.String())
-		}
+	})
+	switch {
+	case p.base != "":
+		return p
+	case exited:
+		t.Fatalf("lakegate exited early (%v): %s", p.err, p.stderr.String())
+	case !listening:
+		t.Fatalf("lakegate did not listen within %v: %s", wait, p.stderr.String())
 	}
+	return p
 }
 
 // signal sends sig to the process.

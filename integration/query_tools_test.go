@@ -87,7 +87,7 @@ func errorKind(t *testing.T, res *mcpsdk.CallToolResult) string {
 func TestQueryToolsOverSSE(t *testing.T) {
 	dir := customTools(t)
 	e := start(t, envOptions{plugin: func(o *mcp.Options) { o.ConfigDir = dir }})
-	cs := e.connect(t, token(t, "alice", "reader"))
+	cs := e.connect(t, token("alice", "reader"))
 
 	t.Run("query with aggregates, join and group_by", func(t *testing.T) {
 		var out pageResult
@@ -161,7 +161,7 @@ func TestQueryToolsOverSSE(t *testing.T) {
 		if k := errorKind(t, res); k != "forbidden" {
 			t.Errorf("analyze as reader: got %s, want forbidden", k)
 		}
-		admin := e.connect(t, token(t, "root", "admin"))
+		admin := e.connect(t, token("root", "admin"))
 		callJSON(t, admin, "explain", map[string]any{"database": "iot", "sql": "SELECT count(*) FROM readings", "analyze": true}, &out)
 		if s, _ := out.Plan.(string); !strings.Contains(s, "actual time") || !out.Analyze {
 			t.Errorf("analyze: got %v", out.Plan)

@@ -13,8 +13,8 @@ import (
 
 func TestRESTBesideMCP(t *testing.T) {
 	e := start(t, envOptions{})
-	reader := token(t, "alice", "reader")
-	writer := token(t, "ingest", "writer")
+	reader := token("alice", "reader")
+	writer := token("ingest", "writer")
 	cs := e.connect(t, reader) // an open MCP session must not disturb REST
 	ctx := t.Context()
 
@@ -135,7 +135,7 @@ func TestRESTBesideMCP(t *testing.T) {
 // together are the whole result.
 func TestTruncatedNextStepRESTAndMCP(t *testing.T) {
 	e := start(t, envOptions{})
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	cs := e.connect(t, tok)
 	const sqlText = "SELECT id FROM readings WHERE id <= 25 ORDER BY id"
 	rest := func(limit int, cursor string) (ids []int64, next, hint string) {

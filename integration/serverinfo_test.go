@@ -31,7 +31,7 @@ func TestServerInfoFunctions(t *testing.T) {
 				role string
 				ok   bool
 			}{{"reader", tc.readerOK}, {"admin", tc.adminOK}} {
-				tok := token(t, "someone", who.role)
+				tok := token("someone", who.role)
 				t.Run("rest "+who.role, func(t *testing.T) {
 					code, body := post(t, e.base+"/rest/sql", tok, `{"database":"iot","sql":"`+sql+`"}`)
 					if who.ok {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/ssetest"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // Sessions open at once in the tests below, spread over subjects so that
@@ -106,7 +107,7 @@ func openSessions(t *testing.T, addr string, n int) []*sseConn {
 	var tok string
 	for i := range n {
 		if i%sessionsPerSubject == 0 {
-			tok = token(t, fmt.Sprintf("agent-%d", i/sessionsPerSubject), "reader")
+			tok = token(fmt.Sprintf("agent-%d", i/sessionsPerSubject), "reader")
 		}
 		s, err := dialSSE(addr, tok)
 		if err != nil {
@@ -178,7 +179,7 @@ func TestThousandSSESessions(t *testing.T) {
 	for _, s := range sessions {
 		s.close()
 	}
-	waitUntil(t, 10*time.Second, func() bool { return e.plugin.Status().Sessions["sse"] == 0 })
+	testutil.Eventually(t, 10*time.Second, "the SSE sessions to close", func() bool { return e.plugin.Status().Sessions["sse"] == 0 })
 }
 
 // rss is the resident memory of process pid, in bytes.

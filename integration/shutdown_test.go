@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // lockDevices holds an exclusive lock on devices until release is called
@@ -97,13 +99,13 @@ func TestShutdownDrain(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := start(t, envOptions{drain: tt.drain})
-			tok := token(t, "alice", "reader")
+			tok := token("alice", "reader")
 			client := newClient(t)
 			stream := openSSE(t, e, tok)
 			marker := []string{"drain_marker_short", "drain_marker_long"}[i]
 			release := lockDevices(t, e.pool)
 			answer := sqlAsync(client, e.base, tok, "SELECT count(*) AS n, '"+marker+"' AS m FROM devices")
-			waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 1 })
+			testutil.Eventually(t, 10*time.Second, "the marked query to run", func() bool { return activeQueries(t, e.pool, marker) == 1 })
 
 			begun := time.Now()
 			served := make(chan error, 1)
@@ -132,7 +134,7 @@ func TestShutdownDrain(t *testing.T) {
 				t.Errorf("Serve: got %v, want nil: a drain that ran out is no failure", err)
 			}
 			drained := time.Now()
-			waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 0 })
+			testutil.Eventually(t, 10*time.Second, "the marked query to end", func() bool { return activeQueries(t, e.pool, marker) == 0 })
 			t.Logf("the query left pg_stat_activity %v after the drain timeout", time.Since(drained).Round(time.Millisecond))
 			a := <-answer
 			if a.err != nil || a.code != http.StatusServiceUnavailable || !strings.Contains(a.body, `"kind":"unavailable"`) ||
@@ -153,17 +155,17 @@ func TestSIGTERMDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	client := newClient(t)
 	const marker = "sigterm_marker"
 	release := lockDevices(t, pool)
 	answer := sqlAsync(client, p.base, tok, "SELECT count(*) AS n, '"+marker+"' AS m FROM devices")
-	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, pool, marker) == 1 })
+	testutil.Eventually(t, 10*time.Second, "the marked query to run", func() bool { return activeQueries(t, pool, marker) == 1 })
 
 	p.signal(syscall.SIGTERM)
 	// New connections are refused while the query still runs.
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
-	waitUntil(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, "new connections to be refused", func() bool {
 		resp, err := fresh.Get(p.base + "/health")
 		if err == nil {
 			resp.Body.Close()
@@ -197,8 +199,8 @@ func TestSIGTERMPastDrain(t *testing.T) {
 	t.Cleanup(pool.Close)
 	const marker = "sigterm_past_drain"
 	lockDevices(t, pool)
-	answer := sqlAsync(newClient(t), p.base, token(t, "alice", "reader"), "SELECT count(*) AS n, '"+marker+"' AS m FROM devices")
-	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, pool, marker) == 1 })
+	answer := sqlAsync(newClient(t), p.base, token("alice", "reader"), "SELECT count(*) AS n, '"+marker+"' AS m FROM devices")
+	testutil.Eventually(t, 10*time.Second, "the marked query to run", func() bool { return activeQueries(t, pool, marker) == 1 })
 	begun := time.Now()
 	p.signal(syscall.SIGTERM)
 	a := <-answer
@@ -210,7 +212,7 @@ func TestSIGTERMPastDrain(t *testing.T) {
 		t.Errorf("exit code: got %d, want 0; stderr: %s", code, p.stderr.String())
 	}
 	t.Logf("answered and exited %v after SIGTERM (drain 1s)", time.Since(begun).Round(time.Millisecond))
-	waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, pool, marker) == 0 })
+	testutil.Eventually(t, 10*time.Second, "the marked query to end", func() bool { return activeQueries(t, pool, marker) == 0 })
 }
 
 // Shutdown with a tool call in flight that outlasts the drain timeout, on
@@ -224,7 +226,7 @@ func TestShutdownDrainMCP(t *testing.T) {
 	for _, transport := range []string{"streamable", "sse"} {
 		t.Run(transport, func(t *testing.T) {
 			e := start(t, envOptions{drain: drain})
-			tok := token(t, "alice", "reader")
+			tok := token("alice", "reader")
 			var cs *mcpsdk.ClientSession
 			if transport == "sse" {
 				cs = e.connect(t, tok)
@@ -243,7 +245,7 @@ func TestShutdownDrainMCP(t *testing.T) {
 					Arguments: map[string]any{"database": "iot", "sql": "SELECT count(*) AS n, '" + marker + "' AS m FROM devices"}})
 				called <- answer{res, err}
 			}()
-			waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 1 })
+			testutil.Eventually(t, 10*time.Second, "the marked query to run", func() bool { return activeQueries(t, e.pool, marker) == 1 })
 
 			begun := time.Now()
 			served := make(chan error, 1)
@@ -273,7 +275,7 @@ func TestShutdownDrainMCP(t *testing.T) {
 			case <-time.After(15 * time.Second):
 				t.Fatal("Serve did not return after the drain timeout")
 			}
-			waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 0 })
+			testutil.Eventually(t, 10*time.Second, "the marked query to end", func() bool { return activeQueries(t, e.pool, marker) == 0 })
 			a := <-called
 			if a.err != nil || !a.res.IsError {
 				t.Fatalf("stopped call: got %v (%v), want a tool error", a.res, a.err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/internal/ssetest"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/mcp"
 )
 
@@ -20,7 +21,7 @@ import (
 // timeout, and another session keeps working meanwhile.
 func TestSlowSSEClientIsDropped(t *testing.T) {
 	e := start(t, envOptions{writeTimeout: 300 * time.Millisecond, queue: 4})
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	healthy := e.connect(t, tok)
 
 	endpoint, _ := stalledSSE(t, e, tok)
@@ -99,7 +100,7 @@ func stalledSSE(t *testing.T, e *env, tok string) (endpoint string, stream *sset
 // toolCalls reads lakegate_mcp_tool_calls_total of tool with outcome.
 func toolCalls(t *testing.T, base, tool, outcome string) float64 {
 	t.Helper()
-	code, body := get(t, base+"/metrics", token(t, "root", "admin"))
+	code, body := get(t, base+"/metrics", token("root", "admin"))
 	if code != http.StatusOK {
 		t.Fatalf("metrics: got %d %s", code, body)
 	}
@@ -131,7 +132,7 @@ func TestSlowSSEReaderAdmittedByBytes(t *testing.T) {
 		o.BlockThreshold = 1 << 20 // the replies are inline
 		o.WorkerWait = 200 * time.Millisecond
 	}})
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	endpoint, stream := stalledSSE(t, e, tok)
 	id := strings.TrimPrefix(endpoint[strings.Index(endpoint, "session_id="):], "session_id=")
 
@@ -147,13 +148,11 @@ func TestSlowSSEReaderAdmittedByBytes(t *testing.T) {
 	// Every call answered (queued for the stream, or written into the
 	// socket's buffers), none of the answers read.
 	var ok, refused float64
-	deadline := time.Now().Add(30 * time.Second)
-	for ok+refused < calls {
-		if time.Now().After(deadline) {
-			t.Fatalf("calls answered: got %v ok and %v refused, want %d in all", ok, refused, calls)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testutil.Within(30*time.Second, func() bool {
 		ok, refused = toolCalls(t, e.base, "run_sql", "ok"), toolCalls(t, e.base, "run_sql", "rate_limited")
+		return ok+refused >= calls
+	}) {
+		t.Fatalf("calls answered: got %v ok and %v refused, want %d in all", ok, refused, calls)
 	}
 	if ok < 1 || refused < 1 {
 		t.Errorf("answers with nothing read: got %v ok and %v rate_limited, want some of each", ok, refused)

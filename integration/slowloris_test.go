@@ -17,6 +17,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // buildChaos builds the chaos program (integration/chaos).
@@ -67,7 +68,7 @@ func TestSlowlorisFlood(t *testing.T) {
 	type attacker struct {
 		cmd    *exec.Cmd
 		out    *bufio.Scanner
-		stderr *lockedBuffer
+		stderr *testutil.Buffer
 	}
 	var attackers []attacker
 	for i, left := 0, total; left > 0; i++ {
@@ -86,7 +87,7 @@ func TestSlowlorisFlood(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := attacker{cmd: cmd, out: bufio.NewScanner(out), stderr: &lockedBuffer{}}
+		a := attacker{cmd: cmd, out: bufio.NewScanner(out), stderr: &testutil.Buffer{}}
 		cmd.Stderr = a.stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -114,7 +115,7 @@ func TestSlowlorisFlood(t *testing.T) {
 		slowest = max(slowest, time.Since(start))
 	}
 	start := time.Now()
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "flood-it", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{
 		Endpoint: p.base + "/mcp", HTTPClient: httpClient(tok), MaxRetries: -1}, nil)
@@ -200,11 +201,11 @@ func tricklePost(t *testing.T, addr, tok string) net.Conn {
 func TestSlowlorisTricklingBodies(t *testing.T) {
 	const perAddr = 8
 	e := start(t, envOptions{config: func(c *config.Config) { c.MaxConnectionsPerAddress = perAddr }})
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	addr := strings.TrimPrefix(e.base, "http://")
 	// Fresh connections, as a client behind the trickling address makes;
 	// the timeout only catches a server that does not answer.
-	hc := &http.Client{Transport: bearer{token: tok, base: &http.Transport{DisableKeepAlives: true}}, Timeout: 5 * time.Second}
+	hc := &http.Client{Transport: testutil.Bearer{Token: tok, Base: &http.Transport{DisableKeepAlives: true}}, Timeout: 5 * time.Second}
 	var first net.Conn
 	for round := range 3 {
 		// The address's every connection trickles (the newcomers push

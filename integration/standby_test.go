@@ -17,6 +17,7 @@ import (
 
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/pgtest"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -69,7 +70,7 @@ func TestStandbyReads(t *testing.T) {
 		// meanwhile, and a loaded machine replays them late.
 		c.MaxStandbyLag = config.Duration(5 * time.Second)
 	}})
-	admin := e.connect(t, token(t, "ops", "admin"))
+	admin := e.connect(t, token("ops", "admin"))
 	// inRecovery asks the connection that serves a read whether it is a
 	// standby.
 	inRecovery := func() bool {
@@ -90,12 +91,8 @@ func TestStandbyReads(t *testing.T) {
 	}
 	awaitState := func(want query.StandbyState) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for state() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("standby state %s, want %s: %+v", state(), want, e.engine.StandbyStats())
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !testutil.Within(30*time.Second, func() bool { return state() == want }) {
+			t.Fatalf("standby state %s, want %s: %+v", state(), want, e.engine.StandbyStats())
 		}
 	}
 	awaitState(query.StandbyOK)
@@ -121,7 +118,7 @@ func TestStandbyReads(t *testing.T) {
 
 	// Writes go to the primary.
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", e.base+"/data/iot/standby_ingest", strings.NewReader(`[{"id": 1, "note": "to the primary"}]`))
-	if resp, err := httpClient(token(t, "loader", "writer")).Do(req); err != nil || resp.StatusCode != http.StatusOK {
+	if resp, err := httpClient(token("loader", "writer")).Do(req); err != nil || resp.StatusCode != http.StatusOK {
 		b := []byte{}
 		if resp != nil {
 			b, _ = io.ReadAll(resp.Body)
@@ -192,7 +189,7 @@ func TestStandbyFreshness(t *testing.T) {
 		c.Databases[0].ReadURLs = []string{asLogin(t, standby)}
 		c.MaxStandbyLag = config.Duration(time.Hour) // the paused standby keeps the reads
 	}})
-	tok := token(t, "ops", "admin") // pg_is_in_recovery is server information
+	tok := token("ops", "admin") // pg_is_in_recovery is server information
 	type fresh struct {
 		Rows  [][]any
 		AsOf  time.Time `json:"as_of"`
@@ -209,7 +206,7 @@ func TestStandbyFreshness(t *testing.T) {
 		return f
 	}
 	onStandby := func(f fresh) bool { return f.Rows[0][0] == true }
-	waitUntil(t, 30*time.Second, func() bool { f := read(); return onStandby(f) && f.LagS <= 1 })
+	testutil.Eventually(t, 30*time.Second, "a read on the standby with little lag", func() bool { f := read(); return onStandby(f) && f.LagS <= 1 })
 	if f := read(); f.AsOf.Before(f.asked.Add(-2 * time.Second)) {
 		t.Errorf("a standby that replayed all it received: got as_of %v for a read at %v, want now", f.AsOf, f.asked)
 	}
@@ -228,7 +225,7 @@ func TestStandbyFreshness(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = e.pool.Exec(context.Background(), "DROP TABLE IF EXISTS freshness_probe") })
 	var behind fresh
-	waitUntil(t, 30*time.Second, func() bool { behind = read(); return onStandby(behind) && behind.LagS > 1 })
+	testutil.Eventually(t, 30*time.Second, "a read on the standby lagging", func() bool { behind = read(); return onStandby(behind) && behind.LagS > 1 })
 	if !behind.AsOf.Before(behind.asked.Add(-time.Second)) {
 		t.Errorf("got as_of %v, lag_s %.1f for a read at %v, want as_of the lag before it", behind.AsOf, behind.LagS, behind.asked)
 	}
@@ -243,5 +240,5 @@ func TestStandbyFreshness(t *testing.T) {
 	if _, err := sb.Exec(t.Context(), "SELECT pg_wal_replay_resume()"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, func() bool { f := read(); return onStandby(f) && f.LagS <= 1 })
+	testutil.Eventually(t, 30*time.Second, "a read on the standby with little lag", func() bool { f := read(); return onStandby(f) && f.LagS <= 1 })
 }

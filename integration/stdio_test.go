@@ -1,18 +1,17 @@
 package integration
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate/internal/pgtest"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // buildBinary builds cmd/lakegate into a temporary directory, with the
@@ -31,24 +30,6 @@ func buildBinary(t *testing.T, tags ...string) string {
 	return bin
 }
 
-// lockedBuffer is a bytes.Buffer safe for a process's writes and a test's reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // binaryEnv is the environment of a lakegate process on the test database.
 func binaryEnv(extra ...string) []string {
 	env := []string{"LAKEGATE_DATABASES=iot=" + appURL, "LAKEGATE_QUERY_ROLE=" + pgtest.QueryRole, "LAKEGATE_LOG_LEVEL=info", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
@@ -57,7 +38,7 @@ func binaryEnv(extra ...string) []string {
 
 func TestStdioGoClient(t *testing.T) {
 	bin := buildBinary(t)
-	var stderr lockedBuffer
+	var stderr testutil.Buffer
 	cmd := exec.Command(bin, "stdio", "--sub", "desktop")
 	cmd.Env = binaryEnv()
 	cmd.Stderr = &stderr

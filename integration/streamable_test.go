@@ -12,6 +12,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate/internal/ssetest"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/mcp"
 )
 
@@ -32,7 +33,7 @@ func (e *env) connectHTTP(t *testing.T, tok, version string, copts *mcpsdk.Clien
 
 func TestStreamableHTTPRevisions(t *testing.T) {
 	e := start(t, envOptions{})
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	for _, tc := range []struct{ asked, want string }{
 		{"2025-06-18", "2025-06-18"},
 		{"2025-11-25", "2025-11-25"},
@@ -59,7 +60,7 @@ func TestStreamableHTTPRevisions(t *testing.T) {
 
 func TestStreamableHTTPFallback(t *testing.T) {
 	e := start(t, envOptions{plugin: func(o *mcp.Options) { o.StatelessDisabled = true }})
-	cs := e.connectHTTP(t, token(t, "alice", "reader"), "2026-07-28", nil)
+	cs := e.connectHTTP(t, token("alice", "reader"), "2026-07-28", nil)
 	if got := cs.InitializeResult().ProtocolVersion; got != "2025-11-25" {
 		t.Errorf("a client probing 2026-07-28 on a server without it: got %v, want 2025-11-25", got)
 	}
@@ -94,7 +95,7 @@ func postMCP(t *testing.T, e *env, tok, session, origin, body string) (int, stri
 
 func TestStreamableHTTPSessionsAndOrigin(t *testing.T) {
 	e := start(t, envOptions{plugin: func(o *mcp.Options) { o.AllowedOrigins = []string{"https://console.example.com"} }})
-	alice, bob, admin := token(t, "alice", "reader"), token(t, "bob", "reader"), token(t, "root", "admin")
+	alice, bob, admin := token("alice", "reader"), token("bob", "reader"), token("root", "admin")
 	code, sid, body := postMCP(t, e, alice, "", "", initialize("2025-11-25"))
 	if code != http.StatusOK || sid == "" {
 		t.Fatalf("initialize: got %d %q, want 200 and a session", code, body)
@@ -136,7 +137,7 @@ func TestStreamableHTTPSessionsAndOrigin(t *testing.T) {
 
 func TestStreamableHTTPCancelStopsQuery(t *testing.T) {
 	e := start(t, envOptions{})
-	cs := e.connectHTTP(t, token(t, "alice", "reader"), "2025-11-25", nil)
+	cs := e.connectHTTP(t, token("alice", "reader"), "2025-11-25", nil)
 	const slow = "SELECT count(*) FROM generate_series(1, 300000000)"
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -149,7 +150,7 @@ func TestStreamableHTTPCancelStopsQuery(t *testing.T) {
 		_ = e.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%generate_series(1, 300000000)%' AND pid <> pg_backend_pid()`).Scan(&n)
 		return n
 	}
-	waitUntil(t, 10*time.Second, func() bool { return running() > 0 })
+	testutil.Eventually(t, 10*time.Second, "the call to run", func() bool { return running() > 0 })
 	start := time.Now()
 	cancel() // the client sends notifications/cancelled
 	select {
@@ -160,14 +161,14 @@ func TestStreamableHTTPCancelStopsQuery(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the cancelled call did not end within 5s")
 	}
-	waitUntil(t, 5*time.Second, func() bool { return running() == 0 })
+	testutil.Eventually(t, 5*time.Second, "the call to stop", func() bool { return running() == 0 })
 	t.Logf("cancel: the PostgreSQL query stopped %s after notifications/cancelled", time.Since(start).Round(time.Millisecond))
 }
 
 func TestStreamableHTTPPromptsResourcesProgress(t *testing.T) {
 	e := start(t, envOptions{plugin: func(o *mcp.Options) { o.PageSize = 1 }})
 	progress := make(chan string, 100)
-	cs := e.connectHTTP(t, token(t, "alice", "reader"), "2025-11-25", &mcpsdk.ClientOptions{
+	cs := e.connectHTTP(t, token("alice", "reader"), "2025-11-25", &mcpsdk.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcpsdk.ProgressNotificationClientRequest) {
 			progress <- r.Params.Message
 		},
@@ -206,7 +207,7 @@ func TestStreamableHTTPPromptsResourcesProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	waitUntil(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, "progress up to finished", func() bool {
 		for {
 			select {
 			case m := <-progress:
@@ -221,24 +222,13 @@ func TestStreamableHTTPPromptsResourcesProgress(t *testing.T) {
 
 func TestToolsListSize(t *testing.T) {
 	e := start(t, envOptions{})
-	cs := e.connectHTTP(t, token(t, "alice", "reader"), "2025-11-25", nil)
+	cs := e.connectHTTP(t, token("alice", "reader"), "2025-11-25", nil)
 	res, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(res)
 	t.Logf("tools/list: %d tools, %d bytes of JSON (aim: under 8192)", len(res.Tools), len(b))
-}
-
-func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func containsString(list []string, s string) bool {
@@ -257,7 +247,7 @@ func containsString(list []string, s string) bool {
 // footer), with no second copy of the rows in structuredContent.
 func TestRunSQLReplySize(t *testing.T) {
 	e := start(t, envOptions{})
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	_, sid, _ := postMCP(t, e, tok, "", "", initialize("2025-11-25"))
 	postMCP(t, e, tok, sid, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	code, _, body := postMCP(t, e, tok, sid, "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_sql",`+

@@ -25,7 +25,7 @@ func TestSuggestions(t *testing.T) {
 		// dropped since.
 		c.Access = map[string]config.RoleAccess{"analyst": {Tables: map[string][]string{"iot": {"readings", "devicez"}}, PGRole: "lg_it_readings"}}
 	}})
-	reader := token(t, "alice", "reader")
+	reader := token("alice", "reader")
 	ann := roleToken(t, "ann", "reader", "analyst")
 	type hintCase struct {
 		sql       string

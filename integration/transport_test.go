@@ -116,7 +116,7 @@ func initialize(version string) string {
 
 func TestSSEProtocolVersions(t *testing.T) {
 	e := start(t, envOptions{})
-	tok := token(t, "alice", "reader")
+	tok := token("alice", "reader")
 	for _, version := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
 		t.Run(version, func(t *testing.T) {
 			s := openSSE(t, e, tok)
@@ -141,8 +141,8 @@ func TestSSEProtocolVersions(t *testing.T) {
 
 func TestSSEKeepaliveAndErrors(t *testing.T) {
 	e := start(t, envOptions{keepalive: time.Second})
-	alice := token(t, "alice", "reader")
-	bob := token(t, "bob", "reader")
+	alice := token("alice", "reader")
+	bob := token("bob", "reader")
 	s := openSSE(t, e, alice)
 
 	t.Run("keepalive comment", func(t *testing.T) {
@@ -205,12 +205,12 @@ func TestAuth(t *testing.T) {
 		{"token without exp", "GET", "/rest/databases", noExp, 401},
 		{"token of another key", "GET", "/rest/databases", otherKey, 401},
 		{"garbage token", "GET", "/rest/databases", "not.a.jwt", 401},
-		{"reader reads", "GET", "/rest/databases", token(t, "alice", "reader"), 200},
-		{"reader is not admin", "GET", "/admin/mcp/status", token(t, "alice", "reader"), 403},
-		{"reader cannot ingest", "POST", "/data/iot/devices", token(t, "alice", "reader"), 403},
-		{"writer cannot read sse", "GET", "/mcp/sse", token(t, "w", "writer"), 403},
-		{"admin status", "GET", "/admin/mcp/status", token(t, "root", "admin"), 200},
-		{"unknown route", "GET", "/nope", token(t, "alice", "reader"), 404},
+		{"reader reads", "GET", "/rest/databases", token("alice", "reader"), 200},
+		{"reader is not admin", "GET", "/admin/mcp/status", token("alice", "reader"), 403},
+		{"reader cannot ingest", "POST", "/data/iot/devices", token("alice", "reader"), 403},
+		{"writer cannot read sse", "GET", "/mcp/sse", token("w", "writer"), 403},
+		{"admin status", "GET", "/admin/mcp/status", token("root", "admin"), 200},
+		{"unknown route", "GET", "/nope", token("alice", "reader"), 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var code int
@@ -232,8 +232,8 @@ func TestAuth(t *testing.T) {
 
 func TestDisableEnable(t *testing.T) {
 	e := start(t, envOptions{})
-	admin := token(t, "root", "admin")
-	alice := token(t, "alice", "reader")
+	admin := token("root", "admin")
+	alice := token("alice", "reader")
 	cs := e.connect(t, alice)
 	if _, err := cs.ListTools(t.Context(), nil); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // killableClient is an HTTP client whose connections can all be cut at
@@ -31,7 +32,7 @@ func (k *killableClient) client(tok string) *http.Client {
 		}
 		return c, err
 	}}
-	return &http.Client{Transport: bearer{token: tok, base: tr}}
+	return &http.Client{Transport: testutil.Bearer{Token: tok, Base: tr}}
 }
 
 func (k *killableClient) kill() {
@@ -66,7 +67,7 @@ func TestVanishedClientStopsItsQuery(t *testing.T) {
 			e := start(t, envOptions{})
 			var k killableClient
 			client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "vanishing", Version: "1"}, nil)
-			cs, err := client.Connect(t.Context(), tc.transport(e.base, k.client(token(t, "alice", "reader"))),
+			cs, err := client.Connect(t.Context(), tc.transport(e.base, k.client(token("alice", "reader"))),
 				&mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			if err != nil {
 				t.Fatal(err)
@@ -78,16 +79,16 @@ func TestVanishedClientStopsItsQuery(t *testing.T) {
 					"database": "iot", "sql": "SELECT count(*) AS n, '" + marker + "' AS m FROM generate_series(1, 2000000000) g"}})
 				called <- err
 			}()
-			waitUntil(t, 10*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 1 })
+			testutil.Eventually(t, 10*time.Second, "the marked query to run", func() bool { return activeQueries(t, e.pool, marker) == 1 })
 
 			k.kill()
 			gone := time.Now()
 			// Left alone the query would count for a minute: gone within
 			// 5 s, it was stopped. How fast is logged, not asserted.
-			waitUntil(t, 5*time.Second, func() bool { return activeQueries(t, e.pool, marker) == 0 })
+			testutil.Eventually(t, 5*time.Second, "the marked query to end", func() bool { return activeQueries(t, e.pool, marker) == 0 })
 			t.Logf("the query left PostgreSQL %v after the client went away", time.Since(gone).Round(time.Millisecond))
 			if tc.name == "sse" {
-				waitUntil(t, 5*time.Second, func() bool { return e.plugin.Status().Sessions["sse"] == 0 })
+				testutil.Eventually(t, 5*time.Second, "the SSE session to close", func() bool { return e.plugin.Status().Sessions["sse"] == 0 })
 			}
 			cs.Close()
 			<-called
@@ -104,7 +105,7 @@ func TestVanishedClientRemovesItsBlocks(t *testing.T) {
 			e := blockEnv(t, blocktransport.Options{}, false)
 			var k killableClient
 			client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "vanishing", Version: "1"}, nil)
-			cs, err := client.Connect(t.Context(), tc.transport(e.base, k.client(token(t, "alice", "reader"))),
+			cs, err := client.Connect(t.Context(), tc.transport(e.base, k.client(token("alice", "reader"))),
 				&mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			if err != nil {
 				t.Fatal(err)
@@ -117,9 +118,9 @@ func TestVanishedClientRemovesItsBlocks(t *testing.T) {
 					Arguments: map[string]any{"database": "iot", "sql": slow, "export": true}})
 				called <- err
 			}()
-			waitUntil(t, 20*time.Second, func() bool { st := e.blocks.Stats(); return st.Transfers == 1 && st.Bytes > 0 })
+			testutil.Eventually(t, 20*time.Second, "a transfer being written", func() bool { st := e.blocks.Stats(); return st.Transfers == 1 && st.Bytes > 0 })
 			k.kill()
-			waitUntil(t, 10*time.Second, func() bool { st := e.blocks.Stats(); return st.Aborted == 1 && st.Transfers == 0 && st.Bytes == 0 })
+			testutil.Eventually(t, 10*time.Second, "the transfer aborted and deleted", func() bool { st := e.blocks.Stats(); return st.Aborted == 1 && st.Transfers == 0 && st.Bytes == 0 })
 			if n := transferDirs(t, e); n != 0 {
 				t.Errorf("%d transfer directories left after the client vanished, want 0", n)
 			}
