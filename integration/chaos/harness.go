@@ -20,9 +20,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // What the attacks share: a lakegate process of their own, tokens, REST
@@ -44,15 +45,7 @@ func newEnv(bin, dbURL string) *env {
 
 // token signs an HS256 token for subject with role, valid for an hour,
 // as `lakegate token` does.
-func (e *env) token(subject, role string) string {
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"sub": subject, "roles": []string{role}, "exp": time.Now().Add(time.Hour).Unix(),
-	}).SignedString([]byte(e.secret))
-	if err != nil {
-		panic(err) // HS256 with a []byte key does not fail
-	}
-	return tok
-}
+func (e *env) token(subject, role string) string { return testutil.Token(e.secret, subject, role) }
 
 // listening is the log line a server writes once it accepts connections.
 var listening = regexp.MustCompile(`"msg":"lakegate listening","url":"(http://[^"]+)"`)
@@ -62,7 +55,7 @@ var listening = regexp.MustCompile(`"msg":"lakegate listening","url":"(http://[^
 type server struct {
 	cmd  *exec.Cmd
 	base string // http://127.0.0.1:port
-	log  *lockedBuffer
+	log  *testutil.Buffer
 	dir  string
 	done chan struct{} // closed once the process exited
 	err  error         // Wait's result, set before done closes
@@ -76,7 +69,7 @@ func (e *env) startServer(ctx context.Context, extra ...string) (*server, error)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{cmd: exec.Command(e.bin, "serve"), log: &lockedBuffer{}, dir: dir, done: make(chan struct{})}
+	s := &server{cmd: exec.Command(e.bin, "serve"), log: &testutil.Buffer{}, dir: dir, done: make(chan struct{})}
 	s.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"LAKEGATE_LISTEN=127.0.0.1:0", "LAKEGATE_LOG_FORMAT=json", "LAKEGATE_LOG_LEVEL=info",
 		"LAKEGATE_MCP_ENABLED=true", "LAKEGATE_JWT_SECRET=" + e.secret, "LAKEGATE_DATABASES=iot=" + asLogin(e.dbURL), "LAKEGATE_QUERY_ROLE=lakegate_reader",
@@ -141,24 +134,6 @@ func (s *server) exitCode(d time.Duration) (int, error) {
 func (s *server) logTail() string {
 	l := s.log.String()
 	return l[max(0, len(l)-800):]
-}
-
-// lockedBuffer is a bytes.Buffer safe for a process's writes and our reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // answer is a finished HTTP call, or how it failed.
@@ -235,7 +210,7 @@ func (k *cuttable) client(tok string) *http.Client {
 		}
 		return c, err
 	}}
-	return &http.Client{Transport: bearer{token: tok, base: tr}}
+	return &http.Client{Transport: testutil.Bearer{Token: tok, Base: tr}}
 }
 
 // cut closes every connection and refuses new ones.
@@ -246,18 +221,6 @@ func (k *cuttable) cut() {
 	for _, c := range k.conns {
 		_ = c.Close()
 	}
-}
-
-// bearer adds a bearer token to every request.
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
 }
 
 // connectMCP opens a go-sdk client session on base over "sse" (legacy

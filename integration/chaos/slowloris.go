@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // slowlorisReport is what the slowloris attack saw, printed as one JSON
@@ -228,7 +230,7 @@ func flood(ctx context.Context, e *env) (string, error) {
 type attacker struct {
 	cmd    *exec.Cmd
 	out    *bufio.Scanner
-	stderr *lockedBuffer
+	stderr *testutil.Buffer
 	waited bool
 }
 
@@ -238,7 +240,7 @@ func startAttacker(ctx context.Context, self string, args ...string) (*attacker,
 	if err != nil {
 		return nil, err
 	}
-	a := &attacker{cmd: cmd, out: bufio.NewScanner(out), stderr: &lockedBuffer{}}
+	a := &attacker{cmd: cmd, out: bufio.NewScanner(out), stderr: &testutil.Buffer{}}
 	cmd.Stderr = a.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start attacker: %w", err)
@@ -302,7 +304,7 @@ func probeHealth(ctx context.Context, base string) ([]time.Duration, error) {
 // probeRunSQL times run_sql calls in a Streamable HTTP session whose
 // every request goes on a new connection.
 func probeRunSQL(ctx context.Context, base, tok string) ([]time.Duration, error) {
-	hc := &http.Client{Transport: bearer{token: tok, base: &http.Transport{DisableKeepAlives: true}}, Timeout: 10 * time.Second}
+	hc := &http.Client{Transport: testutil.Bearer{Token: tok, Base: &http.Transport{DisableKeepAlives: true}}, Timeout: 10 * time.Second}
 	cs, err := connectMCP(ctx, "streamable", base, hc)
 	if err != nil {
 		return nil, err
