@@ -239,14 +239,18 @@ func TestInsertOnceConcurrent(t *testing.T) {
 }
 
 func TestInsertOnceSweep(t *testing.T) {
-	e, path := sqliteEngine(t, &Options{KeyTTL: time.Millisecond})
+	const ttl = time.Hour
+	e, path := sqliteEngine(t, &Options{KeyTTL: ttl})
+	// The keys' clock, moved by the test rather than slept on.
+	var skew atomic.Int64
+	e.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	for i := range 3 {
 		if _, err := e.InsertOnce(t.Context(), lakegate.Caller{}, "lite", "sink", sinkRows(5000+i), idem(fmt.Sprint("k", i), "a")); err != nil {
 			t.Fatal(err)
 		}
-		// Let the next ingest find the sweep due.
-		e.sources["lite"].(*sqliteSource).keys.lastSweep.Store(0)
-		time.Sleep(5 * time.Millisecond)
+		// The key just recorded expires, and the next ingest finds the
+		// sweep due.
+		skew.Add(int64(2 * ttl))
 	}
 	db, err := sqlOpenRW(path)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,40 +33,12 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
-// lockedLog is a log the engine's goroutines write while the test reads.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// waitFor polls cond until it holds or ten seconds pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-	}
-}
-
 // TestOutageAtStart: a PostgreSQL database that refuses connections does
 // not stop Open; every way of asking says why, without the password, and
 // the outage is logged once while the watcher retries.
 func TestOutageAtStart(t *testing.T) {
 	addr := closedPort(t)
-	var logs lockedLog
+	var logs testutil.Buffer
 	e, err := Open(t.Context(), []config.Database{{Name: "p", URL: "postgres://u:secretpw@" + addr + "/db"}},
 		&Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -92,7 +63,7 @@ func TestOutageAtStart(t *testing.T) {
 	_, err = e.Tables(t.Context(), lakegate.Caller{Subject: "s", Roles: []string{lakegate.RoleAdmin}}, "p")
 	check("tables", err)
 	// The first retry comes within a second; the log says the cause once.
-	waitFor(t, "a retry", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a retry", func() bool {
 		g := e.gates["p"]
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -203,7 +174,7 @@ func TestOutageRecovers(t *testing.T) {
 		t.Skip("PostgreSQL tests skipped")
 	}
 	dsn, p := behindProxy(t, pgAppURL)
-	var logs lockedLog
+	var logs testutil.Buffer
 	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: dsn}},
 		&Options{QueryRole: pgtest.QueryRole, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -215,7 +186,7 @@ func TestOutageRecovers(t *testing.T) {
 		t.Fatalf("got %v, want unavailable while the database is down", err)
 	}
 	p.Start(t)
-	waitFor(t, "the database served", func() bool { return e.PingEach(t.Context()) == nil })
+	testutil.Eventually(t, 10*time.Second, "the database served", func() bool { return e.PingEach(t.Context()) == nil })
 	if _, rows := collectSQL(t, e, reader, SQLRequest{Database: "pg", SQL: "SELECT count(*) FROM devices"}); len(rows) != 1 {
 		t.Fatalf("got %v, want one row", rows)
 	}
@@ -233,14 +204,14 @@ func TestOutageGuardsLate(t *testing.T) {
 		t.Skip("PostgreSQL tests skipped")
 	}
 	dsn, p := behindProxy(t, pgTestURL(admin))
-	var logs lockedLog
+	var logs testutil.Buffer
 	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: dsn}}, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = e.Close(context.Background()) }()
 	p.Start(t)
-	waitFor(t, "the privilege finding", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the privilege finding", func() bool {
 		return strings.Contains(lakegate.NewErrorBody(e.PingEach(t.Context())["pg"]).Message, "privileged PostgreSQL role")
 	})
 	if !strings.Contains(logs.String(), "level=ERROR") {

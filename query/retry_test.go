@@ -18,6 +18,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/pgtest"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 func TestTransient(t *testing.T) {
@@ -179,14 +180,11 @@ WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			for range 400 {
+			testutil.Within(2*time.Second, func() bool {
 				var ok bool
-				if admin.QueryRow(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid() LIMIT 1`, marker).Scan(&ok) == nil && ok {
-					return
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+				return admin.QueryRow(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid() LIMIT 1`, marker).Scan(&ok) == nil && ok
+			})
 		}()
 		_, _, err := runSQL(t.Context(), e1, lakegate.Caller{}, SQLRequest{Database: "pg", SQL: sql})
 		<-done

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // streamRows runs sql into an NDJSON encoder and decodes every row.
@@ -264,14 +265,10 @@ func TestCancelStopsPostgres(t *testing.T) {
 			}()
 			const q = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()"
 			var pid int32
-			deadline := time.Now().Add(10 * time.Second)
-			for admin.QueryRow(t.Context(), q, marker).Scan(&pid) != nil {
-				if time.Now().After(deadline) {
-					cancel()
-					<-done
-					t.Fatal("the query never showed up as active")
-				}
-				time.Sleep(5 * time.Millisecond)
+			if !testutil.Within(10*time.Second, func() bool { return admin.QueryRow(t.Context(), q, marker).Scan(&pid) == nil }) {
+				cancel()
+				<-done
+				t.Fatal("the query never showed up as active")
 			}
 			// The server's own clock times the stop: state_change of the
 			// backend minus the server time just before the cancel, so the
@@ -283,7 +280,7 @@ func TestCancelStopsPostgres(t *testing.T) {
 			cancel()
 			start := time.Now()
 			var stopped time.Duration
-			for {
+			if !testutil.Within(5*time.Second, func() bool {
 				var (
 					state   string
 					changed time.Time
@@ -291,16 +288,15 @@ func TestCancelStopsPostgres(t *testing.T) {
 				err := admin.QueryRow(t.Context(), "SELECT state, state_change FROM pg_stat_activity WHERE pid = $1", pid).Scan(&state, &changed)
 				if errors.Is(err, pgx.ErrNoRows) {
 					stopped = time.Since(start)
-					break
+					return true
 				}
 				if err == nil && state != "active" {
 					stopped = changed.Sub(cancelledAt)
-					break
+					return true
 				}
-				if time.Since(start) > 5*time.Second {
-					t.Fatal("the backend is still active 5 s after the cancel")
-				}
-				time.Sleep(2 * time.Millisecond)
+				return false
+			}) {
+				t.Fatal("the backend is still active 5 s after the cancel")
 			}
 			t.Logf("backend %d stopped %v after the cancel", pid, stopped)
 			err := <-done
