@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,98 +31,107 @@ func notification(t *testing.T) jsonrpc.Message {
 	return msg
 }
 
+// A write into a queue that stays full for the write timeout closes the
+// session as a slow client, after exactly that timeout.
 func TestConnSlowClientIsClosed(t *testing.T) {
-	c := newConn("s1", lakegate.Caller{Subject: "a"}, 2, 1<<20, 50*time.Millisecond)
-	ctx := t.Context()
-	for i := range 2 {
-		if err := c.Write(ctx, notification(t)); err != nil {
-			t.Fatalf("write %d into a queue of 2: %v", i, err)
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = DefaultWriteTimeout
+		c := newConn("s1", lakegate.Caller{Subject: "a"}, 2, 1<<20, timeout)
+		ctx := t.Context()
+		for i := range 2 {
+			if err := c.Write(ctx, notification(t)); err != nil {
+				t.Fatalf("write %d into a queue of 2: %v", i, err)
+			}
 		}
-	}
-	start := time.Now()
-	err := c.Write(ctx, notification(t))
-	if !errors.Is(err, errSlowClient) {
-		t.Fatalf("third write with nobody reading: got %v, want errSlowClient", err)
-	}
-	if waited := time.Since(start); waited < 50*time.Millisecond {
-		t.Errorf("gave up after %s, want at least the write timeout", waited)
-	}
-	select {
-	case <-c.closed:
-	default:
-		t.Fatal("session not closed after a slow client")
-	}
-	if !errors.Is(c.err(), errSlowClient) {
-		t.Errorf("close cause: got %v, want errSlowClient", c.err())
-	}
-	if err := c.Write(ctx, notification(t)); !errors.Is(err, mcpsdk.ErrConnectionClosed) {
-		t.Errorf("write after close: got %v, want ErrConnectionClosed", err)
-	}
+		start := time.Now()
+		err := c.Write(ctx, notification(t))
+		if !errors.Is(err, errSlowClient) {
+			t.Fatalf("third write with nobody reading: got %v, want errSlowClient", err)
+		}
+		if waited := time.Since(start); waited != timeout {
+			t.Errorf("gave up after %s, want the write timeout, %s", waited, timeout)
+		}
+		select {
+		case <-c.closed:
+		default:
+			t.Fatal("session not closed after a slow client")
+		}
+		if !errors.Is(c.err(), errSlowClient) {
+			t.Errorf("close cause: got %v, want errSlowClient", c.err())
+		}
+		if err := c.Write(ctx, notification(t)); !errors.Is(err, mcpsdk.ErrConnectionClosed) {
+			t.Errorf("write after close: got %v, want ErrConnectionClosed", err)
+		}
+	})
 }
 
 // TestConnQueueBytes: the messages waiting for one SSE client are bounded
 // in bytes, not only in count; a message alone may pass the bound.
 func TestConnQueueBytes(t *testing.T) {
-	msg := notification(t)
-	data, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := int64(len(data))
-	c := newConn("s1", lakegate.Caller{}, 64, 2*n+n/2, 50*time.Millisecond)
-	ctx := t.Context()
-	for i := range 2 {
-		if err := c.Write(ctx, msg); err != nil {
-			t.Fatalf("write %d within the byte bound: %v", i, err)
+	synctest.Test(t, func(t *testing.T) {
+		msg := notification(t)
+		data, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := c.Write(ctx, msg); !errors.Is(err, errSlowClient) {
-		t.Fatalf("write past the byte bound with nobody reading: got %v, want errSlowClient", err)
-	}
+		n := int64(len(data))
+		c := newConn("s1", lakegate.Caller{}, 64, 2*n+n/2, 50*time.Millisecond)
+		ctx := t.Context()
+		for i := range 2 {
+			if err := c.Write(ctx, msg); err != nil {
+				t.Fatalf("write %d within the byte bound: %v", i, err)
+			}
+		}
+		if err := c.Write(ctx, msg); !errors.Is(err, errSlowClient) {
+			t.Fatalf("write past the byte bound with nobody reading: got %v, want errSlowClient", err)
+		}
 
-	big := newConn("s2", lakegate.Caller{}, 64, n/2, 50*time.Millisecond)
-	if err := big.Write(ctx, msg); err != nil {
-		t.Fatalf("a message larger than the bound into an empty queue: %v", err)
-	}
-	if got, ok := big.out.pop(); !ok || !bytes.Equal(bytes.Join(got, nil), data) {
-		t.Fatalf("pop: got %q %v, want the message", got, ok)
-	}
-	if err := big.Write(ctx, msg); err != nil {
-		t.Fatalf("write after the queue was read: %v", err)
-	}
-	if err := big.Write(ctx, msg); !errors.Is(err, errSlowClient) {
-		t.Fatalf("second large message with nobody reading: got %v, want errSlowClient", err)
-	}
+		big := newConn("s2", lakegate.Caller{}, 64, n/2, 50*time.Millisecond)
+		if err := big.Write(ctx, msg); err != nil {
+			t.Fatalf("a message larger than the bound into an empty queue: %v", err)
+		}
+		if got, ok := big.out.pop(); !ok || !bytes.Equal(bytes.Join(got, nil), data) {
+			t.Fatalf("pop: got %q %v, want the message", got, ok)
+		}
+		if err := big.Write(ctx, msg); err != nil {
+			t.Fatalf("write after the queue was read: %v", err)
+		}
+		if err := big.Write(ctx, msg); !errors.Is(err, errSlowClient) {
+			t.Fatalf("second large message with nobody reading: got %v, want errSlowClient", err)
+		}
+	})
 }
 
 func TestConnReadAndDeliver(t *testing.T) {
-	c := newConn("s1", lakegate.Caller{}, 1, 1<<20, 50*time.Millisecond)
-	ctx := t.Context()
-	if err := c.deliver(ctx, notification(t)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.deliver(ctx, notification(t)); lakegate.KindOf(err) != lakegate.KindUnavailable {
-		t.Errorf("deliver into a full queue: got %v, want unavailable", err)
-	}
-	if _, err := c.Read(ctx); err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { _, err := c.Read(ctx); done <- err }()
-	c.Close()
-	c.Close() // idempotent
-	if err := <-done; !errors.Is(err, io.EOF) {
-		t.Errorf("read after close: got %v, want EOF", err)
-	}
-	if err := c.deliver(ctx, notification(t)); !errors.Is(err, mcpsdk.ErrConnectionClosed) {
-		t.Errorf("deliver after close: got %v, want ErrConnectionClosed", err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	c2 := newConn("s2", lakegate.Caller{}, 1, 1<<20, time.Second)
-	if _, err := c2.Read(cctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("read with a cancelled context: got %v, want context.Canceled", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c := newConn("s1", lakegate.Caller{}, 1, 1<<20, 50*time.Millisecond)
+		ctx := t.Context()
+		if err := c.deliver(ctx, notification(t)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.deliver(ctx, notification(t)); lakegate.KindOf(err) != lakegate.KindUnavailable {
+			t.Errorf("deliver into a full queue: got %v, want unavailable", err)
+		}
+		if _, err := c.Read(ctx); err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := c.Read(ctx); done <- err }()
+		c.Close()
+		c.Close() // idempotent
+		if err := <-done; !errors.Is(err, io.EOF) {
+			t.Errorf("read after close: got %v, want EOF", err)
+		}
+		if err := c.deliver(ctx, notification(t)); !errors.Is(err, mcpsdk.ErrConnectionClosed) {
+			t.Errorf("deliver after close: got %v, want ErrConnectionClosed", err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		c2 := newConn("s2", lakegate.Caller{}, 1, 1<<20, time.Second)
+		if _, err := c2.Read(cctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("read with a cancelled context: got %v, want context.Canceled", err)
+		}
+	})
 }
 
 // The writer's exact bytes, so compared raw rather than read back with
@@ -331,67 +341,82 @@ func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
 		// letting worker_wait pass.
 		drain bool
 	}{
-		{name: "refused after worker_wait", wait: 100 * time.Millisecond},
+		{name: "refused after worker_wait", wait: DefaultWorkerWait},
 		{name: "admitted once the stream drains", wait: time.Minute, drain: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, eng := newTestPlugin(t, Options{SessionQueueBytes: budget, BlockThreshold: 16 << 10, WorkerWait: tc.wait})
-			s := newStalledClient(t, p)
-			runs := func() int {
-				eng.mu.Lock()
-				defer eng.mu.Unlock()
-				return len(eng.callers)
-			}
-			// Three calls, and a client that reads nothing.
-			for id := 2; id <= 4; id++ {
-				s.deliver(runSQLCall(id, pad))
-			}
-			if tc.drain {
-				testutil.Eventually(t, 5*time.Second, "two replies queued and a call waiting", func() bool { return s.queued() == 2 && s.waiters() == 1 })
-			} else {
-				testutil.Eventually(t, 5*time.Second, "three answers queued", func() bool { return s.queued() == 3 })
-			}
-			if got := runs(); got != 2 {
-				t.Fatalf("calls run with two replies of ~B/2 unread: got %d, want 2", got)
-			}
-			if now, _ := s.c.out.held(); now > budget {
-				t.Errorf("bytes held: got %d, want at most %d", now, budget)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				p, eng := newTestPlugin(t, Options{SessionQueueBytes: budget, BlockThreshold: 16 << 10, WorkerWait: tc.wait})
+				s := newStalledClient(t, p)
+				runs := func() int {
+					eng.mu.Lock()
+					defer eng.mu.Unlock()
+					return len(eng.callers)
+				}
+				// Three calls, and a client that reads nothing.
+				for id := 2; id <= 4; id++ {
+					s.deliver(runSQLCall(id, pad))
+				}
+				// Two replies queued and a call waiting for room, until
+				// worker_wait refuses it (unless the stream drains).
+				synctest.Wait()
+				if q, w := s.queued(), s.waiters(); q != 2 || w != 1 {
+					t.Fatalf("got %d queued and %d waiting, want two replies queued and a call waiting", q, w)
+				}
+				if !tc.drain {
+					time.Sleep(tc.wait - time.Nanosecond)
+					synctest.Wait()
+					if q, w := s.queued(), s.waiters(); q != 2 || w != 1 {
+						t.Fatalf("just before worker_wait: got %d queued and %d waiting, want 2 and 1", q, w)
+					}
+					time.Sleep(time.Nanosecond)
+					synctest.Wait()
+					if q := s.queued(); q != 3 {
+						t.Fatalf("at worker_wait: got %d queued, want 3 (the refusal too)", q)
+					}
+				}
+				if got := runs(); got != 2 {
+					t.Fatalf("calls run with two replies of ~B/2 unread: got %d, want 2", got)
+				}
+				if now, _ := s.c.out.held(); now > budget {
+					t.Errorf("bytes held: got %d, want at most %d", now, budget)
+				}
 
-			results, refused := 0, 0
-			read := func() {
-				t.Helper()
-				res := s.result()
-				if !res.IsError {
-					results++
-					return
+				results, refused := 0, 0
+				read := func() {
+					t.Helper()
+					res := s.result()
+					if !res.IsError {
+						results++
+						return
+					}
+					text := res.Content[0].(*mcpsdk.TextContent).Text
+					if !strings.Contains(text, `"kind":"rate_limited"`) || !strings.Contains(text, `"retry_after"`) {
+						t.Fatalf("refused call: got %s, want rate_limited with retry_after", text)
+					}
+					refused++
 				}
-				text := res.Content[0].(*mcpsdk.TextContent).Text
-				if !strings.Contains(text, `"kind":"rate_limited"`) || !strings.Contains(text, `"retry_after"`) {
-					t.Fatalf("refused call: got %s, want rate_limited with retry_after", text)
+				for range 3 { // with drain, the third is admitted as the others are read
+					read()
 				}
-				refused++
-			}
-			for range 3 { // with drain, the third is admitted as the others are read
+				wantResults, wantRefused := 3, 0
+				if !tc.drain {
+					wantResults, wantRefused = 2, 1
+				}
+				if results != wantResults || refused != wantRefused {
+					t.Errorf("answers: got %d results and %d refusals, want %d and %d", results, refused, wantResults, wantRefused)
+				}
+
+				// The stream drained: a call runs again.
+				s.deliver(runSQLCall(5, pad))
 				read()
-			}
-			wantResults, wantRefused := 3, 0
-			if !tc.drain {
-				wantResults, wantRefused = 2, 1
-			}
-			if results != wantResults || refused != wantRefused {
-				t.Errorf("answers: got %d results and %d refusals, want %d and %d", results, refused, wantResults, wantRefused)
-			}
-
-			// The stream drained: a call runs again.
-			s.deliver(runSQLCall(5, pad))
-			read()
-			if results != wantResults+1 {
-				t.Errorf("a call after the stream drained: got %d results, want %d", results, wantResults+1)
-			}
-			if now, peak := s.c.out.held(); now != 0 || peak > budget {
-				t.Errorf("bytes held: got %d now, %d at most; want 0 now, at most %d", now, peak, budget)
-			}
+				if results != wantResults+1 {
+					t.Errorf("a call after the stream drained: got %d results, want %d", results, wantResults+1)
+				}
+				if now, peak := s.c.out.held(); now != 0 || peak > budget {
+					t.Errorf("bytes held: got %d now, %d at most; want 0 now, at most %d", now, peak, budget)
+				}
+			})
 		})
 	}
 }

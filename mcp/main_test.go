@@ -156,27 +156,10 @@ func newTestPlugin(t *testing.T, opts Options) (*Plugin, *fakeEngine) {
 	return p, eng
 }
 
-// serveHTTP mounts p on a bare router behind a stand-in for the host's
-// auth: the X-Sub header names the caller, a reader (an admin when the
-// name begins with "admin").
+// serveHTTP serves p's router (testRouter) on a loopback port.
 func serveHTTP(t *testing.T, p *Plugin) *httptest.Server {
 	t.Helper()
-	// A bare router: the plugin answers its own errors.
-	r := gin.New()
-	authed := r.Group("", func(c *gin.Context) {
-		sub := c.GetHeader("X-Sub")
-		if sub == "" {
-			c.AbortWithStatus(http.StatusUnauthorized)
-			return
-		}
-		roles := []string{lakegate.RoleReader}
-		if strings.HasPrefix(sub, "admin") {
-			roles = []string{lakegate.RoleAdmin}
-		}
-		c.Request = c.Request.WithContext(lakegate.WithCaller(c.Request.Context(), lakegate.Caller{Subject: sub, Roles: roles}))
-	})
-	p.Mount(authed, nil)
-	srv := httptest.NewServer(r)
+	srv := httptest.NewServer(testRouter(p))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -216,4 +199,26 @@ func connectStreamable(t *testing.T, base, sub, version string, copts *mcpsdk.Cl
 
 func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(t.Context(), d)
+}
+
+// testRouter mounts p on a bare router behind a stand-in for the host's
+// auth: the X-Sub header names the caller, a reader (an admin when the
+// name begins with "admin").
+func testRouter(p *Plugin) *gin.Engine {
+	// A bare router: the plugin answers its own errors.
+	r := gin.New()
+	authed := r.Group("", func(c *gin.Context) {
+		sub := c.GetHeader("X-Sub")
+		if sub == "" {
+			c.AbortWithStatus(http.StatusUnauthorized)
+			return
+		}
+		roles := []string{lakegate.RoleReader}
+		if strings.HasPrefix(sub, "admin") {
+			roles = []string{lakegate.RoleAdmin}
+		}
+		c.Request = c.Request.WithContext(lakegate.WithCaller(c.Request.Context(), lakegate.Caller{Subject: sub, Roles: roles}))
+	})
+	p.Mount(authed, nil)
+	return r
 }
