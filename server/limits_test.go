@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -385,38 +386,51 @@ func TestLimitsQueriesPerSubject(t *testing.T) {
 	}
 }
 
+// MCP holds at most its share of the shared pool, REST takes the rest; a
+// request finding no slot is refused after exactly worker_wait.
 func TestWorkerPoolShares(t *testing.T) {
-	cfg := config.Default()
-	cfg.MaxWorkers, cfg.MCPMaxWorkers, cfg.WorkerWait, cfg.MaxQueriesPerSubject = 3, 2, config.Duration(20*time.Millisecond), 0
-	l := NewLimits(cfg, nil)
-	mcpCtx := lakegate.WithCaller(t.Context(), lakegate.Caller{Subject: "agent"})
-	m := l.MCP()
-	for i := range 2 {
-		if _, err := m.Acquire(mcpCtx); err != nil {
-			t.Fatalf("MCP slot %d: %v", i+1, err)
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config.Default()
+		cfg.MaxWorkers, cfg.MCPMaxWorkers, cfg.MaxQueriesPerSubject = 3, 2, 0
+		wait := time.Duration(cfg.WorkerWait)
+		l := NewLimits(cfg, nil)
+		mcpCtx := lakegate.WithCaller(t.Context(), lakegate.Caller{Subject: "agent"})
+		m := l.MCP()
+		for i := range 2 {
+			if _, err := m.Acquire(mcpCtx); err != nil {
+				t.Fatalf("MCP slot %d: %v", i+1, err)
+			}
 		}
-	}
-	_, err := m.Acquire(mcpCtx)
-	var qe *lakegate.Error
-	if !errors.As(err, &qe) || qe.Kind != lakegate.KindUnavailable || qe.RetryAfter <= 0 || !strings.Contains(qe.Message, "MCP workers") {
-		t.Fatalf("MCP over its share: got %v, want unavailable (MCP workers busy) with RetryAfter", err)
-	}
-	if got := m.Use(); got.Max != 2 || got.InUse != 2 || got.PoolMax != 3 || got.PoolInUse != 2 {
-		t.Errorf("use: got %+v, want MCP 2 of 2, pool 2 of 3", got)
-	}
-	rest, err := l.admit(t.Context(), "client", workREST)
-	if err != nil {
-		t.Fatalf("REST while MCP holds its share: got %v, want a slot", err)
-	}
-	if _, err := l.admit(t.Context(), "client", workREST); !errors.As(err, &qe) || qe.Kind != lakegate.KindUnavailable || !strings.Contains(qe.Message, "database workers") {
-		t.Fatalf("REST with the pool full: got %v, want unavailable (database workers busy)", err)
-	}
-	rest()
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if _, err := l.admit(ctx, "client", workREST); err != nil {
-		t.Errorf("a free slot with a cancelled context: got %v; a free slot is taken at once or not at all", err)
-	}
+		start := time.Now()
+		_, err := m.Acquire(mcpCtx)
+		var qe *lakegate.Error
+		if !errors.As(err, &qe) || qe.Kind != lakegate.KindUnavailable || qe.RetryAfter <= 0 || !strings.Contains(qe.Message, "MCP workers") {
+			t.Fatalf("MCP over its share: got %v, want unavailable (MCP workers busy) with RetryAfter", err)
+		}
+		if waited := time.Since(start); waited != wait {
+			t.Errorf("MCP over its share: refused after %s, want worker_wait, %s", waited, wait)
+		}
+		if got := m.Use(); got.Max != 2 || got.InUse != 2 || got.PoolMax != 3 || got.PoolInUse != 2 {
+			t.Errorf("use: got %+v, want MCP 2 of 2, pool 2 of 3", got)
+		}
+		rest, err := l.admit(t.Context(), "client", workREST)
+		if err != nil {
+			t.Fatalf("REST while MCP holds its share: got %v, want a slot", err)
+		}
+		start = time.Now()
+		if _, err := l.admit(t.Context(), "client", workREST); !errors.As(err, &qe) || qe.Kind != lakegate.KindUnavailable || !strings.Contains(qe.Message, "database workers") {
+			t.Fatalf("REST with the pool full: got %v, want unavailable (database workers busy)", err)
+		}
+		if waited := time.Since(start); waited != wait {
+			t.Errorf("REST with the pool full: refused after %s, want worker_wait, %s", waited, wait)
+		}
+		rest()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := l.admit(ctx, "client", workREST); err != nil {
+			t.Errorf("a free slot with a cancelled context: got %v; a free slot is taken at once or not at all", err)
+		}
+	})
 }
 
 func TestLimitsForgetIdleSubjects(t *testing.T) {
