@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lakegate/lakegate"
@@ -195,6 +196,35 @@ func TestExpiryAndRestart(t *testing.T) {
 	if _, err := s.Create("alice", "ndjson"); !errors.Is(err, ErrClosed) {
 		t.Errorf("create after close: got %v, want ErrClosed", err)
 	}
+}
+
+// The sweeper deletes a transfer, files and all, at the tick that finds
+// its TTL passed, with nobody calling Expire.
+func TestSweeperDeletesExpired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := Open(Options{Dir: dir, TTL: DefaultTTL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close(context.Background()) })
+		m, _ := write(t, s, "alice", records(10))
+		onDisk := func() bool {
+			_, err := os.Stat(filepath.Join(dir, m.ID))
+			return err == nil
+		}
+		time.Sleep(DefaultTTL - time.Nanosecond)
+		synctest.Wait()
+		if !onDisk() || s.Stats().Expired != 0 {
+			t.Fatalf("just before its TTL: on disk %v, %d expired; want it kept", onDisk(), s.Stats().Expired)
+		}
+		// The TTL is a whole number of the sweeper's ticks (a minute).
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if onDisk() || s.Stats().Expired != 1 {
+			t.Errorf("at its TTL: on disk %v, %d expired; want it deleted", onDisk(), s.Stats().Expired)
+		}
+	})
 }
 
 func TestStoreCloseIdempotent(t *testing.T) {
