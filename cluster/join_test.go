@@ -49,11 +49,7 @@ func TestJoinLate(t *testing.T) {
 	}
 
 	proxy.Start(t)
-	for deadline := time.Now().Add(15 * time.Second); p.Joined() != nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the replica did not join within 15s of the database answering")
-		}
-	}
+	testutil.Eventually(t, 15*time.Second, "the replica to join once the database answers", func() bool { return p.Joined() == nil })
 	b.await(t, false) // adopted the shared state
 	conn, err := pgx.Connect(t.Context(), dsn)
 	if err != nil {
