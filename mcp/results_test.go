@@ -9,13 +9,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -143,9 +143,8 @@ func TestResultsBlockStorageFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close(context.Background()) })
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	p, _ := newTestPlugin(t, Options{Blocks: store, Logger: slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, nil))})
+	var logs testutil.Buffer
+	p, _ := newTestPlugin(t, Options{Blocks: store, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	srv := serveHTTP(t, p)
 	cs := connectStreamable(t, srv.URL, "alice", "2025-11-25", nil)
 	if err := os.RemoveAll(dir); err != nil {
@@ -162,23 +161,9 @@ func TestResultsBlockStorageFailure(t *testing.T) {
 	if !res.IsError || !strings.Contains(text, `"kind":"unavailable"`) || !strings.Contains(text, "block storage is full or not writable") {
 		t.Errorf("got %s, want unavailable naming the block storage", text)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if !strings.Contains(logs.String(), `"level":"ERROR","msg":"tool call failed"`) {
 		t.Errorf("no ERROR log line for the call in:\n%s", logs.String())
 	}
-}
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // TestAnswerBudget: no answer's text passes its budget. Without a block
