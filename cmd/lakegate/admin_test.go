@@ -109,14 +109,7 @@ func TestAdminMCP(t *testing.T) {
 
 // The binary exits 1 with the server's message on stderr, and 0 on success.
 func TestAdminBinaryExitCode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	base := serveForTest(t)
-	bin := filepath.Join(t.TempDir(), "lakegate")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	admin, reader := signed("ops", lakegate.RoleAdmin), signed("agent", lakegate.RoleReader)
 	tests := []struct {
 		name       string
@@ -130,8 +123,8 @@ func TestAdminBinaryExitCode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.CommandContext(t.Context(), bin, "admin", "mcp", "enable", "--server", base)
-			cmd.Env = []string{"LAKEGATE_TOKEN=" + tt.token}
+			cmd := lakegateCommand(t, "admin", "mcp", "enable", "--server", base)
+			cmd.Env = append(cmd.Env, "LAKEGATE_TOKEN="+tt.token)
 			var stdout, stderr testutil.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()

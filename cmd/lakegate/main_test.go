@@ -23,12 +23,51 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/testutil"
+	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/server"
 )
 
+// runMain, set in the environment of a process this test binary starts,
+// makes it run main instead of the tests: the tests of the binary run
+// this one rather than building another (lakegateCommand).
+const runMain = "CMD_LAKEGATE_TEST_RUN_MAIN"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(runMain) == "1" {
+		main()
+		os.Exit(0)
+	}
 	gin.SetMode(gin.ReleaseMode)
 	goleak.VerifyTestMain(m)
+}
+
+// lakegateCommand is the lakegate binary run with args: this test binary,
+// running main, with runMain alone in its environment (add to cmd.Env).
+func lakegateCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), self, args...)
+	cmd.Env = []string{runMain + "=1"}
+	return cmd
+}
+
+// productionCommand is lakegateCommand for a binary built without build
+// tags, whatever tags this test binary has.
+func productionCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "lakegate")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Env = []string{}
+	return cmd
 }
 
 const secret = "cmd-test-secret-0123456789abcdef0123"
@@ -379,34 +418,31 @@ func TestServeErrors(t *testing.T) {
 }
 
 func TestBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "lakegate")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	tests := []struct {
 		name       string
 		args       []string
 		wantCode   int
 		wantStdout string
 		wantStderr string
+		production bool // a build without the conformance tag
 	}{
-		{"version", []string{"version"}, 0, "lakegate dev\n", ""},
-		{"missing config", []string{"serve", "--config", "missing.json"}, 1, "", "missing.json: no such file"},
-		{"unknown command", []string{"frobnicate"}, 1, "", "unknown command"},
+		{"version", []string{"version"}, 0, "lakegate dev\n", "", false},
+		{"missing config", []string{"serve", "--config", "missing.json"}, 1, "", "missing.json: no such file", false},
+		{"unknown command", []string{"frobnicate"}, 1, "", "unknown command", false},
 		// The production build has no conformance fixtures (mcp/conformance.go
 		// is behind the conformance build tag).
 		{"conformance without the tag", []string{"serve", "--conformance"}, 1, "",
-			"this binary was built without the conformance fixtures; build with -tags conformance"},
+			"this binary was built without the conformance fixtures; build with -tags conformance", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.CommandContext(t.Context(), bin, tt.args...)
+			cmd := lakegateCommand(t, tt.args...)
+			if tt.production && mcp.ConformanceFixtures {
+				// This test binary has the fixtures: build one without.
+				cmd = productionCommand(t, tt.args...)
+			}
 			cmd.Dir = t.TempDir()
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"), "HOME="+t.TempDir())
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()

@@ -104,19 +104,11 @@ func TestStdioGoneClientStopsQuery(t *testing.T) {
 // that dies mid-call makes it cancel the call and exit 0 at once (a write
 // to the closed stdout is EPIPE, not a SIGPIPE death).
 func TestStdioBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "lakegate")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	start := func(t *testing.T) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *testutil.Buffer) {
 		t.Helper()
-		cmd := exec.Command(bin, "stdio")
+		cmd := lakegateCommand(t, "stdio")
 		cmd.Dir = t.TempDir()
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LAKEGATE_STATEMENT_TIMEOUT=1h"}
+		cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"), "HOME="+t.TempDir(), "LAKEGATE_STATEMENT_TIMEOUT=1h")
 		stderr := &testutil.Buffer{}
 		cmd.Stderr = stderr
 		in, err := cmd.StdinPipe()
