@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -227,26 +228,29 @@ func TestDiagnoseRetryLoop(t *testing.T) {
 	br := e.breakers["lite"]
 	for _, tt := range diagnoseCases(t) {
 		t.Run(tt.name, func(t *testing.T) {
-			br.failures = before
-			n := 0
-			err := e.retry(testCtx(t, tt.ctx), s, func(context.Context) (bool, error) {
-				n++
-				return false, tt.err
+			// The backoffs between attempts pass in a synctest bubble.
+			synctest.Test(t, func(t *testing.T) {
+				br.failures = before
+				n := 0
+				err := e.retry(testCtx(t, tt.ctx), s, func(context.Context) (bool, error) {
+					n++
+					return false, tt.err
+				})
+				if got := lakegate.KindOf(err); got != tt.want.kind {
+					t.Errorf("got kind %s (%v), want %s", got, err, tt.want.kind)
+				}
+				wantN := 1
+				if tt.want.retry != retryNo {
+					wantN = attempts
+				}
+				if n != wantN {
+					t.Errorf("got %d attempts, want %d", n, wantN)
+				}
+				wantFailures := map[outcome]int{outcomeSuccess: 0, outcomeNeutral: before, outcomeFailure: before + wantN}[tt.want.outcome]
+				if br.failures != wantFailures {
+					t.Errorf("got %d failures in a row, want %d (%s)", br.failures, wantFailures, outcomeNames[tt.want.outcome])
+				}
 			})
-			if got := lakegate.KindOf(err); got != tt.want.kind {
-				t.Errorf("got kind %s (%v), want %s", got, err, tt.want.kind)
-			}
-			wantN := 1
-			if tt.want.retry != retryNo {
-				wantN = attempts
-			}
-			if n != wantN {
-				t.Errorf("got %d attempts, want %d", n, wantN)
-			}
-			wantFailures := map[outcome]int{outcomeSuccess: 0, outcomeNeutral: before, outcomeFailure: before + wantN}[tt.want.outcome]
-			if br.failures != wantFailures {
-				t.Errorf("got %d failures in a row, want %d (%s)", br.failures, wantFailures, outcomeNames[tt.want.outcome])
-			}
 		})
 	}
 	t.Run("a started attempt is not run again", func(t *testing.T) {
