@@ -317,8 +317,9 @@ func TestServerCloseIdempotent(t *testing.T) {
 // With shutdown_delay, /ready answers 503 at once while the other routes
 // are still served, and the listener closes only after the delay.
 func TestServeShutdownDelay(t *testing.T) {
+	const delay = 2 * time.Second
 	cfg := config.Default()
-	cfg.ShutdownDelay = config.Duration(5 * time.Second)
+	cfg.ShutdownDelay = config.Duration(delay)
 	r := startServeWith(t, cfg, nil, nil)
 	get := func(path string) int {
 		resp, err := r.client.Get(r.base + path)
@@ -331,6 +332,7 @@ func TestServeShutdownDelay(t *testing.T) {
 	if got := get("/ready"); got != http.StatusOK {
 		t.Fatalf("/ready before shutdown: %d", got)
 	}
+	stopped := time.Now()
 	r.stop()
 	testutil.Eventually(t, 10*time.Second, "/ready to turn 503 at shutdown", func() bool {
 		return get("/ready") == http.StatusServiceUnavailable
@@ -341,5 +343,8 @@ func TestServeShutdownDelay(t *testing.T) {
 	}
 	if err := r.shutdown(t, 15*time.Second); err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+	if d := time.Since(stopped); d < delay {
+		t.Errorf("Serve returned %v after the shutdown began, want after the delay, %v", d, delay)
 	}
 }
