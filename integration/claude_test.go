@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate/internal/pgtest"
-	"github.com/lakegate/lakegate/server"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // claudeCodeVersion is the Claude Code release TestClaudeCode installs
@@ -70,10 +70,7 @@ func TestClaudeCode(t *testing.T) {
 	}
 
 	reader := "Authorization: Bearer " + token("claude-code", "reader")
-	forged, err := server.NewToken([]byte("another-secret-0123456789abcdef-0123456789"), "claude-code", "reader", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	forged := testutil.Token("another-secret-0123456789abcdef-0123456789", "claude-code", "reader")
 	bad := "Authorization: Bearer " + forged
 	// The names README gives, so all three can be added side by side.
 	run("mcp", "add", "--transport", "http", "lakegate", p.base+"/mcp", "--header", reader)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
-	"github.com/lakegate/lakegate/server"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // TestFetch exports a demo table with `lakegate fetch --sql`, fetches the
@@ -56,10 +56,7 @@ func TestFetch(t *testing.T) {
 
 	// A token of another secret (a make run server's, after a restart)
 	// is refused with where a good one comes from.
-	stale, err := server.NewToken([]byte("another-secret-0123456789abcdef0123"), "agent", lakegate.RoleReader, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stale := testutil.Token("another-secret-0123456789abcdef0123", "agent", lakegate.RoleReader)
 	_, _, err = run(t, map[string]string{"LAKEGATE_SERVER": m[1], "LAKEGATE_TOKEN": stale}, "fetch", "--database", "demo", "--sql", "SELECT 1")
 	if err == nil || !strings.Contains(err.Error(), "the server at "+m[1]+" did not take the token") || strings.Contains(err.Error(), stale) {
 		t.Errorf("stale token: got %v, want the token hint naming the server", err)

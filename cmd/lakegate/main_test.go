@@ -349,10 +349,7 @@ func TestServeDemo(t *testing.T) {
 		_, _ = b.ReadFrom(resp.Body)
 		return resp.StatusCode, b.Bytes()
 	}
-	stale, err := server.NewToken([]byte("secret-of-an-earlier-run-0123456789abcdef"), "alice", lakegate.RoleReader, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stale := testutil.Token("secret-of-an-earlier-run-0123456789abcdef", "alice", lakegate.RoleReader)
 	tests := []struct {
 		name, path, tok string
 		want            int
