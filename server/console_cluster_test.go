@@ -140,9 +140,10 @@ func startReplica(t *testing.T, cl *testCluster, prefix string, change func(*con
 	metrics := NewMetrics()
 	limits := NewLimits(cfg, metrics)
 	peer := testReplica{cl: cl, prefix: prefix}
-	plugin, err := mcp.New(engine, &mcp.Options{Tools: lakegate.DefaultTools, Enabled: true,
-		Workers: limits.MCP(), Observer: metrics, Logger: log, Peers: peer,
-		MaxSessions: cfg.MCPMaxSessions, MaxSessionsPerSubject: cfg.MCPMaxSessionsPerSubject})
+	popts := mcp.OptionsFrom(cfg)
+	popts.Tools, popts.Enabled = lakegate.DefaultTools, true
+	popts.Workers, popts.Observer, popts.Logger, popts.Peers = limits.MCP(), metrics, log, peer
+	plugin, err := mcp.New(engine, &popts)
 	if err != nil {
 		t.Fatal(err)
 	}
