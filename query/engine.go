@@ -26,8 +26,10 @@ const (
 	DefaultAcquireWait      = config.DefaultWorkerWait
 )
 
-// connectTimeout bounds connecting to one database in Open (or the
-// statement timeout, if longer).
+// connectTimeout bounds the first attempt to connect every database in
+// Open, so that a database whose host drops packets delays start by no
+// more (it is served once its watcher connects), and each attempt of a
+// watcher (or the statement timeout, if longer).
 const connectTimeout = 10 * time.Second
 
 // Log keys used by the engine.
@@ -174,8 +176,8 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 		return nil, err
 	}
 	// Every database is tried at once, so that start waits for the
-	// slowest, not for the sum.
-	gctx, cancel := context.WithTimeout(ctx, max(e.opts.StatementTimeout, connectTimeout))
+	// slowest, not for the sum, and for connectTimeout at most.
+	gctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	errs := make([]error, len(dbs))
 	var wg sync.WaitGroup
