@@ -228,7 +228,9 @@ func fitRows(held *query.Buffer, cols []query.ResultColumn, room int) (text []by
 	if shown > 0 || held.Len() == 0 {
 		return text, shown
 	}
-	cut := query.NewBuffer(int64(held.Size()), 1, max(64, (room-len(text))/max(1, len(cols))-32))
+	// Room for the row as held, and for a marker on each cut cell (a cell
+	// just past the cut grows by its marker).
+	cut := query.NewBuffer(held.Size()+int64(len(cols))*64, 1, max(64, (room-len(text))/max(1, len(cols))-32))
 	_ = cut.Begin(cols)
 	_ = held.Each(func(cells []query.Cell) error {
 		cut.Add(cells)

@@ -249,6 +249,18 @@ func TestAnswerBudget(t *testing.T) {
 		}
 	})
 
+	t.Run("a lone row of cells just past the cut", func(t *testing.T) {
+		p, _ := newTestPlugin(t, Options{AnswerChars: budget})
+		cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
+		// Ten cells of 80 characters in 500: each is cut to 64 and marked,
+		// which makes it longer than it was; the row is still shown.
+		sql := "SELECT " + strings.TrimSuffix(strings.Repeat("printf('%.80c', 'y'), ", 10), ", ")
+		text, meta, _ := callSQL(t, cs, map[string]any{"database": "iot", "sql": sql, "max_chars": 500})
+		if lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n"); len(lines) < 3 || !strings.Contains(lines[1], "…[cut: 80 bytes in all]") || meta.RowCount != 1 {
+			t.Errorf("got %q (%+v), want the row shown with its cells cut", text, meta)
+		}
+	})
+
 	t.Run("with a block store", func(t *testing.T) {
 		store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir(), BlockSize: 4 << 10})
 		if err != nil {
