@@ -35,7 +35,7 @@ type toolset struct {
 	workers  host.Workers
 	observer host.Observer // may be nil
 	log      *slog.Logger
-	index rowIndex // rows of the blocks of recent transfers (window.go)
+	index    rowIndex // rows of the blocks of recent transfers (window.go)
 
 	// declaredMu guards declared and roles, which a reload of tools.json
 	// replaces (reload.go).
