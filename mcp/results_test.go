@@ -374,6 +374,16 @@ func TestResultWindows(t *testing.T) {
 		if got := firstFields(text); strings.Join(got, " ") != "4991 4992 4993 4994 4995" || w.NextOffset == nil || *w.NextOffset != 4995 {
 			t.Errorf("got rows %v, next %v, want 4991 to 4995 and next_offset 4995", got, w.NextOffset)
 		}
+		// A limit past the result reads no more blocks than the budget
+		// holds: the rows that fit, and next_offset.
+		_, fresh, _ := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT * FROM readings ORDER BY id", "export": true})
+		_, w = window(t, map[string]any{"transfer_id": fresh.Transfer.ID, "offset": 0, "limit": 1000000})
+		if w.Rows == 0 || w.Rows > 100 || w.NextOffset == nil || *w.NextOffset != w.Rows {
+			t.Errorf("a huge limit: got %d rows, next %v, want the rows that fit and next_offset", w.Rows, w.NextOffset)
+		}
+		if read := len(p.tools.index.rows[fresh.Transfer.ID]); read > 3 {
+			t.Errorf("a huge limit read %d of %d blocks, want only those the budget holds", read, len(fresh.Transfer.Blocks))
+		}
 		text, w = window(t, map[string]any{"transfer_id": id, "offset": 6000})
 		if w.Rows != 0 || w.NextOffset != nil || !strings.Contains(text, "no rows") {
 			t.Errorf("past the end: got %q %+v, want no rows", text, w)

@@ -106,7 +106,8 @@ func (ts *toolset) window(ctx context.Context, c lakegate.Caller, id string, off
 		row    int // the result's index of the current block's first row
 		blocks = 1
 	)
-	for n := 0; n < blocks && len(rows) < limit; n++ {
+	held := 0 // bytes of the rows kept: never past the budget, whatever limit asks
+	for n := 0; n < blocks && len(rows) < limit && held <= chars; n++ {
 		if k, ok := ts.index.get(id, n); ok && row+k <= offset && n > 0 {
 			row += k
 			continue
@@ -129,10 +130,11 @@ func (ts *toolset) window(ctx context.Context, c lakegate.Caller, id string, off
 			if row+i < offset {
 				continue
 			}
-			if len(rows) == limit {
+			if len(rows) == limit || held > chars {
 				break
 			}
 			rows = append(rows, l)
+			held += len(l) + 1
 		}
 		row += len(lines)
 	}
