@@ -74,6 +74,23 @@ type PluginStatus struct {
 	Workers      WorkerStatus         `json:"workers"`
 	// Blocks counts the block store's transfers (absent without a store).
 	Blocks *BlockStatus `json:"blocks,omitempty"`
+	// Tools is what the plugin serves: its tools, and its groups'.
+	Tools ToolsInfo `json:"tools"`
+}
+
+// ToolsInfo is the tools a plugin serves and where they were declared:
+// every tool at /mcp, and each group's at /mcp/{group}.
+type ToolsInfo struct {
+	// Source is the tools.json read, or "built-in tools.json".
+	Source string      `json:"source"`
+	Tools  []string    `json:"tools"`
+	Groups []ToolGroup `json:"groups,omitempty"`
+}
+
+// ToolGroup is one group of tools, served at /mcp/{name}.
+type ToolGroup struct {
+	Name  string   `json:"name"`
+	Tools []string `json:"tools"`
 }
 
 // WorkerStatus is the use of the tool-call worker slots: MCP's share,

@@ -23,8 +23,9 @@ const claudeCodeVersion = "2.1.330"
 // way README says, and its health check (claude mcp list: no model, no
 // network) reports each connected, and a server added with a token signed
 // by another secret failed; with haproxy installed, also lakegate over both
-// HTTP transports through haproxy in front of two replicas. Skipped without
-// npm.
+// HTTP transports through haproxy in front of two replicas. A tool group of
+// an operator's tools.json connects at /mcp/{group}, and every server still
+// connects after the tools are reloaded. Skipped without npm.
 //
 // The install (about 6 s here, a 380 MB native binary; npm's cache is
 // shared, so only the first run downloads) stays in the test: js-deps
@@ -41,7 +42,9 @@ func TestClaudeCode(t *testing.T) {
 	}
 	claude := installClaudeCode(t, npm)
 	bin := buildBinary(t)
-	p := startProc(t, bin)
+	tools := t.TempDir()
+	putTools(t, tools, groupTools(t, "list_tables", "describe_table"))
+	p := startProc(t, bin, "LAKEGATE_MCP_CONFIG_DIR="+tools)
 
 	scratch := t.TempDir()
 	home, project := filepath.Join(scratch, "home"), filepath.Join(scratch, "project")
@@ -78,12 +81,14 @@ func TestClaudeCode(t *testing.T) {
 	run("mcp", "add", "lakegate-stdio", "-e", "LAKEGATE_DATABASES=iot="+appURL, "-e", "LAKEGATE_QUERY_ROLE="+pgtest.QueryRole, "-e", "LAKEGATE_LOG_LEVEL=warn", "--", bin, "stdio")
 	run("mcp", "add", "--transport", "http", "bad-token-http", p.base+"/mcp", "--header", bad)
 	run("mcp", "add", "--transport", "sse", "bad-token-sse", p.base+"/mcp/sse", "--header", bad)
+	run("mcp", "add", "--transport", "http", "lakegate-sensors", p.base+"/mcp/sensors", "--header", reader)
 	want := map[string]string{
-		"lakegate":       "✔ Connected",
-		"lakegate-sse":   "✔ Connected",
-		"lakegate-stdio": "✔ Connected",
-		"bad-token-http": "✘",
-		"bad-token-sse":  "✘",
+		"lakegate-sensors": "✔ Connected",
+		"lakegate":         "✔ Connected",
+		"lakegate-sse":     "✔ Connected",
+		"lakegate-stdio":   "✔ Connected",
+		"bad-token-http":   "✘",
+		"bad-token-sse":    "✘",
 	}
 	// And through haproxy in front of two replicas sharing a cluster.
 	if haproxyBin() != "" {
@@ -94,17 +99,30 @@ func TestClaudeCode(t *testing.T) {
 		want["lakegate-cluster"], want["lakegate-cluster-sse"] = "✔ Connected", "✔ Connected"
 	}
 
-	out := run("mcp", "list")
-	t.Logf("claude mcp list (Claude Code %s):\n%s", claudeCodeVersion, out)
-	status := map[string]string{}
-	for _, m := range regexp.MustCompile(`(?m)^(\S+): .* - ([✔✘].*)$`).FindAllStringSubmatch(out, -1) {
-		status[m[1]] = m[2]
-	}
-	for name, want := range want {
-		if got := status[name]; !strings.HasPrefix(got, want) {
-			t.Errorf("%s: got %q, want %s...", name, got, want)
+	check := func(when string) {
+		t.Helper()
+		out := run("mcp", "list")
+		t.Logf("claude mcp list %s (Claude Code %s):\n%s", when, claudeCodeVersion, out)
+		status := map[string]string{}
+		for _, m := range regexp.MustCompile(`(?m)^(\S+): .* - ([✔✘].*)$`).FindAllStringSubmatch(out, -1) {
+			status[m[1]] = m[2]
+		}
+		for name, want := range want {
+			if got := status[name]; !strings.HasPrefix(got, want) {
+				t.Errorf("%s %s: got %q, want %s...", name, when, got, want)
+			}
 		}
 	}
+	check("at start")
+
+	// The operator edits the group and reloads.
+	putTools(t, tools, groupTools(t, "list_tables", "describe_table", "run_sql"))
+	reload := exec.CommandContext(t.Context(), bin, "admin", "tools", "reload", "--server", p.base)
+	reload.Env = []string{"LAKEGATE_TOKEN=" + token("ops", "admin"), "PATH=" + os.Getenv("PATH"), "HOME=" + home}
+	if out, err := reload.CombinedOutput(); err != nil {
+		t.Fatalf("lakegate admin tools reload: %v\n%s", err, out)
+	}
+	check("after a tools reload")
 }
 
 // installClaudeCode installs the pinned Claude Code into a scratch

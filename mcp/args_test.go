@@ -11,10 +11,11 @@ import (
 // builtinArgs is the argument schema of the built-in tool name.
 func builtinArgs(t *testing.T, name string) *argsSchema {
 	t.Helper()
-	specs, err := loadTools(lakegate.DefaultTools, "")
+	d, err := loadTools(lakegate.DefaultTools, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	specs := d.tools
 	for _, s := range specs {
 		if s.Name == name {
 			return s.args
@@ -90,10 +91,11 @@ func TestArgsSchemaMatchesHandler(t *testing.T) {
 	// arguments through to be ignored, as it says.
 	file = `{"tools": [{"name": "x", "description": "d", "handler": "list_tables",
 		"input_schema": {"type": "object", "properties": {"database": {"type": "string"}}}}]}`
-	specs, err := parseTools([]byte(file))
+	d, err := parseTools([]byte(file))
 	if err != nil {
 		t.Fatal(err)
 	}
+	specs := d.tools
 	var in tablesIn
 	if err := specs[0].args.decode(json.RawMessage(`{"database": "d", "extra": 1}`), &in); err != nil || in.Database != "d" {
 		t.Errorf("open schema: got %+v %v", in, err)

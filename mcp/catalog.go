@@ -24,8 +24,8 @@ const checkTimeout = 5 * time.Second
 // checkTimeout), so that it is complete.
 type catalog struct {
 	mu      sync.Mutex
-	uris    map[string]bool
-	last    time.Time // when the last check started
+	uris    map[string]*mcpsdk.Resource // the table schema resources, by URI
+	last    time.Time                   // when the last check started
 	running bool
 	first   chan struct{} // closed when the first check has ended
 
@@ -33,16 +33,16 @@ type catalog struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	servers  []*mcpsdk.Server // where the resources are registered (attach); under mu
 	engine   Engine
-	server   *mcpsdk.Server // where the resources are registered
-	interval time.Duration  // Options.CatalogInterval
+	interval time.Duration // Options.CatalogInterval
 	log      *slog.Logger
 }
 
-func newCatalog(engine Engine, server *mcpsdk.Server, interval time.Duration, log *slog.Logger) *catalog {
+func newCatalog(engine Engine, interval time.Duration, log *slog.Logger) *catalog {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &catalog{uris: map[string]bool{}, first: make(chan struct{}), ctx: ctx, cancel: cancel,
-		engine: engine, server: server, interval: interval, log: log}
+	return &catalog{uris: map[string]*mcpsdk.Resource{}, first: make(chan struct{}), ctx: ctx, cancel: cancel,
+		engine: engine, interval: interval, log: log}
 }
 
 // close stops a running check and waits for it. Cancelling under mu
@@ -132,15 +132,19 @@ func (c *catalog) sync(ctx context.Context) {
 	}
 	slices.Sort(gone)
 	if len(gone) > 0 {
-		c.server.RemoveResources(gone...)
+		for _, s := range c.servers {
+			s.RemoveResources(gone...)
+		}
 		for _, uri := range gone {
 			delete(c.uris, uri)
 		}
 	}
 	for uri, r := range want {
-		if !c.uris[uri] {
-			c.server.AddResource(r, c.readSchema)
-			c.uris[uri] = true
+		if c.uris[uri] == nil {
+			for _, s := range c.servers {
+				s.AddResource(r, c.readSchema)
+			}
+			c.uris[uri] = r
 		}
 	}
 }
@@ -157,24 +161,51 @@ func (c *catalog) registered() []string {
 	return uris
 }
 
-// register adds lakegate://databases and the table schema
-// template. The catalog check (catalogCheck) adds one concrete schema
-// resource per table, so that resources/list pages through every table.
-func (c *catalog) register() {
-	c.server.AddResource(&mcpsdk.Resource{
+// attach adds lakegate://databases, the table schema template and the
+// schema resource of each table known to server, and keeps them current
+// there: each catalog check adds and removes one concrete schema resource
+// per table, so that resources/list pages through every table.
+func (c *catalog) attach(server *mcpsdk.Server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.Contains(c.servers, server) {
+		return
+	}
+	c.servers = append(c.servers, server)
+	server.AddResource(&mcpsdk.Resource{
 		URI:         databasesURI,
 		Name:        "databases",
 		Title:       "Databases",
 		Description: "The databases lakegate serves, with their dialect.",
 		MIMEType:    "application/json",
 	}, c.readDatabases)
-	c.server.AddResourceTemplate(&mcpsdk.ResourceTemplate{
+	server.AddResourceTemplate(&mcpsdk.ResourceTemplate{
 		URITemplate: schemaTemplate,
 		Name:        "table-schema",
 		Title:       "Table schema",
 		Description: "Columns, keys and row estimate of one table.",
 		MIMEType:    "application/json",
 	}, c.readSchema)
+	for _, r := range c.uris {
+		server.AddResource(r, c.readSchema)
+	}
+}
+
+// detach removes the catalog's resources from server.
+func (c *catalog) detach(server *mcpsdk.Server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(c.servers, server)
+	if i < 0 {
+		return
+	}
+	c.servers = slices.Delete(c.servers, i, i+1)
+	uris := []string{databasesURI}
+	for uri := range c.uris {
+		uris = append(uris, uri)
+	}
+	server.RemoveResources(uris...)
+	server.RemoveResourceTemplates(schemaTemplate)
 }
 
 // readDatabases answers resources/read of lakegate://databases.

@@ -231,7 +231,7 @@ func newStalledClient(t *testing.T, p *Plugin) *stalledClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, err := p.server.Connect(lakegate.WithCaller(context.WithoutCancel(t.Context()), caller), sseTransport{c}, nil)
+	ss, err := p.servers.main.Connect(lakegate.WithCaller(context.WithoutCancel(t.Context()), caller), sseTransport{c}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,11 @@ import (
 // TestToolsListSize keeps tools/list small: every built-in tool's
 // declaration as a client receives it, under 8 KiB.
 func TestToolsListSize(t *testing.T) {
-	specs, err := loadTools(lakegate.DefaultTools, "")
+	d, err := loadTools(lakegate.DefaultTools, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	specs := d.tools
 	res := &mcpsdk.ListToolsResult{}
 	for _, s := range specs {
 		res.Tools = append(res.Tools, s.tool())
@@ -49,10 +50,11 @@ func TestCustomSQLToolLoad(t *testing.T) {
 	good := `{"tools": [{"name": "device_readings", "description": "Readings of one device since a time", "handler": "sql", "database": "iot",
 		"statement": "SELECT id, ts FROM readings WHERE device_id = $1 AND ts >= $2 ORDER BY ts",
 		"parameters": [{"name": "device_id", "type": "integer", "description": "Device id", "required": true}, {"name": "since", "type": "timestamp"}]}]}`
-	specs, err := loadTools(lakegate.DefaultTools, write(t, good))
+	d, err := loadTools(lakegate.DefaultTools, write(t, good))
 	if err != nil {
 		t.Fatal(err)
 	}
+	specs := d.tools
 	tool := specs[0].tool()
 	schema, _ := json.Marshal(tool.InputSchema)
 	if !strings.Contains(string(schema), `"device_id":{"type":"integer","description":"Device id"}`) ||

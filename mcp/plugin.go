@@ -32,7 +32,7 @@ import (
 // use.
 type Plugin struct {
 	log     *slog.Logger
-	server  *mcpsdk.Server
+	servers *servers // the protocol servers: /mcp's and each group's (groups.go)
 	origins []string // Options.AllowedOrigins
 
 	tools      *toolset           // the declared tools and their calls (toolset.go)
@@ -84,32 +84,16 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	specs, err := loadTools(o.Tools, o.ConfigDir)
+	decls, err := loadTools(o.Tools, o.ConfigDir)
 	if err != nil {
 		return nil, err
 	}
+	watched := o.ConfigDir != ""
 	prompts := &prompts{engine: engine, conformance: o.Conformance}
-	sopts := &mcpsdk.ServerOptions{
-		Instructions:      instructions,
-		Logger:            log,
-		PageSize:          o.PageSize,
-		CompletionHandler: prompts.complete,
-		Capabilities:      capabilities(o.ConfigDir != ""),
-		SetCacheable:      cacheFor(o.ConfigDir != "", o.CatalogInterval),
-	}
-	if o.Peers != nil {
-		sopts.GetSessionID = func() string { return newSessionID(o.Peers) }
-	}
-	if o.Conformance {
-		if err := conformanceOptions(sopts); err != nil {
-			return nil, err
-		}
-	}
-	server := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, sopts)
-	getServer := func(*http.Request) *mcpsdk.Server { return server }
-	p := &Plugin{log: log, server: server, origins: o.AllowedOrigins}
-	p.sessions = newRegistry(server, &o, log)
-	p.catalog = newCatalog(engine, server, o.CatalogInterval, log)
+	p := &Plugin{log: log, origins: o.AllowedOrigins, servers: &servers{prompts: prompts}}
+	p.sessions = newRegistry(p.servers.sessions, &o, log)
+	p.catalog = newCatalog(engine, o.CatalogInterval, log)
+	p.servers.catalog = p.catalog
 	p.blocks = &blockRoutes{store: o.Blocks, peers: o.Peers, replies: p.sessions, threshold: o.BlockThreshold}
 	p.tools = &toolset{
 		engine: engine,
@@ -125,37 +109,64 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	if p.tools.workers == nil {
 		p.tools.workers = newLocalWorkers(o.MaxWorkers, o.WorkerWait)
 	}
-	p.sse = &sseHandler{getServer: getServer, sessions: p.sessions, enabled: p.Enabled, peers: o.Peers,
+	p.sse = &sseHandler{getServer: p.servers.getServer, sessions: p.sessions, enabled: p.Enabled, peers: o.Peers,
 		queue: o.SessionQueue, queueBytes: o.SessionQueueBytes, writeTimeout: o.WriteTimeout, keepalive: o.Keepalive, log: log}
-	p.streamable = newStreamableHandler(getServer, p.sessions, &o, log)
+	p.streamable = newStreamableHandler(p.servers.getServer, p.sessions, &o, log)
 
-	p.tools.declare(specs)
-	for _, t := range specs {
-		server.AddTool(t.tool(), observe(t.Name, p.tools.handle(t.run())))
+	// build makes one protocol server: /mcp's (no group) or a group's.
+	var fixtures []string // the conformance fixtures' tools, on /mcp's server
+	build := func(g groupSpec) (*protoServer, error) {
+		sopts := &mcpsdk.ServerOptions{
+			Instructions:      cmp.Or(g.Instructions, instructions),
+			Logger:            log,
+			PageSize:          o.PageSize,
+			CompletionHandler: prompts.complete,
+			// A group's prompts change with tools.json, /mcp's never.
+			Capabilities: capabilities(watched, watched && g.Name != ""),
+			SetCacheable: cacheFor(watched, o.CatalogInterval),
+		}
+		if o.Peers != nil {
+			sopts.GetSessionID = func() string { return newSessionID(o.Peers) }
+		}
+		if o.Conformance && g.Name == "" {
+			if err := conformanceOptions(sopts); err != nil {
+				return nil, err
+			}
+		}
+		ps := &protoServer{Server: mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, sopts), group: g.Name}
+		// The tools a caller may use there, sorted: what an unknown tool's answer lists.
+		toolNames := func(ctx context.Context) []string {
+			caller, _ := lakegate.CallerFrom(ctx)
+			names := slices.DeleteFunc(append(ps.toolNames(), fixtures...), func(n string) bool { return !mayUse(caller, p.tools.rolesOf(n)) })
+			return slices.Sorted(slices.Values(names))
+		}
+		ps.AddReceivingMiddleware(p.requests.middleware, p.catalog.check, p.catalog.visible, toolRoles(p.tools.rolesOf, toolNames), unknownTool(toolNames))
+		if o.Trace {
+			ps.AddReceivingMiddleware(traceMessages(log, "in"))
+			ps.AddSendingMiddleware(traceMessages(log, "out"))
+		}
+		addSpans(ps.Server) // last: outermost, its span holds the others' work
+		p.blocks.register(ps.Server)
+		return ps, nil
 	}
-	var fixtures []string // the conformance fixtures' tools, added below
-	// The tools a caller may use, sorted: what an unknown tool's answer lists.
-	toolNames := func(ctx context.Context) []string {
-		caller, _ := lakegate.CallerFrom(ctx)
-		names := slices.DeleteFunc(append(p.tools.names(), fixtures...), func(n string) bool { return !mayUse(caller, p.tools.rolesOf(n)) })
-		return slices.Sorted(slices.Values(names))
+	root, err := build(groupSpec{})
+	if err != nil {
+		return nil, err
 	}
-	server.AddReceivingMiddleware(p.requests.middleware, p.catalog.check, p.catalog.visible, toolRoles(p.tools.rolesOf, toolNames), unknownTool(toolNames))
-	if o.Trace {
-		server.AddReceivingMiddleware(traceMessages(log, "in"))
-		server.AddSendingMiddleware(traceMessages(log, "out"))
-	}
-	addSpans(server) // last: outermost, its span holds the others' work
-	prompts.register(server)
-	p.catalog.register()
-	p.blocks.register(server)
+	prompts.register(root.Server, promptNames)
+	p.catalog.attach(root.Server)
+	p.servers.main = root
+	p.servers.build = func(g groupSpec) *protoServer { ps, _ := build(g); return ps } // only /mcp's can fail
+	p.servers.handler = func(t toolSpec) mcpsdk.ToolHandler { return observe(t.Name, p.tools.handle(t.run())) }
+	p.servers.declare = p.tools.declare
+	p.servers.apply(decls)
 	if o.Conformance {
-		fixtures = addConformanceFixtures(server)
+		fixtures = addConformanceFixtures(root.Server)
 	}
 	if o.Enabled {
 		p.Enable()
 	}
-	p.watch = watchTools(o.ConfigDir, o.Tools, server, p.tools, cmp.Or(o.ToolsInterval, DefaultToolsInterval), log)
+	p.watch = watchTools(o.ConfigDir, o.Tools, p.servers.apply, cmp.Or(o.ToolsInterval, DefaultToolsInterval), log)
 	return p, nil
 }
 
@@ -178,6 +189,13 @@ func (p *Plugin) Mount(r gin.IRouter, meter gin.HandlerFunc) {
 	g.POST("/messages/", p.sse.message)
 	g.POST("/messages", p.sse.message)
 	p.blocks.mount(g, meter)
+	// A group's routes: its sessions' SSE messages go to /mcp/messages,
+	// as every session's do.
+	group := g.Group("/:group", p.servers.pick)
+	group.POST("", p.streamable.serve)
+	group.GET("", p.streamable.serve)
+	group.DELETE("", p.streamable.serve)
+	group.GET("/sse", p.sse.stream)
 }
 
 // Enable turns the plugin on; MCP routes answer again.
@@ -210,6 +228,7 @@ func (p *Plugin) Status() host.PluginStatus {
 		Sessions:  map[string]int{"sse": 0, "streamable": 0, "stdio": 0},
 		ToolCalls: p.tools.stats(),
 		Workers:   p.tools.workers.Use(),
+		Tools:     p.servers.info(),
 	}
 	st.Blocks = p.blocks.status()
 	n := p.sessions.counts()
@@ -217,8 +236,17 @@ func (p *Plugin) Status() host.PluginStatus {
 	return st
 }
 
-// ToolNames lists the declared tools, sorted.
-func (p *Plugin) ToolNames() []string { return p.tools.names() }
+// ReloadTools reads mcp_config_dir's tools.json now (SIGHUP, `lakegate
+// admin tools reload`) and serves what it declares, as an edit of the
+// file does; a file that is refused leaves the tools in use and is the
+// error, with its line. It reports what is served afterwards.
+func (p *Plugin) ReloadTools() (host.ToolsInfo, error) {
+	if p.watch == nil {
+		return p.servers.info(), lakegate.Errorf(lakegate.KindNotFound, "no tools.json to reload: the built-in tools serve; set mcp_config_dir to declare your own")
+	}
+	err := p.watch.reload(true)
+	return p.servers.info(), err
+}
 
 // Close is the owner's end of the plugin: whoever built it with New calls
 // it once the host has stopped serving (after server.Serve returns and the
@@ -291,8 +319,14 @@ func (p *Plugin) CloseSession(id string) bool { return p.sessions.close(id) }
 // ends it, and cancels the calls still running, when the client is gone.
 // It ignores Enable/Disable: running the stdio command is the operator's
 // choice. The caller of ServeStdio still Closes the plugin.
-func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lakegate.Caller) error {
-	return serveStdio(ctx, p.server, p.sessions, p.log, t, caller)
+//
+// group, when not empty, is the tool group to serve (tools.json "groups").
+func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lakegate.Caller, group string) error {
+	ps, ok := p.servers.group(group)
+	if !ok {
+		return errNoGroup(group, p.servers.groupNames())
+	}
+	return serveStdio(ctx, ps.Server, p.sessions, p.log, t, caller)
 }
 
 // SessionBytes reports the bytes the SSE session id holds for its client
@@ -301,15 +335,16 @@ func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lake
 func (p *Plugin) SessionBytes(id string) (now, peak int64, ok bool) { return p.sessions.held(id) }
 
 // capabilities declares a list as changing only where it does: the tools
-// when an operator's tools.json is watched (reloading), the prompts never
-// (they are built in), the resources always: they follow the catalog,
-// which the catalog watcher announces.
-func capabilities(watched bool) *mcpsdk.ServerCapabilities {
+// when an operator's tools.json is watched (reloading), the prompts only
+// for a group of a watched file (its prompts are declared there; /mcp's
+// are built in), the resources always: they follow the catalog, which the
+// catalog watcher announces.
+func capabilities(watched, promptsChange bool) *mcpsdk.ServerCapabilities {
 	return &mcpsdk.ServerCapabilities{
 		//lint:ignore SA1019 the SDK's default, kept for the protocol versions before 2026-07-28 that have logging/setLevel
 		Logging:   &mcpsdk.LoggingCapabilities{},
 		Tools:     &mcpsdk.ToolCapabilities{ListChanged: watched},
-		Prompts:   &mcpsdk.PromptCapabilities{ListChanged: false},
+		Prompts:   &mcpsdk.PromptCapabilities{ListChanged: promptsChange},
 		Resources: &mcpsdk.ResourceCapabilities{ListChanged: true},
 	}
 }

@@ -38,19 +38,24 @@ type prompts struct {
 	conformance bool
 }
 
-// register adds the prompts to server. Their argument values complete
-// from the engine's catalog (see complete).
-func (p *prompts) register(server *mcpsdk.Server) {
+// register adds the prompts named (promptNames) to server. Their argument
+// values complete from the engine's catalog (see complete).
+func (p *prompts) register(server *mcpsdk.Server, names []string) {
 	dbArg := &mcpsdk.PromptArgument{Name: "database", Description: "Database name from list_databases", Required: true}
 	tableArg := &mcpsdk.PromptArgument{Name: "table", Description: "Table name from list_tables", Required: true}
-	server.AddPrompt(&mcpsdk.Prompt{
+	add := func(pr *mcpsdk.Prompt, h mcpsdk.PromptHandler) {
+		if slices.Contains(names, pr.Name) {
+			server.AddPrompt(pr, h)
+		}
+	}
+	add(&mcpsdk.Prompt{
 		Name:        "tool-descriptions",
 		Title:       "How to use lakegate's tools",
 		Description: "Guidance for using lakegate's tools well: which tool for which question, limits, result shapes.",
 	}, func(context.Context, *mcpsdk.GetPromptRequest) (*mcpsdk.GetPromptResult, error) {
 		return userPrompt("How to use lakegate's tools", toolGuidance), nil
 	})
-	server.AddPrompt(&mcpsdk.Prompt{
+	add(&mcpsdk.Prompt{
 		Name:        "explore_database",
 		Title:       "Explore a database",
 		Description: "Survey one database: its tables, their sizes and how they relate.",
@@ -67,7 +72,7 @@ func (p *prompts) register(server *mcpsdk.Server) {
 				"this data can answer and the run_sql query for each. Keep queries small: use limits and aggregates.",
 			db, p.dialect(db))), nil
 	})
-	server.AddPrompt(&mcpsdk.Prompt{
+	add(&mcpsdk.Prompt{
 		Name:        "analyze_table",
 		Title:       "Analyze a table",
 		Description: "Profile one table: columns, null rates, value ranges and notable patterns.",

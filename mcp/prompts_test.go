@@ -21,7 +21,7 @@ func connectStdio(t *testing.T, p *Plugin, caller lakegate.Caller, copts *mcpsdk
 	st, ct := mcpsdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- p.ServeStdio(ctx, st, caller) }()
+	go func() { done <- p.ServeStdio(ctx, st, caller, "") }()
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test", Version: "1"}, copts)
 	cs, err := client.Connect(t.Context(), ct, &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {

@@ -6,20 +6,21 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
-	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/lakegate/lakegate"
 )
 
 // An operator edits tools.json in mcp_config_dir while the server runs:
 // toolsWatch looks at the file every interval and, when it changed (or
 // appeared, or went: then the built-in tools serve), reads it as start-up
-// does. A file that does not parse, or declares a statement the validator
-// refuses, is refused with the line and the reason at ERROR, and the tools
-// in use stay. A good one replaces them: the SDK tells every connected
-// session notifications/tools/list_changed, and a call of a tool no longer
+// does; SIGHUP and `lakegate admin tools reload` (Plugin.ReloadTools) read
+// it at once. A file that does not parse, or declares a statement the
+// validator refuses, is refused with the line and the reason, and the
+// tools in use stay. A good one replaces them (servers.apply): every
+// connected session whose tools changed is told
+// notifications/tools/list_changed, and a call of a tool no longer
 // declared is an unknown tool.
 
 // DefaultToolsInterval is how often mcp_config_dir's tools.json is looked at.
@@ -29,10 +30,11 @@ const DefaultToolsInterval = 2 * time.Second
 type toolsWatch struct {
 	file    string
 	builtin []byte
-	server  *mcpsdk.Server
-	tools   *toolset
+	apply   func(*declarations)
 	log     *slog.Logger
-	stamp   fileStamp // of the declarations in use
+
+	mu    sync.Mutex // orders reloads
+	stamp fileStamp  // of the declarations in use
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -58,11 +60,11 @@ func stampOf(file string) (fileStamp, error) {
 
 // watchTools starts watching dir's tools.json, every interval; nil
 // without a dir.
-func watchTools(dir string, builtin []byte, server *mcpsdk.Server, tools *toolset, interval time.Duration, log *slog.Logger) *toolsWatch {
+func watchTools(dir string, builtin []byte, apply func(*declarations), interval time.Duration, log *slog.Logger) *toolsWatch {
 	if dir == "" {
 		return nil
 	}
-	w := &toolsWatch{file: filepath.Join(dir, ToolsFile), builtin: builtin, server: server, tools: tools, log: log,
+	w := &toolsWatch{file: filepath.Join(dir, ToolsFile), builtin: builtin, apply: apply, log: log,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	w.stamp, _ = stampOf(w.file) // what New read
 	go w.run(interval)
@@ -78,46 +80,36 @@ func (w *toolsWatch) run(interval time.Duration) {
 		case <-w.stop:
 			return
 		case <-t.C:
-			w.check()
+			_ = w.reload(false)
 		}
 	}
 }
 
-// check reloads the declarations when the file changed since the last
-// look; a version that was refused is not read again until it changes.
-func (w *toolsWatch) check() {
+// reload reads the file and applies it: when it changed since the last
+// look, or always when forced (an operator's command). A version that was
+// refused is not read again by the watch until it changes.
+func (w *toolsWatch) reload(force bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	stamp, err := stampOf(w.file)
-	if err != nil || stamp == w.stamp {
-		return
-	}
-	w.stamp = stamp
-	specs, err := loadTools(w.builtin, filepath.Dir(w.file))
 	if err != nil {
 		w.log.Error("tools.json not reloaded: the tools in use stay", "file", w.file, "error", err.Error())
-		return
+		return lakegate.Errorf(lakegate.KindUnavailable, "tools.json not reloaded: %v", err)
 	}
-	w.apply(specs)
-	w.log.Info("tools.json reloaded", "file", w.file, "tools", len(specs))
-}
-
-// apply makes specs the declared tools: the tools no longer declared go
-// first, then the roles are set (so that no tool is ever offered wider than
-// declared), then the tools are added or replaced. Each change reaches the
-// connected sessions as notifications/tools/list_changed.
-func (w *toolsWatch) apply(specs []toolSpec) {
-	var gone []string
-	for _, n := range w.tools.names() {
-		if !slices.ContainsFunc(specs, func(t toolSpec) bool { return t.Name == n }) {
-			gone = append(gone, n)
-		}
+	if stamp == w.stamp && !force {
+		return nil
 	}
-	if len(gone) > 0 {
-		w.server.RemoveTools(gone...)
+	w.stamp = stamp
+	d, err := loadTools(w.builtin, filepath.Dir(w.file))
+	if err != nil {
+		w.log.Error("tools.json not reloaded: the tools in use stay", "file", w.file, "error", err.Error())
+		e := lakegate.Errorf(lakegate.KindValidation, "%s", err.Error())
+		e.Hint = "the tools in use stay; fix the file and reload again"
+		return e
 	}
-	w.tools.declare(specs)
-	for _, t := range specs {
-		w.server.AddTool(t.tool(), observe(t.Name, w.tools.handle(t.run())))
-	}
+	w.apply(d)
+	w.log.Info("tools.json reloaded", "file", d.source, "tools", len(d.tools), "groups", len(d.groups))
+	return nil
 }
 
 // close stops the watch and waits for it.

@@ -38,7 +38,7 @@ func (r *registry) list() []host.SessionInfo {
 	defer r.mu.Unlock()
 	r.pruneLocked()
 	init := make(map[string]*mcpsdk.InitializeParams, len(r.sse)+len(r.streams))
-	for ss := range r.sdk.Sessions() {
+	for ss := range r.sdk() {
 		init[ss.ID()] = ss.InitializeParams()
 	}
 	out := make([]host.SessionInfo, 0, len(r.sse)+len(r.streams))

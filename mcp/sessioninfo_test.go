@@ -70,7 +70,7 @@ func TestSessionsListAndClose(t *testing.T) {
 func TestSessionActivity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sdk := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "test"}, nil)
-		r := newRegistry(sdk, &Options{MaxSessions: 10, MaxSessionsPerSubject: 10}, slog.New(slog.DiscardHandler))
+		r := newRegistry(sdk.Sessions, &Options{MaxSessions: 10, MaxSessionsPerSubject: 10}, slog.New(slog.DiscardHandler))
 		c := newConn("s1", lakegate.Caller{Subject: "carol"}, 4, 1<<20, time.Second)
 		if err := r.addSSE(c); err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -38,7 +39,7 @@ type registry struct {
 	max, maxPerSubject int
 	observer           host.Observer // of refused sessions; may be nil
 	log                *slog.Logger
-	sdk                *mcpsdk.Server // where Streamable HTTP sessions live
+	sdk                func() iter.Seq[*mcpsdk.ServerSession] // the protocol servers' sessions (servers.sessions)
 	// replyWait bounds the wait for room in an SSE session's budget
 	// (admitReply).
 	replyWait time.Duration
@@ -58,7 +59,7 @@ type registry struct {
 	wg      sync.WaitGroup // SSE streams still being served
 }
 
-func newRegistry(sdk *mcpsdk.Server, o *Options, log *slog.Logger) *registry {
+func newRegistry(sdk func() iter.Seq[*mcpsdk.ServerSession], o *Options, log *slog.Logger) *registry {
 	return &registry{max: o.MaxSessions, maxPerSubject: o.MaxSessionsPerSubject, observer: o.Observer, log: log, sdk: sdk,
 		replyWait: o.WorkerWait,
 		sse:       map[string]*conn{}, streams: map[string]*streamSession{}, pending: map[string]int{}}
@@ -229,7 +230,7 @@ func (r *registry) closeStream(id string) {
 	if id == "" {
 		return
 	}
-	for ss := range r.sdk.Sessions() {
+	for ss := range r.sdk() {
 		if ss.ID() == id {
 			_ = ss.Close()
 			return
@@ -244,7 +245,7 @@ func (r *registry) pruneLocked() {
 		return
 	}
 	live := make(map[string]bool, len(r.streams))
-	for ss := range r.sdk.Sessions() {
+	for ss := range r.sdk() {
 		live[ss.ID()] = true
 	}
 	for id := range r.streams {
@@ -321,7 +322,7 @@ func (r *registry) counts() sessionCounts {
 			n.idle++
 		}
 	}
-	for ss := range r.sdk.Sessions() {
+	for ss := range r.sdk() {
 		if id := ss.ID(); id != "" && r.sse[id] == nil {
 			n.streamable++
 		}
@@ -374,7 +375,7 @@ func (r *registry) closeAll(shutdown bool) {
 		}
 	}
 	// Closing a protocol session ends its streams; the SDK forgets it.
-	for ss := range r.sdk.Sessions() {
+	for ss := range r.sdk() {
 		_ = ss.Close()
 	}
 	for _, c := range open {

@@ -38,7 +38,7 @@ func startStdio(t *testing.T, p *Plugin, drain time.Duration) *stdioPeer {
 	sp := &stdioPeer{t: t, in: inW, out: outR, lines: bufio.NewReader(outR), cancel: cancel, done: make(chan error, 1)}
 	tr := &StdioTransport{In: inR, Out: outW, Drain: drain}
 	go func() {
-		err := p.ServeStdio(ctx, tr, lakegate.Caller{Subject: "stdio", Roles: []string{"reader"}})
+		err := p.ServeStdio(ctx, tr, lakegate.Caller{Subject: "stdio", Roles: []string{"reader"}}, "")
 		outW.Close()
 		sp.done <- err
 	}()

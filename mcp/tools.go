@@ -22,7 +22,16 @@ const ToolsFile = "tools.json"
 
 // toolsDoc is the shape of tools.json.
 type toolsDoc struct {
-	Tools []toolSpec `json:"tools"`
+	Tools  []toolSpec  `json:"tools"`
+	Groups []groupSpec `json:"groups,omitempty"`
+}
+
+// declarations is what a tools.json declares, checked: the tools, and the
+// groups that serve some of them on routes of their own (groups.go).
+type declarations struct {
+	source string // the file read, or "built-in tools.json"
+	tools  []toolSpec
+	groups []groupSpec
 }
 
 // toolSpec declares one tool: what the client sees and which handler runs.
@@ -80,7 +89,7 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // loadTools reads the tool declarations: dir/tools.json when it exists,
 // else the built-in data. Any problem names the file, the line and the reason.
-func loadTools(builtin []byte, dir string) ([]toolSpec, error) {
+func loadTools(builtin []byte, dir string) (*declarations, error) {
 	data, source := builtin, "built-in tools.json"
 	if dir != "" {
 		file := filepath.Join(dir, ToolsFile)
@@ -95,14 +104,15 @@ func loadTools(builtin []byte, dir string) ([]toolSpec, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("tools: no tool declarations (%s is empty)", source)
 	}
-	specs, err := parseTools(data)
+	d, err := parseTools(data)
 	if err != nil {
 		return nil, fmt.Errorf("tools: %s: %w", source, err)
 	}
-	return specs, nil
+	d.source = source
+	return d, nil
 }
 
-func parseTools(data []byte) ([]toolSpec, error) {
+func parseTools(data []byte) (*declarations, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var doc toolsDoc
@@ -119,7 +129,7 @@ func parseTools(data []byte) ([]toolSpec, error) {
 		if t.Name != "" {
 			where += " (" + t.Name + ")"
 		}
-		off := toolOffset(data, i)
+		off := elementOffset(data, "tools", i)
 		switch {
 		case !toolName.MatchString(t.Name):
 			return nil, atLine(data, off, fmt.Errorf("%s: name must be 1-64 letters, digits, _ or -", where))
@@ -161,7 +171,10 @@ func parseTools(data []byte) ([]toolSpec, error) {
 		}
 		doc.Tools[i].args = args
 	}
-	return doc.Tools, nil
+	if err := checkGroups(data, doc.Groups, doc.Tools); err != nil {
+		return nil, err
+	}
+	return &declarations{tools: doc.Tools, groups: doc.Groups}, nil
 }
 
 // checkSchema accepts a JSON object schema of type "object".
@@ -184,12 +197,12 @@ func checkSchema(raw json.RawMessage, required bool) error {
 	return nil
 }
 
-// toolOffset finds the byte offset of the i-th element of "tools", for
-// error messages; -1 if it cannot.
-func toolOffset(data []byte, i int) int64 {
+// elementOffset finds the byte offset of the i-th element of the top-level
+// array key ("tools", "groups"), for error messages; -1 if it cannot.
+func elementOffset(data []byte, key string, i int) int64 {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	depth, n := 0, -1
-	inTools := false
+	inKey := false
 	for {
 		off := dec.InputOffset()
 		tok, err := dec.Token()
@@ -199,7 +212,7 @@ func toolOffset(data []byte, i int) int64 {
 		switch v := tok.(type) {
 		case json.Delim:
 			if v == '{' || v == '[' {
-				if inTools && depth == 2 && v == '{' {
+				if inKey && depth == 2 && v == '{' {
 					n++
 					if n == i {
 						for off < int64(len(data)) && bytes.IndexByte([]byte(" \t\r\n,"), data[off]) >= 0 {
@@ -213,8 +226,8 @@ func toolOffset(data []byte, i int) int64 {
 				depth--
 			}
 		case string:
-			if depth == 1 && v == "tools" {
-				inTools = true
+			if depth == 1 {
+				inKey = v == key
 			}
 		}
 	}

@@ -11,10 +11,11 @@ import (
 )
 
 func TestBuiltinToolsLoad(t *testing.T) {
-	specs, err := loadTools(lakegate.DefaultTools, "")
+	d, err := loadTools(lakegate.DefaultTools, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	specs := d.tools
 	var names []string
 	for _, s := range specs {
 		names = append(names, s.Name)
@@ -73,7 +74,7 @@ func TestConfigDirReplacesTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = p.Close(context.Background()) }()
-	if got := p.ToolNames(); len(got) != 1 || got[0] != "sql" {
+	if got := p.tools.names(); len(got) != 1 || got[0] != "sql" {
 		t.Errorf("got %v, want [sql]", got)
 	}
 	// A config dir without tools.json keeps the built-in tools.
@@ -82,7 +83,7 @@ func TestConfigDirReplacesTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = p2.Close(context.Background()) }()
-	if len(p2.ToolNames()) != 8 {
-		t.Errorf("got %v; want the 8 built-in tools", p2.ToolNames())
+	if len(p2.tools.names()) != 8 {
+		t.Errorf("got %v; want the 8 built-in tools", p2.tools.names())
 	}
 }

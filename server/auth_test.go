@@ -186,6 +186,7 @@ func TestRoles(t *testing.T) {
 		{"reader", "POST", "/data/demo/devices", "[1]", 403},
 		{"reader", "GET", "/admin/mcp/status", "", 403},
 		{"reader", "POST", "/admin/mcp/disable", "", 403},
+		{"reader", "POST", "/admin/mcp/tools/reload", "", 403},
 		{"writer", "GET", "/rest/databases", "", 403},
 		{"writer", "POST", "/data/demo/devices", "[1]", 400}, // past the role check
 		{"writer", "GET", "/admin/mcp/status", "", 403},

@@ -62,6 +62,15 @@ type TransferHolder interface {
 	ServeTransfer(w http.ResponseWriter, r *http.Request, c lakegate.Caller, id string) error
 }
 
+// ToolsReloader is a plugin whose tool declarations an operator reloads
+// without a restart (the admin route and command, SIGHUP).
+type ToolsReloader interface {
+	// ReloadTools reads the declarations again and serves them; a refused
+	// file is the error and the tools in use stay. It reports what is
+	// served afterwards.
+	ReloadTools() (host.ToolsInfo, error)
+}
+
 // mounted is the plugin as the server holds it: the Plugin and each
 // capability it offers, found once (nil: not offered), with what the
 // admin switch needs.
@@ -71,6 +80,7 @@ type mounted struct {
 	reporter  StatusReporter
 	sessions  SessionHolder
 	transfers TransferHolder
+	reloader  ToolsReloader
 	// shared is the switch shared among replicas (Options.Switch); nil:
 	// this replica only.
 	shared Switch
@@ -83,6 +93,7 @@ func newMounted(p Plugin, shared Switch, log *slog.Logger) *mounted {
 	m.reporter, _ = p.(StatusReporter)
 	m.sessions, _ = p.(SessionHolder)
 	m.transfers, _ = p.(TransferHolder)
+	m.reloader, _ = p.(ToolsReloader)
 	return m
 }
 
@@ -142,6 +153,22 @@ func (m *mounted) serveSwitch(enabled bool) gin.HandlerFunc {
 		}
 		c.JSON(http.StatusOK, m.state())
 	}
+}
+
+// serveReload serves POST /admin/mcp/tools/reload: the tools served
+// afterwards, or the reason the file was refused (400, with its line).
+func (m *mounted) serveReload(c *gin.Context) {
+	if m.reloader == nil {
+		fail(c, errLacks("tools reload"))
+		return
+	}
+	info, err := m.reloader.ReloadTools()
+	adminAction(m.log, c, "reload tools", "source", info.Source, "ok", err == nil)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, info)
 }
 
 // serveStatus serves GET /admin/mcp/status.

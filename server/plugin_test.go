@@ -52,6 +52,7 @@ func TestPluginWithoutCapabilities(t *testing.T) {
 		{"transfers", "GET", "/console/api/transfers", "", "block transfers"},
 		{"delete transfer", "DELETE", "/console/api/transfers/x", "", "block transfers"},
 		{"download", "POST", "/console/api/downloads", `{"transfer": "x"}`, "block transfers"},
+		{"tools reload", "POST", "/admin/mcp/tools/reload", "", "tools reload"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var hdr []string

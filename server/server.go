@@ -228,6 +228,7 @@ func (s *Server) routes() *gin.Engine {
 	admin.POST("/mcp/enable", s.plugin.serveSwitch(true))
 	admin.POST("/mcp/disable", s.plugin.serveSwitch(false))
 	admin.GET("/mcp/status", s.plugin.serveStatus)
+	admin.POST("/mcp/tools/reload", s.plugin.serveReload)
 
 	s.console.mount(r, metered.Group("/console/api"), check, s.rateLimit)
 

@@ -49,7 +49,9 @@ func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Comman
 		Short: "Turn the MCP plugin on or off, or show its status",
 	}
 	mcpCmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the server's JSON status as it is")
-	call := func(method, path string) func(*cobra.Command, []string) error {
+	// call sends one admin request and prints its answer: as it is with
+	// --json, else through print.
+	call := func(method, path string, print func(io.Writer, []byte) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, _ []string) error {
 			c := adminClient{server: firstOf(server, getenv("LAKEGATE_SERVER"), defaultServer),
 				token: firstOf(token, getenv("LAKEGATE_TOKEN")), tls: tlsf}
@@ -66,11 +68,7 @@ func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Comman
 				_, err := b.WriteTo(stdout)
 				return err
 			}
-			var st host.PluginStatus
-			if err := json.Unmarshal(body, &st); err != nil {
-				return fmt.Errorf("the server's answer is not an MCP status: %w", err)
-			}
-			return printStatus(stdout, st)
+			return print(stdout, body)
 		}
 	}
 	for _, sub := range []struct{ use, short, method, path string }{
@@ -78,9 +76,25 @@ func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Comman
 		{"disable", "Turn MCP off (open sessions are closed; REST keeps working)", http.MethodPost, "/admin/mcp/disable"},
 		{"status", "Show whether MCP is on, its sessions, tool calls and workers", http.MethodGet, "/admin/mcp/status"},
 	} {
-		mcpCmd.AddCommand(&cobra.Command{Use: sub.use, Short: sub.short, Args: cobra.NoArgs, RunE: call(sub.method, sub.path)})
+		mcpCmd.AddCommand(&cobra.Command{Use: sub.use, Short: sub.short, Args: cobra.NoArgs, RunE: call(sub.method, sub.path, printStatus)})
 	}
 	admin.AddCommand(mcpCmd)
+
+	toolsCmd := &cobra.Command{
+		Use:   "tools",
+		Short: "Reload the MCP tool declarations (tools.json) of a running server",
+	}
+	toolsCmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the server's JSON answer as it is")
+	toolsCmd.AddCommand(&cobra.Command{
+		Use:   "reload",
+		Short: "Read mcp_config_dir's tools.json again and serve it (a refused file leaves the tools in use)",
+		Long: "Read mcp_config_dir's tools.json again and serve it, as SIGHUP does. Connected sessions are told\n" +
+			"the tool list changed. A file that is refused (with its line and reason) leaves the tools in use.\n" +
+			"It reloads the server asked; in a cluster each replica also reloads its own file within 2 s of an edit.",
+		Args: cobra.NoArgs,
+		RunE: call(http.MethodPost, "/admin/mcp/tools/reload", printTools),
+	})
+	admin.AddCommand(toolsCmd)
 	return admin
 }
 
@@ -197,8 +211,12 @@ func serverError(status string, body []byte) string {
 	return status + ": " + text
 }
 
-// printStatus writes st for people.
-func printStatus(w io.Writer, st host.PluginStatus) error {
+// printStatus writes an MCP status for people.
+func printStatus(w io.Writer, body []byte) error {
+	var st host.PluginStatus
+	if err := json.Unmarshal(body, &st); err != nil {
+		return fmt.Errorf("the server's answer is not an MCP status: %w", err)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	state := "disabled"
 	if st.Enabled {
@@ -227,6 +245,7 @@ func printStatus(w io.Writer, st host.PluginStatus) error {
 		fmt.Fprintf(tw, "blocks:\t%d transfers, %d blocks, %d bytes; stored now: %d (%d bytes)\n",
 			b.Transfers, b.Blocks, b.Bytes, b.StoredNow, b.StoredBytesNow)
 	}
+	writeTools(tw, st.Tools)
 	tools := make([]string, 0, len(st.ToolCalls))
 	for name := range st.ToolCalls {
 		tools = append(tools, name)
@@ -242,4 +261,27 @@ func printStatus(w io.Writer, st host.PluginStatus) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// printTools writes the tools a reload left served, for people.
+func printTools(w io.Writer, body []byte) error {
+	var info host.ToolsInfo
+	if err := json.Unmarshal(body, &info); err != nil {
+		return fmt.Errorf("the server's answer is not a tools report: %w", err)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "reloaded:\t%s\n", info.Source)
+	writeTools(tw, info)
+	return tw.Flush()
+}
+
+// writeTools writes the tools served at /mcp and each group's.
+func writeTools(w io.Writer, info host.ToolsInfo) {
+	if info.Source == "" {
+		return // a server that does not say
+	}
+	fmt.Fprintf(w, "tools:\t%d from %s: %s\n", len(info.Tools), info.Source, strings.Join(info.Tools, ", "))
+	for _, g := range info.Groups {
+		fmt.Fprintf(w, "  /mcp/%s\t%s\n", g.Name, strings.Join(g.Tools, ", "))
+	}
 }

@@ -252,7 +252,31 @@ func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, 
 			return err
 		}
 	}
+	// SIGHUP is caught from here on (uncaught, it would end the process).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go reloadOnHangup(ctx, hup, plugin, log)
 	return srv.Serve(ctx, ln)
+}
+
+// reloadOnHangup reloads the plugin's tools.json on each SIGHUP, the
+// Unix daemon's "read your configuration again", until ctx ends. A
+// refused file is logged by the plugin and the tools in use stay.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, plugin server.ToolsReloader, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			info, err := plugin.ReloadTools()
+			if err != nil {
+				log.Warn("SIGHUP: tools not reloaded", "error", err.Error())
+				continue
+			}
+			log.Info("SIGHUP: tools reloaded", "source", info.Source, "tools", len(info.Tools), "groups", len(info.Groups))
+		}
+	}
 }
 
 // useDemo points an empty database list at the embedded demo database,
@@ -293,6 +317,7 @@ var _ interface {
 	server.StatusReporter
 	server.SessionHolder
 	server.TransferHolder
+	server.ToolsReloader
 } = (*mcp.Plugin)(nil)
 
 // openPlugin opens the query engine and the block store and builds the MCP plugin on them. The caller owns the three

@@ -23,7 +23,7 @@ import (
 // and no token: every call runs as the identity given by --sub and --role.
 // Logs go to stderr only; stdout carries nothing but MCP messages.
 func newStdioCommand(configFile *string, stderr io.Writer, environ []string) *cobra.Command {
-	var sub string
+	var sub, group string
 	var roles []string
 	cmd := &cobra.Command{
 		Use:   "stdio",
@@ -46,11 +46,12 @@ func newStdioCommand(configFile *string, stderr io.Writer, environ []string) *co
 			// kill the process with SIGPIPE as Go does for fd 1 and 2.
 			signal.Ignore(syscall.SIGPIPE)
 			t := &mcp.StdioTransport{In: os.Stdin, Out: os.Stdout, Drain: stdioDrain(cfg)}
-			return runStdio(ctx, cfg, lakegate.Caller{Subject: sub, Roles: roles}, t, stderr)
+			return runStdio(ctx, cfg, lakegate.Caller{Subject: sub, Roles: roles}, group, t, stderr)
 		},
 	}
 	cmd.Flags().StringVar(&sub, "sub", "stdio", "subject the calls run as (logs, database role mapping)")
 	cmd.Flags().StringSliceVar(&roles, "role", []string{lakegate.RoleReader}, "roles the calls hold")
+	cmd.Flags().StringVar(&group, "group", "", "serve only this tool group of mcp_config_dir's tools.json (default: every tool)")
 	return cmd
 }
 
@@ -73,7 +74,7 @@ func validRole(r string) bool {
 
 // runStdio serves one MCP session over t until the client closes its input
 // (and its answers are written), the client is gone, or ctx ends.
-func runStdio(ctx context.Context, cfg config.Config, caller lakegate.Caller, t mcpsdk.Transport, stderr io.Writer) error {
+func runStdio(ctx context.Context, cfg config.Config, caller lakegate.Caller, group string, t mcpsdk.Transport, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
 	if err := useDemo(ctx, &cfg, log); err != nil {
 		return err
@@ -98,7 +99,7 @@ func runStdio(ctx context.Context, cfg config.Config, caller lakegate.Caller, t 
 		_ = plugin.Shutdown(cctx)
 		closeAll(context.WithoutCancel(ctx))
 	}()
-	err = plugin.ServeStdio(ctx, t, caller)
+	err = plugin.ServeStdio(ctx, t, caller, group)
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted by a signal: a normal end
 	}

@@ -70,7 +70,7 @@ func TestStdioGoneClientStopsQuery(t *testing.T) {
 	var stderr testutil.Buffer
 	done := make(chan error, 1)
 	go func() {
-		err := runStdio(context.Background(), cfg, lakegate.Caller{Subject: "desk", Roles: []string{"reader"}},
+		err := runStdio(context.Background(), cfg, lakegate.Caller{Subject: "desk", Roles: []string{"reader"}}, "",
 			&mcp.StdioTransport{In: inR, Out: outW, Drain: stdioDrain(cfg)}, &stderr)
 		outW.Close()
 		done <- err

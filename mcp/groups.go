@@ -1,0 +1,331 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
+)
+
+// A tools.json may declare groups: each is a protocol server of its own,
+// served at /mcp/{name} (Streamable HTTP), /mcp/{name}/sse (legacy
+// HTTP+SSE) and by `lakegate stdio --group name`, offering only the tools
+// it names (each still filtered by its roles), the prompts it names and,
+// unless it says "resources": false, the table schema resources. /mcp
+// itself serves every declared tool. A group is how an operator gives one
+// agent a small, fitting toolset (a dashboard agent: the time series; an
+// analyst: the SQL tools) without a second server.
+
+// groupSpec declares one group.
+type groupSpec struct {
+	Name string `json:"name"`
+	// Instructions replace the server's instructions to the model for
+	// this group's sessions (empty: the default ones).
+	Instructions string   `json:"instructions,omitempty"`
+	Tools        []string `json:"tools"`
+	// Prompts names the prompts the group offers; absent: all of them.
+	Prompts *[]string `json:"prompts,omitempty"`
+	// Resources says whether the group offers the databases and table
+	// schema resources; absent: it does. Result blocks are always offered.
+	Resources *bool `json:"resources,omitempty"`
+}
+
+// promptNames are the built-in prompts (prompts.go), which a group may name.
+var promptNames = []string{"tool-descriptions", "explore_database", "analyze_table"}
+
+var groupName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// reservedGroups are the path segments /mcp already uses.
+var reservedGroups = []string{"sse", "messages", "blocks"}
+
+func (g groupSpec) prompts() []string {
+	if g.Prompts == nil {
+		return promptNames
+	}
+	return *g.Prompts
+}
+
+func (g groupSpec) resources() bool { return g.Resources == nil || *g.Resources }
+
+// checkGroups checks the groups a file declares against its tools; a
+// problem names the group's line.
+func checkGroups(data []byte, groups []groupSpec, tools []toolSpec) error {
+	seen := map[string]bool{}
+	for i, g := range groups {
+		where := fmt.Sprintf("groups[%d]", i)
+		if g.Name != "" {
+			where += " (" + g.Name + ")"
+		}
+		fail := func(format string, args ...any) error {
+			return atLine(data, elementOffset(data, "groups", i), fmt.Errorf(where+": "+format, args...))
+		}
+		switch {
+		case !groupName.MatchString(g.Name):
+			return fail("name must be 1-64 lower-case letters, digits, _ or -, starting with a letter or digit")
+		case slices.Contains(reservedGroups, g.Name):
+			return fail("name %q is a route of /mcp already; reserved: %v", g.Name, reservedGroups)
+		case seen[g.Name]:
+			return fail("name is declared twice")
+		case len(g.Tools) == 0:
+			return fail("tools: name at least one tool")
+		}
+		seen[g.Name] = true
+		for _, n := range g.Tools {
+			if !slices.ContainsFunc(tools, func(t toolSpec) bool { return t.Name == n }) {
+				return fail("tool %q is not declared in tools", n)
+			}
+		}
+		for _, n := range g.prompts() {
+			if !slices.Contains(promptNames, n) {
+				return fail("prompt %q: want one of %v", n, promptNames)
+			}
+		}
+	}
+	return nil
+}
+
+// protoServer is one protocol server: the SDK's, and the declared tools it
+// offers now, which a reload changes.
+type protoServer struct {
+	*mcpsdk.Server
+	group string // "" for /mcp
+
+	mu      sync.Mutex
+	offered map[string]string // tool name → its declaration, as last added
+	prompts []string          // the prompts added
+	catalog bool              // whether the catalog's resources are added
+}
+
+// toolNames lists the tools the server offers, sorted.
+func (s *protoServer) toolNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.offered))
+	for n := range s.offered {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// withdraw removes the tools the server offers that keep does not hold.
+func (s *protoServer) withdraw(keep []toolSpec) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone []string
+	for n := range s.offered {
+		if !slices.ContainsFunc(keep, func(t toolSpec) bool { return t.Name == n }) {
+			gone = append(gone, n)
+			delete(s.offered, n)
+		}
+	}
+	if len(gone) > 0 {
+		s.Server.RemoveTools(gone...)
+	}
+}
+
+// offer adds the tools of specs that are new or changed since last offered
+// (each change: one notifications/tools/list_changed to every session). A
+// tool declared as before stays as it is, so that a reload that changes
+// nothing tells no session anything.
+func (s *protoServer) offer(specs []toolSpec, handler func(toolSpec) mcpsdk.ToolHandler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.offered == nil {
+		s.offered = map[string]string{}
+	}
+	for _, t := range specs {
+		decl, _ := json.Marshal(t)
+		if s.offered[t.Name] != string(decl) {
+			s.Server.AddTool(t.tool(), handler(t))
+			s.offered[t.Name] = string(decl)
+		}
+	}
+}
+
+// servers holds the protocol servers: main at /mcp, which offers every
+// declared tool, and one per declared group. Safe for concurrent use.
+type servers struct {
+	main *protoServer
+	// build makes the protocol server of a group, with no tools.
+	build func(g groupSpec) *protoServer
+	// handler is what serves one declared tool's calls; declare records
+	// the declared tools' roles (toolset.declare).
+	handler func(toolSpec) mcpsdk.ToolHandler
+	declare func([]toolSpec)
+	prompts *prompts
+	catalog *catalog
+
+	mu     sync.RWMutex
+	groups map[string]*protoServer
+	specs  []groupSpec // as declared, in order
+	source string      // where they were declared
+}
+
+// group is the protocol server of group name ("": main).
+func (s *servers) group(name string) (*protoServer, bool) {
+	if name == "" {
+		return s.main, true
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ps, ok := s.groups[name]
+	return ps, ok
+}
+
+// groupNames lists the declared groups, in their order.
+func (s *servers) groupNames() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	names := make([]string, len(s.specs))
+	for i, g := range s.specs {
+		names[i] = g.Name
+	}
+	return names
+}
+
+// sessions yields the sessions of every protocol server.
+func (s *servers) sessions() iter.Seq[*mcpsdk.ServerSession] {
+	return func(yield func(*mcpsdk.ServerSession) bool) {
+		s.mu.RLock()
+		all := make([]*protoServer, 0, 1+len(s.groups))
+		all = append(all, s.main)
+		for _, ps := range s.groups {
+			all = append(all, ps)
+		}
+		s.mu.RUnlock()
+		for _, ps := range all {
+			for ss := range ps.Sessions() {
+				if !yield(ss) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// apply makes d the declarations served: main offers every tool; each
+// group its own, prompts and resources, its server built when the group
+// is new. The tools no longer offered go first, then the roles are
+// recorded, then the tools are added, so that no tool is ever offered
+// wider than declared. The sessions of a group no longer declared are
+// closed (their clients' next request is told the group does not exist).
+func (s *servers) apply(d *declarations) {
+	s.mu.Lock()
+	next := make(map[string]*protoServer, len(d.groups))
+	offers := map[*protoServer][]toolSpec{s.main: d.tools}
+	for _, g := range d.groups {
+		ps := s.groups[g.Name]
+		if ps == nil {
+			ps = s.build(g)
+		}
+		next[g.Name] = ps
+		offers[ps] = slices.DeleteFunc(slices.Clone(d.tools), func(t toolSpec) bool { return !slices.Contains(g.Tools, t.Name) })
+	}
+	var gone []*protoServer
+	for name, ps := range s.groups {
+		if next[name] == nil {
+			ps.withdraw(nil)
+			s.catalog.detach(ps.Server)
+			gone = append(gone, ps)
+		}
+	}
+	for ps, tools := range offers {
+		ps.withdraw(tools)
+	}
+	s.declare(d.tools)
+	for ps, tools := range offers {
+		ps.offer(tools, s.handler)
+	}
+	for _, g := range d.groups {
+		s.offerExtras(next[g.Name], g)
+	}
+	s.groups, s.specs, s.source = next, d.groups, d.source
+	s.mu.Unlock()
+	for _, ps := range gone {
+		for ss := range ps.Sessions() {
+			_ = ss.Close()
+		}
+	}
+}
+
+// offerExtras sets the prompts and resources group server ps offers.
+func (s *servers) offerExtras(ps *protoServer, g groupSpec) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if want := g.prompts(); !slices.Equal(ps.prompts, want) {
+		if len(ps.prompts) > 0 {
+			ps.Server.RemovePrompts(ps.prompts...)
+		}
+		s.prompts.register(ps.Server, want)
+		ps.prompts = slices.Clone(want)
+	}
+	if want := g.resources(); want != ps.catalog {
+		if want {
+			s.catalog.attach(ps.Server)
+		} else {
+			s.catalog.detach(ps.Server)
+		}
+		ps.catalog = want
+	}
+}
+
+// serverKey carries the protocol server a request was routed to.
+type serverKey struct{}
+
+// getServer is the transports' way to the protocol server: the group's
+// that pick put on the request, else main.
+func (s *servers) getServer(r *http.Request) *mcpsdk.Server {
+	if ps, ok := r.Context().Value(serverKey{}).(*mcpsdk.Server); ok {
+		return ps
+	}
+	return s.main.Server
+}
+
+// pick is the middleware of the /mcp/{group} routes: it routes the request
+// to the group's server, or answers not_found naming the groups there are.
+func (s *servers) pick(c *gin.Context) {
+	name := c.Param("group")
+	ps, ok := s.group(name)
+	if !ok || name == "" {
+		c.Abort()
+		fail(c, errNoGroup(name, s.groupNames()))
+		return
+	}
+	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), serverKey{}, ps.Server))
+}
+
+func errNoGroup(name string, groups []string) error {
+	e := lakegate.Errorf(lakegate.KindNotFound, "no tool group %q on this server", excerpt(name))
+	if len(groups) == 0 {
+		e.Hint = "this server declares no groups: use /mcp for every tool"
+	} else {
+		e.Hint = "groups: " + strings.Join(groups, ", ") + "; /mcp serves every tool"
+	}
+	return e
+}
+
+// info describes what is served, for operators.
+func (s *servers) info() host.ToolsInfo {
+	s.mu.RLock()
+	source := s.source
+	s.mu.RUnlock()
+	info := host.ToolsInfo{Source: source, Tools: s.main.toolNames()}
+	for _, name := range s.groupNames() {
+		if ps, ok := s.group(name); ok {
+			info.Groups = append(info.Groups, host.ToolGroup{Name: name, Tools: ps.toolNames()})
+		}
+	}
+	return info
+}
