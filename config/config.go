@@ -203,6 +203,9 @@ type Config struct {
 	// model can read. A larger result is cut to the rows that fit, with
 	// the way to the rest.
 	MCPAnswerChars int `json:"mcp_answer_chars" help:"most characters of text in one tool answer; past it, the rows that fit and the way to the rest"`
+	// MCPResultProfile profiles every result that goes to blocks (per
+	// column: counts, bounds, the values of a column with few).
+	MCPResultProfile bool `json:"mcp_result_profile" help:"profile each result that goes to blocks (per column: counts, bounds, few values); false saves CPU"`
 	// MCPBlockSize is the target size of one block (blocks end on a row).
 	MCPBlockSize int64 `json:"mcp_block_size" help:"target bytes of one block (a block ends on a row)"`
 	// MCPBlockDir is the spool directory of block files (default
@@ -318,6 +321,7 @@ func Default() Config {
 		ServerInfoFunctions: ServerInfoAdmin,
 		MCPBlockThreshold:   DefaultBlockThreshold,
 		MCPAnswerChars:      DefaultAnswerChars,
+		MCPResultProfile:    true,
 		MCPBlockSize:        DefaultBlockSize,
 		MCPBlockTTL:         Duration(DefaultBlockTTL),
 		MCPBlockBudget:      DefaultBlockBudget,

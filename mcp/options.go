@@ -52,6 +52,9 @@ type Options struct {
 	// footer; default 40,000): a result past it is cut to the rows that
 	// fit, with the way to the rest. A call may ask for less (max_chars).
 	AnswerChars int
+	// NoProfile leaves out the profile of results that go to blocks
+	// (mcp_result_profile false).
+	NoProfile bool
 	// PreviewRows, PreviewBytes and PreviewCellBytes bound the preview of
 	// a result sent to blocks: its first rows (default 20), in all at most
 	// PreviewBytes (default 64 KiB), each cell cut at PreviewCellBytes
@@ -120,6 +123,7 @@ func OptionsFrom(cfg config.Config) Options {
 		SessionQueueBytes:     cfg.MCPSessionQueueBytes,
 		BlockThreshold:        cfg.MCPBlockThreshold,
 		AnswerChars:           cfg.MCPAnswerChars,
+		NoProfile:             !cfg.MCPResultProfile,
 		MaxWorkers:            cfg.MCPMaxWorkers,
 		WorkerWait:            time.Duration(cfg.WorkerWait),
 		MaxSessions:           cfg.MCPMaxSessions,

@@ -98,7 +98,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	p.tools = &toolset{
 		engine: engine,
 		answers: answerOptions{threshold: o.BlockThreshold, chars: o.AnswerChars, previewRows: o.PreviewRows, previewBytes: o.PreviewBytes,
-			previewCellBytes: o.PreviewCellBytes, spill: o.Blocks != nil},
+			previewCellBytes: o.PreviewCellBytes, spill: o.Blocks != nil, noProfile: o.NoProfile},
 		blocks:   p.blocks,
 		sessions: p.sessions,
 		workers:  o.Workers,

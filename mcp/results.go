@@ -325,19 +325,25 @@ type blockSpill struct {
 	w        *blocktransport.Writer
 	manifest *blocktransport.Manifest
 	span     trace.Span // the transfer's block write span, until ended
-	// profile summarises the columns of every row written.
-	profile *query.Profile
+	// profile summarises the columns of every row written, when
+	// profiled (mcp_result_profile); Begin starts it.
+	profiled bool
+	profile  *query.Profile
 }
 
 // Begin starts the blocks and the profile of the columns.
 func (s *blockSpill) Begin(cols []query.ResultColumn) error {
-	s.profile = query.NewProfile(cols)
+	if s.profiled {
+		s.profile = query.NewProfile(cols)
+	}
 	return s.Encoder.Begin(cols)
 }
 
 // Row writes a row to the blocks and counts it in the profile.
 func (s *blockSpill) Row(cells []query.Cell) error {
-	s.profile.Add(cells)
+	if s.profile != nil {
+		s.profile.Add(cells)
+	}
 	return s.Encoder.Row(cells)
 }
 

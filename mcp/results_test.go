@@ -441,3 +441,19 @@ func TestResultProfile(t *testing.T) {
 		t.Errorf("got text %q, want the profile in short", text)
 	}
 }
+
+// TestResultWithoutProfile: with mcp_result_profile off a result in
+// blocks comes without a profile, its rows all there.
+func TestResultWithoutProfile(t *testing.T) {
+	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	p, _ := newTestPlugin(t, Options{Blocks: store, NoProfile: true})
+	cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
+	text, meta, _ := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT id, status FROM readings", "export": true})
+	if meta.Profile != nil || strings.Contains(text, "# profile") || meta.Transfer == nil || meta.Transfer.Rows != 5000 {
+		t.Errorf("got profile %+v, text %q, transfer %+v; want no profile and 5000 rows in blocks", meta.Profile, text, meta.Transfer)
+	}
+}

@@ -59,6 +59,7 @@ type answerOptions struct {
 	previewBytes     int64
 	previewCellBytes int
 	spill            bool
+	noProfile        bool // Options.NoProfile
 }
 
 // blockIO is what the tools need of the block transfers (blockRoutes):
@@ -343,6 +344,9 @@ func (ts *toolset) answer(ctx context.Context, c call, st *query.Stmt, f query.F
 		Open: func() (query.Spill, error) {
 			var err error
 			sp, err = ts.openSpill(ctx, c.Subject, f)
+			if sp != nil {
+				sp.profiled = !ts.answers.noProfile
+			}
 			return sp, err
 		},
 	})
@@ -351,7 +355,10 @@ func (ts *toolset) answer(ctx context.Context, c call, st *query.Stmt, f query.F
 	}
 	a := &answer{AutoResult: res, cellBytes: ts.answers.previewCellBytes, chars: chars, stmt: st}
 	if res.Mode == query.ModeSpill {
-		a.transfer, a.profile = sp.manifest, sp.profile.Columns()
+		a.transfer = sp.manifest
+		if sp.profile != nil {
+			a.profile = sp.profile.Columns()
+		}
 	}
 	return a, nil
 }

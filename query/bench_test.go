@@ -213,6 +213,48 @@ func BenchmarkStreamReadings(b *testing.B) {
 	benchRun(b, benchEngine(b), "iot")
 }
 
+// BenchmarkProfileReadings is BenchmarkStreamReadings' NDJSON (the
+// blocks' format) with and without the profile of every row: what the
+// profile adds to the full path on real rows.
+func BenchmarkProfileReadings(b *testing.B) {
+	e := benchEngine(b)
+	s, err := e.PrepareSQL(b.Context(), lakegate.Caller{}, SQLRequest{Database: "iot", SQL: "SELECT * FROM readings", Limit: NoLimit})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, profiled := range []bool{false, true} {
+		b.Run(fmt.Sprintf("profiled=%v", profiled), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				enc, _ := NewEncoder(FormatNDJSON, &countWriter{})
+				var sink Sink = enc
+				if profiled {
+					sink = &profiledSink{Encoder: enc}
+				}
+				if _, err := s.Run(b.Context(), sink); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// profiledSink profiles the rows it encodes, as a result in blocks does.
+type profiledSink struct {
+	Encoder
+	p *Profile
+}
+
+func (s *profiledSink) Begin(cols []ResultColumn) error {
+	s.p = NewProfile(cols)
+	return s.Encoder.Begin(cols)
+}
+
+func (s *profiledSink) Row(cells []Cell) error {
+	s.p.Add(cells)
+	return s.Encoder.Row(cells)
+}
+
 // TestStreamRSS streams every reading as CSV and checks the peak resident
 // memory of this process (VmHWM). Run alone in its own process (make
 // bench does) so that nothing else counts.

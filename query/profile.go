@@ -58,55 +58,99 @@ type columnStats struct {
 	numeric      bool // every value so far a number: compare as numbers
 	minN, maxN   float64
 	sawFloat     bool   // minN and maxN hold numbers (ints, floats)
-	minD, maxD   []byte // the bounds of exact decimals (CellNumber), as text
+	minD, maxD   []byte     // the bounds of exact decimals (CellNumber), as text
+	minK, maxK   decimalKey // and as integers, when they fit
 	minT, maxT   []byte
 	seen         bool
-	// values counts each distinct value, by key (valueKey), until there
-	// are more than ProfileTopValues (then nil); shown is each key's text.
-	values map[string]*int64
-	shown  map[string]string
+	// values counts each distinct value, by key (valueKey), while
+	// counting: until there are more than ProfileTopValues. At most 20,
+	// and kept about most frequent first, a scan finds a value sooner than
+	// a map's hash of its key would.
+	values   []counted
+	counting bool
+}
+
+// counted is one distinct value of a column: its key, its text, its count.
+type counted struct {
+	key   []byte
+	shown string
+	n     int64
+}
+
+// countSeen counts key if the column has seen it and reports whether it
+// had. A value that overtakes the one before it moves ahead.
+func (s *columnStats) countSeen(key []byte) bool {
+	for i := range s.values {
+		if bytes.Equal(s.values[i].key, key) {
+			s.values[i].n++
+			if i > 0 && s.values[i].n > s.values[i-1].n {
+				s.values[i], s.values[i-1] = s.values[i-1], s.values[i]
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // NewProfile starts a profile of a result with columns cols.
 func NewProfile(cols []ResultColumn) *Profile {
 	p := &Profile{cols: make([]columnStats, len(cols))}
 	for i, c := range cols {
-		p.cols[i] = columnStats{name: c.Name, numeric: true, values: map[string]*int64{}, shown: map[string]string{}}
+		p.cols[i] = columnStats{name: c.Name, numeric: true, counting: true}
 	}
 	return p
 }
 
 // Add counts one row.
 func (p *Profile) Add(cells []Cell) {
+	cols := p.cols
+	if len(cells) > len(cols) {
+		cells = cells[:len(cols)]
+	}
 	for i := range cells {
-		if i >= len(p.cols) {
-			break
-		}
-		c, s := &cells[i], &p.cols[i]
+		c, s := &cells[i], &cols[i]
 		if c.Kind == CellNull {
 			s.nulls++
 			continue
 		}
 		s.count++
-		if c.stream != nil {
-			s.values = nil // a large array or record: not a value to count
+		if s.counting {
+			p.count(s, c)
 			continue
 		}
-		if !s.addNumber(c) {
+		// A column past counting: its bounds only, numbers first.
+		switch {
+		case c.Kind == CellInt && s.numeric:
+			s.addFloat(float64(c.I))
+			s.seen = true
+		case c.Kind == CellFloat && s.numeric:
+			s.addFloat(c.F)
+			s.seen = true
+		case c.stream != nil:
+		case !s.addNumber(c):
 			s.addText(cut(c.B))
 		}
-		if s.values == nil {
-			continue
-		}
-		p.buf = valueKey(p.buf[:0], c)
-		if n, ok := s.values[string(p.buf)]; ok { // a lookup: no allocation
-			*n++
-		} else if len(s.values) < ProfileTopValues {
-			s.values[string(p.buf)] = new(int64(1))
-			s.shown[string(p.buf)] = string(cut(appendCellText(nil, c)))
-		} else {
-			s.values, s.shown = nil, nil
-		}
+	}
+}
+
+// count counts c, a value of a column still counting its values, and
+// keeps its bounds.
+func (p *Profile) count(s *columnStats, c *Cell) {
+	if c.stream != nil {
+		s.values, s.counting = nil, false // a large array or record: not a value to count
+		return
+	}
+	p.buf = valueKey(p.buf[:0], c)
+	if s.countSeen(p.buf) {
+		return // a value seen before: the bounds hold it
+	}
+	if !s.addNumber(c) {
+		s.addText(cut(c.B))
+	}
+	if len(s.values) < ProfileTopValues {
+		s.values = append(s.values, counted{key: bytes.Clone(p.buf), shown: string(cut(appendCellText(nil, c))), n: 1})
+	} else {
+		s.values, s.counting = nil, false
 	}
 }
 
@@ -142,7 +186,8 @@ func (s *columnStats) addNumber(c *Cell) bool {
 	case CellFloat:
 		s.addFloat(c.F)
 	case CellNumber:
-		if !plainDecimal(c.B) {
+		k, plain := parseDecimal(c.B)
+		if !plain {
 			f, err := strconv.ParseFloat(string(c.B), 64)
 			if err != nil {
 				return s.notNumeric()
@@ -150,11 +195,15 @@ func (s *columnStats) addNumber(c *Cell) bool {
 			s.addFloat(f)
 			break
 		}
-		if s.minD == nil || compareDecimal(c.B, s.minD) < 0 {
-			s.minD = append(s.minD[:0], c.B...)
+		// A new greatest cannot be a new least (but the first is both).
+		if s.maxD == nil || compareDecimals(c.B, k, s.maxD, s.maxK) > 0 {
+			s.maxD, s.maxK = append(s.maxD[:0], c.B...), k
+			if s.minD != nil {
+				break
+			}
 		}
-		if s.maxD == nil || compareDecimal(c.B, s.maxD) > 0 {
-			s.maxD = append(s.maxD[:0], c.B...)
+		if s.minD == nil || compareDecimals(c.B, k, s.minD, s.minK) < 0 {
+			s.minD, s.minK = append(s.minD[:0], c.B...), k
 		}
 	default:
 		return s.notNumeric()
@@ -164,13 +213,14 @@ func (s *columnStats) addNumber(c *Cell) bool {
 }
 
 func (s *columnStats) addFloat(f float64) {
-	if !s.sawFloat || f < s.minN {
+	switch {
+	case !s.sawFloat:
+		s.minN, s.maxN, s.sawFloat = f, f, true
+	case f > s.maxN:
+		s.maxN = f
+	case f < s.minN:
 		s.minN = f
 	}
-	if !s.sawFloat || f > s.maxN {
-		s.maxN = f
-	}
-	s.sawFloat = true
 }
 
 // notNumeric makes the column a text one: the numbers so far become text
@@ -204,26 +254,58 @@ func (s *columnStats) numBounds() (lo, hi string) {
 	return lo, hi
 }
 
-// plainDecimal reports whether b is [-]digits[.digits], which
-// compareDecimal orders.
-func plainDecimal(b []byte) bool {
-	if len(b) > 0 && b[0] == '-' {
+// decimalKey is a plain decimal as an integer m and its count of
+// fraction digits (m × 10^-scale), when it fits an int64 (ok).
+type decimalKey struct {
+	m     int64
+	scale int
+	ok    bool
+}
+
+// parseDecimal reports whether b is a plain decimal, [-]digits[.digits],
+// which compareDecimal orders, and reads it as a decimalKey when it has
+// at most 18 digits. One pass, no allocation: a column of numeric values
+// (one scale, as PostgreSQL writes numeric(p,s)) compares as integers.
+func parseDecimal(b []byte) (k decimalKey, plain bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
 		b = b[1:]
 	}
-	dot := false
+	digits, dot := 0, -1
 	for i, ch := range b {
 		switch {
 		case ch >= '0' && ch <= '9':
-		case ch == '.' && !dot && i > 0:
-			dot = true
+			k.m = k.m*10 + int64(ch-'0') // wraps past 18 digits: then not ok
+			digits++
+		case ch == '.' && dot < 0 && i > 0:
+			dot = i
 		default:
-			return false
+			return decimalKey{}, false
 		}
 	}
-	return len(b) > 0
+	if len(b) == 0 {
+		return decimalKey{}, false
+	}
+	if dot >= 0 {
+		k.scale = len(b) - dot - 1
+	}
+	if neg {
+		k.m = -k.m
+	}
+	k.ok = digits <= 18
+	return k, true
 }
 
-// compareDecimal orders two plain decimals (plainDecimal) by value
+// compareDecimals orders two plain decimals: as integers when both fit
+// and have one scale, else by their text.
+func compareDecimals(a []byte, ak decimalKey, b []byte, bk decimalKey) int {
+	if ak.ok && bk.ok && ak.scale == bk.scale {
+		return cmp.Compare(ak.m, bk.m)
+	}
+	return compareDecimal(a, b)
+}
+
+// compareDecimal orders two plain decimals (parseDecimal) by value
 // without parsing them.
 func compareDecimal(a, b []byte) int {
 	an, bn := len(a) > 0 && a[0] == '-', len(b) > 0 && b[0] == '-'
@@ -251,13 +333,14 @@ func compareDecimal(a, b []byte) int {
 
 // addText keeps the text bounds (used when the column is not numeric).
 func (s *columnStats) addText(text []byte) {
-	if !s.seen || bytes.Compare(text, s.minT) < 0 {
+	switch {
+	case !s.seen:
+		s.minT, s.maxT, s.seen = append(s.minT[:0], text...), append(s.maxT[:0], text...), true
+	case bytes.Compare(text, s.maxT) > 0:
+		s.maxT = append(s.maxT[:0], text...)
+	case bytes.Compare(text, s.minT) < 0:
 		s.minT = append(s.minT[:0], text...)
 	}
-	if !s.seen || bytes.Compare(text, s.maxT) > 0 {
-		s.maxT = append(s.maxT[:0], text...)
-	}
-	s.seen = true
 }
 
 // Columns is the profile so far, one entry per column.
@@ -274,8 +357,8 @@ func (p *Profile) Columns() []ColumnProfile {
 		}
 		if len(s.values) > 0 {
 			cp.Distinct = len(s.values)
-			for k, n := range s.values {
-				cp.Top = append(cp.Top, ValueCount{Value: s.shown[k], Count: *n})
+			for _, v := range s.values {
+				cp.Top = append(cp.Top, ValueCount{Value: v.shown, Count: v.n})
 			}
 			slices.SortFunc(cp.Top, func(a, b ValueCount) int {
 				return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Value, b.Value))

@@ -2,6 +2,8 @@ package query
 
 import (
 	"fmt"
+	"math/big"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -46,5 +48,49 @@ func TestProfile(t *testing.T) {
 	// values are counted.
 	if got[0].Distinct != 0 || got[0].Top != nil || len(got[2].Top) != 7 {
 		t.Errorf("got id %+v, power top %v", got[0], got[2].Top)
+	}
+}
+
+// TestProfileDecimalBounds: the least and greatest of exact decimals, in
+// every form PostgreSQL writes them (scales mixed, signs, leading zeros,
+// more digits than an int64 holds), agree with exact arithmetic.
+func TestProfileDecimalBounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + rng.IntN(10))
+		}
+		return string(b)
+	}
+	for round := range 200 {
+		p := NewProfile([]ResultColumn{{Name: "n"}})
+		var lo, hi *big.Rat
+		oneScale := round%2 == 0 // as numeric(p,s) writes them
+		for range 1 + rng.IntN(50) {
+			v := digits(1 + rng.IntN(22))
+			if oneScale {
+				v = digits(1+rng.IntN(8)) + "." + digits(2)
+			} else if rng.IntN(2) == 0 {
+				v += "." + digits(1+rng.IntN(20))
+			}
+			if rng.IntN(3) == 0 {
+				v = "-" + v
+			}
+			p.Add([]Cell{{Kind: CellNumber, B: []byte(v)}})
+			r, _ := new(big.Rat).SetString(v)
+			if lo == nil || r.Cmp(lo) < 0 {
+				lo = r
+			}
+			if hi == nil || r.Cmp(hi) > 0 {
+				hi = r
+			}
+		}
+		got := p.Columns()[0]
+		gotLo, _ := new(big.Rat).SetString(got.Min)
+		gotHi, _ := new(big.Rat).SetString(got.Max)
+		if gotLo == nil || gotHi == nil || gotLo.Cmp(lo) != 0 || gotHi.Cmp(hi) != 0 {
+			t.Fatalf("round %d: got %s..%s, want %s..%s", round, got.Min, got.Max, lo.FloatString(20), hi.FloatString(20))
+		}
 	}
 }
