@@ -133,6 +133,12 @@ printf 'inline stream (/rest/sql)    wall %.3f s (best of 3)\n' "$inline"
 printf 'block transport overhead (export call / inline stream - 1): %.1f%% (target < 10%%)\n' \
   "$(echo "($blocks_call / $inline - 1) * 100" | bc -l)"
 
+echo "== profile of a result in blocks: server CPU per export of every reading, with and without (mcp_result_profile)"
+LAKEGATE_BENCH_PROFILE=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestProfileCost$' -count=1 -v -timeout 20m ./integration/ \
+  | grep -E 'profile:|FAIL|^ok' || true
+LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^$' -bench 'ProfileReadings' -benchmem -benchtime 5x ./query/ | grep -E '^Benchmark'
+"$GO" test -run '^$' -bench '^BenchmarkProfile$' -benchmem ./query/ | grep -E '^Benchmark'
+
 echo "== server peak RSS (VmHWM) around result-heavy calls, each on a fresh server"
 LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestResultMemory$' -count=1 -v -timeout 20m ./integration/ \
   | grep -E 'peak RSS|FAIL|^ok' || true
