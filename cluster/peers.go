@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/internal/backoff"
 	"github.com/lakegate/lakegate/internal/httperr"
 )
 
@@ -182,12 +182,9 @@ func (p *Peers) register(ctx context.Context) error {
 	return err
 }
 
-// Backoff of join between attempts: doubled from joinRetryBase up to
-// joinRetryCap, with equal jitter.
-const (
-	joinRetryBase = time.Second
-	joinRetryCap  = 30 * time.Second
-)
+// joinBackoff is join's pause between attempts: a second doubled up to
+// 30 s, with equal jitter.
+var joinBackoff = backoff.Policy{Base: time.Second, Cap: 30 * time.Second}
 
 // join registers the replica once the cluster database answers, trying
 // again with backoff until it does or ctx ends. It logs the outage's
@@ -195,13 +192,8 @@ const (
 func (p *Peers) join(ctx context.Context) {
 	defer close(p.done)
 	for attempt := 1; ; attempt++ {
-		d := min(joinRetryBase<<min(attempt-1, 10), joinRetryCap)
-		t := time.NewTimer(d/2 + mrand.N(d/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Wait(ctx, joinBackoff.Delay(attempt)) {
 			return
-		case <-t.C:
 		}
 		err := p.register(ctx)
 		switch {

@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/backoff"
 )
 
 // channel is the NOTIFY channel of switch changes; the payload is "on" or
@@ -53,12 +53,9 @@ const addVersion = `ALTER TABLE lakegate_cluster_state ADD COLUMN IF NOT EXISTS 
 // pg_stat_activity.
 const ApplicationName = "lakegate cluster"
 
-// retryCap bounds the backoff between connection attempts.
-const retryCap = 30 * time.Second
-
-// retryEvery is the wait before the listener connects again after losing
-// its connection.
-const retryEvery = time.Second
+// switchBackoff is the listener's pause before it connects again after
+// losing its connection: a second doubled up to 30 s, with equal jitter.
+var switchBackoff = backoff.Policy{Base: time.Second, Cap: 30 * time.Second}
 
 // Switch is the MCP on/off state shared by the replicas that name the same
 // database. Build it with Open; Close it after the server that calls Set.
@@ -191,13 +188,8 @@ func (s *Switch) follow(ctx context.Context, conn *pgx.Conn) {
 			s.log.Warn("cluster: lost the connection that follows the MCP switch; reconnecting", lakegate.LogError, err.Error())
 		}
 		for attempt := 1; conn == nil; attempt++ {
-			d := min(retryEvery<<min(attempt-1, 5), retryCap)
-			t := time.NewTimer(d/2 + rand.N(d/2+1))
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !backoff.Wait(ctx, switchBackoff.Delay(attempt)) {
 				return
-			case <-t.C:
 			}
 			c, err := s.connect(ctx)
 			if err != nil {

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/backoff"
 )
 
 // A database outage is a state, not an exit: Open serves without a
@@ -33,18 +33,10 @@ import (
 // setting to fix, not an outage); found later, after an outage, it keeps
 // the database unserved and is logged as the cause.
 
-// Backoff of the watcher between connection attempts: doubled from
-// outageRetryBase up to outageRetryCap, with equal jitter, so that a
-// fleet of replicas does not reconnect in step.
-const (
-	outageRetryBase = time.Second
-	outageRetryCap  = 30 * time.Second
-)
-
-func outageBackoff(attempt int) time.Duration {
-	d := min(outageRetryBase<<min(attempt-1, 10), outageRetryCap)
-	return d/2 + rand.N(d/2+1)
-}
+// outageBackoff is the watcher's pause between connection attempts: a
+// second doubled up to 30 s, with equal jitter, so that a fleet of
+// replicas does not reconnect in step.
+var outageBackoff = backoff.Policy{Base: time.Second, Cap: 30 * time.Second}
 
 // gate holds a database's state: served, or not yet and why.
 type gate struct {
@@ -109,7 +101,7 @@ func (e *Engine) admit(ctx context.Context, name string, readURLs []string) erro
 	if lakegate.KindOf(err) == lakegate.KindValidation {
 		return err
 	}
-	first := outageBackoff(1)
+	first := outageBackoff.Delay(1)
 	g.fail(gateErr(name, err), time.Now().Add(first))
 	e.logOutage(name, "database is not served until it answers; retrying", err)
 	e.watchers.Add(1)
@@ -123,12 +115,8 @@ func (e *Engine) watch(name string, readURLs []string, wait time.Duration) {
 	defer e.watchers.Done()
 	g := e.gates[name]
 	for attempt := 2; ; attempt++ {
-		t := time.NewTimer(wait)
-		select {
-		case <-e.stopping.Done():
-			t.Stop()
+		if !backoff.Wait(e.stopping, wait) {
 			return
-		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(e.stopping, max(e.opts.StatementTimeout, connectTimeout))
 		err := e.connect(ctx, name, readURLs)
@@ -144,7 +132,7 @@ func (e *Engine) watch(name string, readURLs []string, wait time.Duration) {
 		if e.stopping.Err() != nil {
 			return
 		}
-		wait = outageBackoff(attempt)
+		wait = outageBackoff.Delay(attempt)
 		if g.fail(gateErr(name, err), time.Now().Add(wait)) {
 			e.logOutage(name, "database still not served: the cause changed; retrying", err)
 		}

@@ -3,11 +3,11 @@ package query
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/backoff"
 )
 
 // Defaults of the retry and breaker Options. The cooldown is short so
@@ -19,20 +19,10 @@ const (
 	DefaultBreakerCooldown = 500 * time.Millisecond
 )
 
-// Backoff between attempts: retryBase doubled per attempt up to retryCap,
-// half fixed and half random ("equal jitter"), so that clients that failed
-// together do not come back together.
-const (
-	retryBase = 50 * time.Millisecond
-	retryCap  = time.Second
-)
-
-// backoff is the pause before attempt n+1 (n >= 1).
-func backoff(n int) time.Duration {
-	d := retryBase << min(n-1, 10)
-	d = min(d, retryCap)
-	return d/2 + rand.N(d/2+1)
-}
+// retryBackoff is the pause between attempts: 50 ms doubled per attempt
+// up to a second, with equal jitter, so that clients that failed together
+// do not come back together.
+var retryBackoff = backoff.Policy{Base: 50 * time.Millisecond, Cap: time.Second}
 
 // attemptFunc runs one attempt under ctx (which carries the statement
 // timeout). It returns whether it has already handed output to the caller
@@ -77,7 +67,7 @@ func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
 		if !f.retry().safe(readOnly) || started || attempt >= e.opts.RetryAttempts {
 			return cerr
 		}
-		d := backoff(attempt)
+		d := retryBackoff.Delay(attempt)
 		if time.Since(start)+d > s.timeout {
 			return cerr
 		}
@@ -85,12 +75,8 @@ func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
 			return cerr
 		}
 		e.log.Debug("retrying query after a transient failure", logKeyDatabase, db, "attempt", attempt, lakegate.LogError, err)
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Wait(ctx, d) {
 			return cerr
-		case <-t.C:
 		}
 	}
 }

@@ -58,16 +58,6 @@ func TestTransient(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	for n := 1; n <= 12; n++ {
-		d := backoff(n)
-		full := min(retryBase<<min(n-1, 10), retryCap)
-		if d < full/2 || d > full {
-			t.Errorf("attempt %d: got %v, want within [%v, %v]", n, d, full/2, full)
-		}
-	}
-}
-
 func TestBreaker(t *testing.T) {
 	now := time.Unix(1000, 0)
 	b := newBreaker(3, 10*time.Second)
