@@ -38,13 +38,7 @@ func groupTools(t *testing.T, tools ...string) []byte {
 // putTools writes dir/tools.json as an editor does: aside, then renamed in.
 func putTools(t *testing.T, dir string, data []byte) {
 	t.Helper()
-	tmp := filepath.Join(dir, "tools.json.tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "tools.json")); err != nil {
-		t.Fatal(err)
-	}
+	testutil.ReplaceFile(t, filepath.Join(dir, "tools.json"), data)
 }
 
 // TestToolsReloadProcess: the binary serves a tools.json group at

@@ -12,6 +12,7 @@ package testutil
 import (
 	"bytes"
 	"net/http"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -99,4 +100,18 @@ func Token(secret, subject, role string) string {
 		panic(err) // HS256 with a []byte key does not fail
 	}
 	return tok
+}
+
+// ReplaceFile writes data to path as an editor or a config manager does:
+// to a file beside it, renamed over it, so that a reader of path never
+// sees half of it.
+func ReplaceFile(t testing.TB, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
 }

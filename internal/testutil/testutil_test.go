@@ -3,6 +3,8 @@ package testutil
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -74,5 +76,18 @@ func TestBearerAndToken(t *testing.T) {
 	}
 	if claims["sub"] != "alice" || claims["role"] != "reader" {
 		t.Errorf("got claims %v, want sub alice and role reader", claims)
+	}
+}
+
+func TestReplaceFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tools.json")
+	ReplaceFile(t, path, []byte("one"))
+	ReplaceFile(t, path, []byte("two"))
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != "two" {
+		t.Errorf("got %q %v, want the second version", got, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("got %d files, want only the replaced one", len(entries))
 	}
 }
