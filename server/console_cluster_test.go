@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -20,9 +17,6 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/host"
-	"github.com/lakegate/lakegate/internal/testutil"
-	"github.com/lakegate/lakegate/mcp"
-	"github.com/lakegate/lakegate/query"
 )
 
 // testCluster routes among replicas in this process as cluster.Peers
@@ -121,59 +115,7 @@ func (r testReplica) Fetch(context.Context, lakegate.Caller, string, string) (*h
 // startReplica is startWired as a replica of cl with prefix.
 func startReplica(t *testing.T, cl *testCluster, prefix string, change func(*config.Config)) *wired {
 	t.Helper()
-	cfg := config.Default()
-	cfg.JWTSecret = testSecret
-	if change != nil {
-		change(&cfg)
-	}
-	path := filepath.Join(t.TempDir(), "demo.db")
-	if err := query.CreateDemo(t.Context(), path); err != nil {
-		t.Fatal(err)
-	}
-	engine, err := query.Open(t.Context(), []config.Database{{Name: "demo", URL: "sqlite:" + path}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = engine.Close(context.Background()) })
-	logs := &testutil.Buffer{}
-	log := slog.New(slog.NewJSONHandler(logs, nil))
-	metrics := NewMetrics()
-	limits := NewLimits(cfg, metrics)
-	peer := testReplica{cl: cl, prefix: prefix}
-	popts := mcp.OptionsFrom(cfg)
-	popts.Tools, popts.Enabled = lakegate.DefaultTools, true
-	popts.Workers, popts.Observer, popts.Logger, popts.Peers = limits.MCP(), metrics, log, peer
-	plugin, err := mcp.New(engine, &popts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = plugin.Close(context.Background()) })
-	s, err := New(cfg, engine, plugin, &Options{Logger: log, Metrics: metrics, Limits: limits, Replicas: peer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	w := &wired{base: "http://" + ln.Addr().String(), srv: s, plugin: plugin, limits: limits, logs: logs,
-		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
-	t.Cleanup(func() {
-		stop()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("Serve did not return")
-		}
-		w.client.CloseIdleConnections()
-		_ = s.Close(context.Background())
-	})
+	w := wire(t, change, &testReplica{cl: cl, prefix: prefix})
 	u, _ := url.Parse(w.base)
 	cl.mu.Lock()
 	cl.urls[prefix] = u

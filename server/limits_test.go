@@ -41,6 +41,13 @@ type wired struct {
 
 func startWired(t *testing.T, change func(*config.Config)) *wired {
 	t.Helper()
+	return wire(t, change, nil)
+}
+
+// wire builds a wired server; with peer, a replica of peer's cluster
+// (peer's transports reach the other replicas).
+func wire(t *testing.T, change func(*config.Config), peer *testReplica) *wired {
+	t.Helper()
 	cfg := config.Default()
 	cfg.JWTSecret = testSecret
 	if change != nil {
@@ -62,12 +69,16 @@ func startWired(t *testing.T, change func(*config.Config)) *wired {
 	popts := mcp.OptionsFrom(cfg)
 	popts.Tools, popts.Enabled = lakegate.DefaultTools, true
 	popts.Workers, popts.Observer, popts.Logger = limits.MCP(), metrics, log
+	opts := &Options{Logger: log, Metrics: metrics, Limits: limits}
+	if peer != nil {
+		popts.Peers, opts.Replicas = *peer, *peer
+	}
 	plugin, err := mcp.New(engine, &popts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = plugin.Close(context.Background()) })
-	s, err := New(cfg, engine, plugin, &Options{Logger: log, Metrics: metrics, Limits: limits})
+	s, err := New(cfg, engine, plugin, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
