@@ -111,11 +111,17 @@ func sqliteResultColumn(name, decl string, first any) ResultColumn {
 }
 
 // run runs st on the read-only handle and streams its rows into sink.
-// The driver interrupts SQLite when ctx ends. A row is read whole by the
+// SQLite is interrupted when ctx ends (interruptOnDone). A row is read whole by the
 // driver before it can be measured: one past the row bound is refused
 // then.
 func (s *sqliteSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error) {
-	rows, err := s.ro.QueryContext(ctx, st.text, st.args...)
+	conn, err := s.ro.Conn(ctx)
+	if err != nil {
+		return nil, &queryErr{err}
+	}
+	defer conn.Close()
+	defer interruptOnDone(ctx, conn)() // before the connection goes back
+	rows, err := conn.QueryContext(ctx, st.text, st.args...)
 	if err != nil {
 		return nil, &queryErr{err}
 	}

@@ -373,3 +373,45 @@ func TestMaxRowBytes(t *testing.T) {
 		})
 	}
 }
+
+// cancelAfterFirst cancels its context once the first row has come.
+type cancelAfterFirst struct {
+	cancel context.CancelFunc
+	rows   int
+}
+
+func (s *cancelAfterFirst) Begin([]ResultColumn) error { return nil }
+func (s *cancelAfterFirst) Row([]Cell) error {
+	s.rows++
+	s.cancel()
+	return nil
+}
+func (s *cancelAfterFirst) End(*Result) error { return nil }
+
+// TestCancelBetweenRowsSQLite: a cancel stops an SQLite statement while
+// it computes its next row (the driver watches the context only until the
+// first row; lakegate interrupts the rest). Here the second row would take
+// a billion steps.
+func TestCancelBetweenRowsSQLite(t *testing.T) {
+	e, _ := sqliteEngine(t, &Options{StatementTimeout: 10 * time.Minute})
+	st, err := e.PrepareSQL(t.Context(), lakegate.Caller{}, SQLRequest{Database: "lite", Limit: NoLimit,
+		SQL: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT x FROM c WHERE x = 1 OR x = 1000000000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	sink := &cancelAfterFirst{cancel: cancel}
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.Run(ctx, sink)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || sink.rows != 1 {
+			t.Errorf("got %v after %d rows, want the statement stopped after its first", err, sink.rows)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the cancelled statement still runs after a minute")
+	}
+}
