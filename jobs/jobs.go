@@ -1,0 +1,357 @@
+// Package jobs runs long work for a subject apart from the call that
+// asked for it: the call answers at once with a job id, and the subject
+// follows the job (its progress, its end, its result) and may cancel it,
+// from any session, until the job is forgotten. A job runs under its own
+// timeout, not the caller's: a client's patience (a minute for most MCP
+// clients) no longer bounds an export.
+//
+// A job belongs to its subject: to anyone else (but an admin) it does not
+// exist. Its result is kept as long as the registry keeps ended jobs
+// (Options.Keep); then it is expired, and after as long again forgotten.
+// The registry holds no files: what a job writes (a block transfer) is
+// its runner's, which must clean up after a failure or a cancel.
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lakegate/lakegate"
+)
+
+// State is where a job is.
+type State string
+
+// The states of a job: running until it ends done, failed or cancelled;
+// an ended job's result expires after Options.Keep.
+const (
+	Running   State = "running"
+	Done      State = "done"
+	Failed    State = "failed"
+	Cancelled State = "cancelled"
+	Expired   State = "expired"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout     = time.Hour
+	DefaultKeep        = 15 * time.Minute
+	DefaultMaxPerOwner = 4
+)
+
+// Options tune a Registry; the zero value of each field is its default.
+type Options struct {
+	// Timeout bounds one job's run (job_timeout).
+	Timeout time.Duration
+	// Keep is how long an ended job keeps its result (then it is expired)
+	// and how long again it is remembered (then it is forgotten).
+	Keep time.Duration
+	// MaxPerOwner bounds the jobs one subject has running at once.
+	MaxPerOwner int
+	// IDPrefix begins every job id (a replica's prefix, so that any
+	// replica knows where a job runs); hex, at most 16 characters.
+	IDPrefix string
+}
+
+// Progress is what a running job has done so far; its runner reports it.
+// Safe for concurrent use.
+type Progress struct {
+	rows, bytes atomic.Int64
+}
+
+// Set records rows and bytes done.
+func (p *Progress) Set(rows, bytes int64) {
+	p.rows.Store(rows)
+	p.bytes.Store(bytes)
+}
+
+// Run is a job's work: it runs until done or ctx ends (a cancel, the
+// timeout, the registry closing), reports its progress on p, and returns
+// its result (what Status.Result shows once done) or its error.
+type Run func(ctx context.Context, p *Progress) (result any, err error)
+
+// Status is a job as its owner sees it.
+type Status struct {
+	ID      string     `json:"job_id"`
+	Owner   string     `json:"owner"`
+	Tool    string     `json:"tool"`
+	State   State      `json:"state"`
+	Created time.Time  `json:"created"`
+	Ended   *time.Time `json:"ended,omitempty"`
+	// Rows and Bytes are the work done so far (at the end: in all).
+	Rows  int64 `json:"rows"`
+	Bytes int64 `json:"bytes"`
+	// Error is why a job failed or was cancelled.
+	Error *lakegate.ErrorBody `json:"error,omitempty"`
+	// Result is what a done job produced, until it expires.
+	Result any `json:"result,omitempty"`
+}
+
+// job is one job; mu guards the fields after progress.
+type job struct {
+	id, owner, tool string
+	created         time.Time
+	cancel          context.CancelCauseFunc
+	progress        Progress
+
+	mu      sync.Mutex
+	state   State
+	ended   time.Time
+	err     error
+	result  any
+	changed chan struct{} // closed when the job ends
+}
+
+func (j *job) status() Status {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	st := Status{ID: j.id, Owner: j.owner, Tool: j.tool, State: j.state, Created: j.created,
+		Rows: j.progress.rows.Load(), Bytes: j.progress.bytes.Load(), Result: j.result}
+	if !j.ended.IsZero() {
+		ended := j.ended
+		st.Ended = &ended
+	}
+	if j.err != nil {
+		body := lakegate.NewErrorBody(j.err)
+		st.Error = &body
+	}
+	return st
+}
+
+// Registry runs and remembers jobs. Safe for concurrent use.
+type Registry struct {
+	opts Options
+
+	mu     sync.Mutex
+	jobs   map[string]*job
+	closed bool
+	wg     sync.WaitGroup // the running jobs
+}
+
+// New makes a registry.
+func New(o Options) (*Registry, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Keep <= 0 {
+		o.Keep = DefaultKeep
+	}
+	if o.MaxPerOwner <= 0 {
+		o.MaxPerOwner = DefaultMaxPerOwner
+	}
+	if len(o.IDPrefix) > 16 || strings.Trim(o.IDPrefix, "0123456789abcdef") != "" {
+		return nil, fmt.Errorf("jobs: id prefix %q: want at most 16 lower-case hex digits", o.IDPrefix)
+	}
+	return &Registry{opts: o, jobs: map[string]*job{}}, nil
+}
+
+// Timeout is the bound of one job's run.
+func (r *Registry) Timeout() time.Duration { return r.opts.Timeout }
+
+// errClosed is Start's answer once the registry is closing.
+var errClosed = lakegate.ErrShuttingDown
+
+// Start runs run as a job of owner's, named for tool, and returns at once
+// with its status. Past MaxPerOwner running jobs it fails with a
+// rate_limited error. The job's context is its own: it outlives the
+// caller's (a session, a request) and ends with a cancel, the timeout, or
+// Close.
+func (r *Registry) Start(owner, tool string, run Run) (Status, error) {
+	now := time.Now().UTC()
+	r.mu.Lock()
+	r.sweepLocked(now)
+	if r.closed {
+		r.mu.Unlock()
+		return Status{}, errClosed
+	}
+	running := 0
+	for _, j := range r.jobs {
+		if j.owner == owner && j.status().State == Running {
+			running++
+		}
+	}
+	if running >= r.opts.MaxPerOwner {
+		r.mu.Unlock()
+		return Status{}, &lakegate.Error{Kind: lakegate.KindRateLimited,
+			Message: fmt.Sprintf("%d jobs of yours are running, the most at once", running),
+			Hint:    "wait for one to end (job_status) or cancel one (cancel_job)", RetryAfter: 5 * time.Second}
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, stop := context.WithTimeoutCause(ctx, r.opts.Timeout, errTimeout(r.opts.Timeout))
+	j := &job{id: r.newID(), owner: owner, tool: tool, created: now, cancel: cancel, state: Running, changed: make(chan struct{})}
+	r.jobs[j.id] = j
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		defer stop()
+		result, err := run(ctx, &j.progress)
+		if err == nil && ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		j.end(result, err, context.Cause(ctx))
+	}()
+	return j.status(), nil
+}
+
+// errTimeout is the cause of a job stopped by its timeout.
+func errTimeout(d time.Duration) error {
+	return &lakegate.Error{Kind: lakegate.KindTimeout, Message: fmt.Sprintf("the job ran past its timeout (%v)", d),
+		Hint: "narrow the query, or ask an operator for a longer job_timeout"}
+}
+
+// errCancelled is the cause of a job cancelled by its owner.
+var errCancelled = &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the job was cancelled"}
+
+// end records how the job ended: cancelled when its owner cancelled it,
+// else done or failed.
+func (j *job) end(result any, err, cause error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.ended = time.Now().UTC()
+	switch {
+	case errors.Is(cause, errCancelled):
+		j.state, j.err = Cancelled, errCancelled
+	case err != nil:
+		j.state, j.err = Failed, err
+	default:
+		j.state, j.result = Done, result
+	}
+	close(j.changed)
+}
+
+func (r *Registry) newID() string {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:])
+	id := hex.EncodeToString(raw[:])
+	return r.opts.IDPrefix + id[len(r.opts.IDPrefix):]
+}
+
+// sweepLocked expires the results of jobs ended Keep ago and forgets
+// those ended twice as long ago. r.mu is held.
+func (r *Registry) sweepLocked(now time.Time) {
+	for id, j := range r.jobs {
+		j.mu.Lock()
+		switch {
+		case j.state == Running:
+		case now.Sub(j.ended) >= 2*r.opts.Keep:
+			delete(r.jobs, id)
+		case now.Sub(j.ended) >= r.opts.Keep && j.state != Expired:
+			j.state, j.result = Expired, nil
+		}
+		j.mu.Unlock()
+	}
+}
+
+// errNotFound is the answer for a job that does not exist, or is
+// another subject's.
+func errNotFound(id string) error {
+	if len(id) > 40 {
+		id = id[:40] + "…"
+	}
+	return &lakegate.Error{Kind: lakegate.KindNotFound, Message: fmt.Sprintf("no job %q", id),
+		Hint: "job ids come from the call that started the job; a job is forgotten some time after it ends"}
+}
+
+// lookup is job id as c may see it: its own, or any for an admin.
+func (r *Registry) lookup(c lakegate.Caller, id string) (*job, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked(time.Now().UTC())
+	j, ok := r.jobs[id]
+	if !ok || (j.owner != c.Subject && !c.HasRole(lakegate.RoleAdmin)) {
+		return nil, errNotFound(id)
+	}
+	return j, nil
+}
+
+// Get is job id's status, for its owner (or an admin).
+func (r *Registry) Get(c lakegate.Caller, id string) (Status, error) {
+	j, err := r.lookup(c, id)
+	if err != nil {
+		return Status{}, err
+	}
+	return j.status(), nil
+}
+
+// Wait is Get once job id has ended, or once wait has passed, or ctx
+// ended, whichever comes first: a caller polls rarely and learns of the
+// end at once.
+func (r *Registry) Wait(ctx context.Context, c lakegate.Caller, id string, wait time.Duration) (Status, error) {
+	j, err := r.lookup(c, id)
+	if err != nil {
+		return Status{}, err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-j.changed:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return j.status(), nil
+}
+
+// Cancel stops job id for its owner (or an admin) and returns its status
+// once it has ended; a job that had ended is left as it was.
+func (r *Registry) Cancel(ctx context.Context, c lakegate.Caller, id string) (Status, error) {
+	j, err := r.lookup(c, id)
+	if err != nil {
+		return Status{}, err
+	}
+	j.cancel(errCancelled)
+	select {
+	case <-j.changed:
+	case <-ctx.Done():
+	}
+	return j.status(), nil
+}
+
+// List is c's jobs (an admin's: everyone's), newest first.
+func (r *Registry) List(c lakegate.Caller) []Status {
+	r.mu.Lock()
+	r.sweepLocked(time.Now().UTC())
+	var js []*job
+	for _, j := range r.jobs {
+		if j.owner == c.Subject || c.HasRole(lakegate.RoleAdmin) {
+			js = append(js, j)
+		}
+	}
+	r.mu.Unlock()
+	out := make([]Status, len(js))
+	for i, j := range js {
+		out[i] = j.status()
+	}
+	slices.SortFunc(out, func(a, b Status) int { return b.Created.Compare(a.Created) })
+	return out
+}
+
+// Close stops taking jobs, cancels the running ones and waits for them
+// to end, within ctx.
+func (r *Registry) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	for _, j := range r.jobs {
+		j.cancel(lakegate.ErrShuttingDown)
+	}
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("jobs: close: %w", ctx.Err())
+	}
+}

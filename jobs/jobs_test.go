@@ -1,0 +1,209 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/lakegate/lakegate"
+)
+
+var (
+	alice = lakegate.Caller{Subject: "alice", Roles: []string{lakegate.RoleReader}}
+	bob   = lakegate.Caller{Subject: "bob", Roles: []string{lakegate.RoleReader}}
+	root  = lakegate.Caller{Subject: "root", Roles: []string{lakegate.RoleAdmin}}
+)
+
+func newRegistry(t *testing.T, o Options) *Registry {
+	t.Helper()
+	r, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	return r
+}
+
+// A job answers at once, runs apart from its caller, reports progress,
+// and ends done with its result; its owner's Wait returns at its end, not
+// at the wait's; another subject is told it does not exist, an admin
+// sees it.
+func TestJobLifecycle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry(t, Options{})
+		release := make(chan struct{})
+		st, err := r.Start("alice", "run_sql", func(ctx context.Context, p *Progress) (any, error) {
+			p.Set(10, 100)
+			<-release
+			p.Set(20, 200)
+			return map[string]any{"transfer_id": "t1"}, nil
+		})
+		if err != nil || st.State != Running || len(st.ID) != 32 {
+			t.Fatalf("start: got %+v %v", st, err)
+		}
+		synctest.Wait()
+		if got, _ := r.Get(alice, st.ID); got.State != Running || got.Rows != 10 || got.Bytes != 100 {
+			t.Errorf("running: got %+v, want its progress", got)
+		}
+		if _, err := r.Get(bob, st.ID); lakegate.KindOf(err) != lakegate.KindNotFound {
+			t.Errorf("another subject: got %v, want not_found", err)
+		}
+		if got, err := r.Get(root, st.ID); err != nil || got.Owner != "alice" {
+			t.Errorf("an admin: got %+v %v", got, err)
+		}
+		// A wait of 25 s ends once the job does, 3 s in.
+		time.AfterFunc(3*time.Second, func() { close(release) })
+		start := time.Now()
+		got, err := r.Wait(t.Context(), alice, st.ID, 25*time.Second)
+		if err != nil || got.State != Done || got.Rows != 20 || got.Ended == nil || time.Since(start) != 3*time.Second {
+			t.Errorf("wait: got %+v %v after %v, want done at 3s", got, err, time.Since(start))
+		}
+		if res, _ := got.Result.(map[string]any); res["transfer_id"] != "t1" {
+			t.Errorf("result: got %v", got.Result)
+		}
+		if list := r.List(alice); len(list) != 1 || list[0].ID != st.ID || len(r.List(bob)) != 0 || len(r.List(root)) != 1 {
+			t.Errorf("lists: alice %v, bob %v, root %v", list, r.List(bob), r.List(root))
+		}
+	})
+}
+
+// A wait with nothing happening returns after its wait, still running.
+func TestWaitRunsOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry(t, Options{})
+		st, _ := r.Start("alice", "q", func(ctx context.Context, _ *Progress) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		start := time.Now()
+		got, err := r.Wait(t.Context(), alice, st.ID, 25*time.Second)
+		if err != nil || got.State != Running || time.Since(start) != 25*time.Second {
+			t.Errorf("got %+v %v after %v", got, err, time.Since(start))
+		}
+	})
+}
+
+// Cancel stops a running job: its context ends, it is cancelled (not
+// failed), and another subject cannot cancel it.
+func TestCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry(t, Options{})
+		stopped := make(chan error, 1)
+		st, _ := r.Start("alice", "q", func(ctx context.Context, _ *Progress) (any, error) {
+			<-ctx.Done()
+			stopped <- ctx.Err()
+			return nil, ctx.Err()
+		})
+		if _, err := r.Cancel(t.Context(), bob, st.ID); lakegate.KindOf(err) != lakegate.KindNotFound {
+			t.Errorf("bob cancels alice's job: got %v", err)
+		}
+		got, err := r.Cancel(t.Context(), alice, st.ID)
+		if err != nil || got.State != Cancelled || got.Error == nil || !strings.Contains(got.Error.Message, "cancelled") {
+			t.Errorf("cancel: got %+v %v", got, err)
+		}
+		if err := <-stopped; !errors.Is(err, context.Canceled) {
+			t.Errorf("the run's context: got %v, want cancelled", err)
+		}
+	})
+}
+
+// A job past its timeout fails with a timeout error; a failing run fails
+// with its error.
+func TestTimeoutAndFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry(t, Options{Timeout: time.Minute})
+		st, _ := r.Start("alice", "q", func(ctx context.Context, _ *Progress) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		got, _ := r.Wait(t.Context(), alice, st.ID, time.Hour)
+		if got.State != Failed || got.Error == nil || got.Error.Kind != lakegate.KindTimeout || *got.Ended != got.Created.Add(time.Minute) {
+			t.Errorf("timeout: got %+v (error %+v)", got, got.Error)
+		}
+		boom := &lakegate.Error{Kind: lakegate.KindValidation, Message: "no such column"}
+		st, _ = r.Start("alice", "q", func(context.Context, *Progress) (any, error) { return nil, boom })
+		got, _ = r.Wait(t.Context(), alice, st.ID, time.Hour)
+		if got.State != Failed || got.Error == nil || got.Error.Message != "no such column" {
+			t.Errorf("failure: got %+v", got)
+		}
+	})
+}
+
+// An ended job keeps its result for Keep, is then expired, and is
+// forgotten after as long again.
+func TestExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry(t, Options{Keep: 10 * time.Minute})
+		st, _ := r.Start("alice", "q", func(context.Context, *Progress) (any, error) { return "rows", nil })
+		synctest.Wait()
+		time.Sleep(9 * time.Minute)
+		if got, _ := r.Get(alice, st.ID); got.State != Done || got.Result != "rows" {
+			t.Errorf("at 9 min: got %+v", got)
+		}
+		time.Sleep(2 * time.Minute)
+		if got, _ := r.Get(alice, st.ID); got.State != Expired || got.Result != nil {
+			t.Errorf("at 11 min: got %+v, want expired without its result", got)
+		}
+		time.Sleep(10 * time.Minute)
+		if _, err := r.Get(alice, st.ID); lakegate.KindOf(err) != lakegate.KindNotFound {
+			t.Errorf("at 21 min: got %v, want forgotten", err)
+		}
+	})
+}
+
+// One subject's running jobs are bounded; another's are not affected.
+func TestMaxPerOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry(t, Options{MaxPerOwner: 2})
+		block := func(ctx context.Context, _ *Progress) (any, error) { <-ctx.Done(); return nil, ctx.Err() }
+		for range 2 {
+			if _, err := r.Start("alice", "q", block); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.Start("alice", "q", block); lakegate.KindOf(err) != lakegate.KindRateLimited {
+			t.Errorf("a third: got %v, want rate_limited", err)
+		}
+		if _, err := r.Start("bob", "q", block); err != nil {
+			t.Errorf("bob's first: got %v", err)
+		}
+	})
+}
+
+// Close cancels the running jobs and waits for them; no job starts after.
+func TestClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, _ := New(Options{})
+		var ended sync.WaitGroup
+		ended.Add(3)
+		for range 3 {
+			_, _ = r.Start("alice", "q", func(ctx context.Context, _ *Progress) (any, error) {
+				defer ended.Done()
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
+		}
+		if err := r.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		ended.Wait()
+		if _, err := r.Start("alice", "q", nil); !errors.Is(err, lakegate.ErrShuttingDown) {
+			t.Errorf("after close: got %v", err)
+		}
+	})
+}
+
+func TestIDPrefix(t *testing.T) {
+	r := newRegistry(t, Options{IDPrefix: "ab12"})
+	st, _ := r.Start("alice", "q", func(context.Context, *Progress) (any, error) { return nil, nil })
+	if !strings.HasPrefix(st.ID, "ab12") || len(st.ID) != 32 {
+		t.Errorf("got id %q", st.ID)
+	}
+	if _, err := New(Options{IDPrefix: "XYZ"}); err == nil {
+		t.Error("a prefix that is not hex: accepted")
+	}
+}
