@@ -3,11 +3,9 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +16,8 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/mcp/internal/route"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
 // blockRoutes serves the block transfers that results too large to
@@ -43,16 +43,13 @@ type replyAdmitter interface {
 	admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, want, least int64) (int64, error)
 }
 
-// errNoBlockStore is create's answer on a server without a block store.
-var errNoBlockStore = errors.New("no block store")
-
 // create starts a block transfer for owner in format.
 func (b *blockRoutes) create(owner, format string) (*blocktransport.Writer, error) {
 	if b.store == nil {
-		return nil, errNoBlockStore
+		return nil, wire.ErrNoBlockStore
 	}
 	w, err := b.store.Create(owner, format)
-	return w, blockErr(err)
+	return w, wire.BlockErr(err)
 }
 
 // status is what Status reports of the block store; nil without one.
@@ -69,46 +66,22 @@ func (b *blockRoutes) status() *host.BlockStatus {
 // or an admin. Others are told it does not exist.
 func (b *blockRoutes) transfer(c lakegate.Caller, id string) (*blocktransport.Manifest, error) {
 	if b.store == nil {
-		return nil, blockErr(blocktransport.ErrNotFound)
+		return nil, wire.BlockErr(blocktransport.ErrNotFound)
 	}
 	m, owner, err := b.store.Lookup(id)
 	if err != nil {
-		return nil, blockErr(err)
+		return nil, wire.BlockErr(err)
 	}
 	if owner != c.Subject && !c.HasRole(lakegate.RoleAdmin) {
-		return nil, blockErr(blocktransport.ErrNotFound)
+		return nil, wire.BlockErr(blocktransport.ErrNotFound)
 	}
 	return m, nil
-}
-
-// Block resources: lakegate://transfers/{id}/blocks/{n}.
-const blockTemplate = "lakegate://transfers/{id}/blocks/{n}"
-
-func blockURI(id string, n int) string {
-	return "lakegate://transfers/" + url.PathEscape(id) + "/blocks/" + strconv.Itoa(n)
-}
-
-// parseBlockURI reads lakegate://transfers/{id}/blocks/{n}.
-func parseBlockURI(uri string) (id string, n int, ok bool) {
-	rest, found := strings.CutPrefix(uri, "lakegate://transfers/")
-	if !found {
-		return "", 0, false
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 || parts[1] != "blocks" {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(parts[2])
-	if err != nil || n < 0 {
-		return "", 0, false
-	}
-	return parts[0], n, true
 }
 
 // register adds the block resource template to server.
 func (b *blockRoutes) register(server *mcpsdk.Server) {
 	server.AddResourceTemplate(&mcpsdk.ResourceTemplate{
-		URITemplate: blockTemplate,
+		URITemplate: wire.BlockTemplate,
 		Name:        "result-block",
 		Title:       "Result block",
 		Description: "One block of a large query result (NDJSON or CSV rows), listed in the result's manifest.",
@@ -118,7 +91,7 @@ func (b *blockRoutes) register(server *mcpsdk.Server) {
 // readResource answers resources/read of a block.
 func (b *blockRoutes) readResource(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 	uri := req.Params.URI
-	id, n, ok := parseBlockURI(uri)
+	id, n, ok := wire.ParseBlockURI(uri)
 	if !ok {
 		return nil, mcpsdk.ResourceNotFoundError(uri)
 	}
@@ -126,12 +99,12 @@ func (b *blockRoutes) readResource(ctx context.Context, req *mcpsdk.ReadResource
 	// inline bound stands for the block (1 MiB by default), whose size is
 	// known only once read. The reply takes its actual size once queued.
 	if _, err := b.replies.admitReply(ctx, req.Session, req.GetExtra(), b.threshold, b.threshold); err != nil {
-		return nil, admitErr(err)
+		return nil, wire.AdmitErr(err)
 	}
 	caller, _ := lakegate.CallerFrom(ctx)
 	data, m, err := b.read(ctx, caller, id, n)
 	if err != nil {
-		return nil, resourceErr("read", uri, err)
+		return nil, wire.ResourceErr("read", uri, err)
 	}
 	return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{
 		{URI: uri, MIMEType: blocktransport.MIMEType(m.Format), Text: string(data)},
@@ -152,7 +125,7 @@ func (b *blockRoutes) read(ctx context.Context, c lakegate.Caller, id string, n 
 	}
 	data, _, err = b.store.ReadBlock(id, n)
 	if err != nil {
-		return nil, nil, blockErr(err)
+		return nil, nil, wire.BlockErr(err)
 	}
 	return data, m, nil
 }
@@ -161,7 +134,7 @@ func (b *blockRoutes) read(ctx context.Context, c lakegate.Caller, id string, n 
 // ETag and Range) and /mcp/blocks/{id}/all (everything, chunked).
 
 func (b *blockRoutes) serveManifest(c *gin.Context) {
-	if forward(b.peers, c, c.Param("id")) {
+	if route.Forward(b.peers, c, c.Param("id")) {
 		return // a transfer of another replica
 	}
 	if !b.metered(c) {
@@ -170,7 +143,7 @@ func (b *blockRoutes) serveManifest(c *gin.Context) {
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	m, err := b.transfer(caller, c.Param("id"))
 	if err != nil {
-		fail(c, err)
+		route.Fail(c, err)
 		return
 	}
 	blocktransport.ServeManifest(c.Writer, m)
@@ -179,11 +152,11 @@ func (b *blockRoutes) serveManifest(c *gin.Context) {
 func (b *blockRoutes) serveBlock(c *gin.Context) {
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	id := c.Param("id")
-	if forward(b.peers, c, id) {
+	if route.Forward(b.peers, c, id) {
 		return // a transfer of another replica
 	}
 	if _, err := b.transfer(caller, id); err != nil {
-		fail(c, err)
+		route.Fail(c, err)
 		return
 	}
 	if c.Param("n") == "all" {
@@ -192,19 +165,19 @@ func (b *blockRoutes) serveBlock(c *gin.Context) {
 		}
 		err := serveRead(c, id, -1, func() error { return b.store.ServeAll(c.Writer, c.Request, id) })
 		if err != nil {
-			fail(c, blockErr(err))
+			route.Fail(c, wire.BlockErr(err))
 		}
 		return
 	}
 	n, err := strconv.Atoi(c.Param("n"))
 	if err != nil || n < 0 {
-		fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("block %q is not a block number", c.Param("n")),
+		route.Fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("block %q is not a block number", c.Param("n")),
 			Hint: "use 0 to blocks-1, or all"})
 		return
 	}
 	err = serveRead(c, id, n, func() error { return b.store.ServeBlock(c.Writer, c.Request, id, n) })
 	if err != nil {
-		fail(c, blockErr(err))
+		route.Fail(c, wire.BlockErr(err))
 	}
 }
 
@@ -221,7 +194,7 @@ func (b *blockRoutes) metered(c *gin.Context) bool {
 // router: a transfer's manifest at BlocksPath/ID, its blocks at
 // BlocksPath/ID/N and BlocksPath/ID/all (blocktransport.Client's BaseURL
 // is the server's URL and this).
-const BlocksPath = "/mcp/blocks"
+const BlocksPath = wire.BlocksPath
 
 // mount adds the block routes to the MCP group; meter is the host's
 // rate limit for the routes that are requests of their own.
@@ -256,7 +229,7 @@ func (b *blockRoutes) delete(c lakegate.Caller, id string) error {
 	if _, err := b.transfer(c, id); err != nil {
 		return err
 	}
-	return blockErr(b.store.Delete(id))
+	return wire.BlockErr(b.store.Delete(id))
 }
 
 // serveAll writes transfer id whole, its blocks in order, as the
@@ -266,7 +239,7 @@ func (b *blockRoutes) serveAll(w http.ResponseWriter, r *http.Request, c lakegat
 	if _, err := b.transfer(c, id); err != nil {
 		return err
 	}
-	return blockErr(b.store.ServeAll(w, r, id))
+	return wire.BlockErr(b.store.ServeAll(w, r, id))
 }
 
 // remote reads block n of a transfer another replica of the cluster
@@ -279,14 +252,14 @@ func (b *blockRoutes) remote(ctx context.Context, c lakegate.Caller, id string, 
 		return nil, nil, err
 	}
 	if n < 0 || n >= len(m.Blocks) {
-		return nil, nil, blockErr(blocktransport.ErrNoBlock)
+		return nil, nil, wire.BlockErr(blocktransport.ErrNoBlock)
 	}
 	data, err := b.fetch(ctx, c, id, BlocksPath+"/"+id+"/"+strconv.Itoa(n), m.Blocks[n].Size, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := blocktransport.Verify(data, m.Blocks[n].SHA256); err != nil {
-		return nil, nil, blockErr(err)
+		return nil, nil, wire.BlockErr(err)
 	}
 	return data, &m, nil
 }

@@ -11,6 +11,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
 // checkTimeout bounds one catalog check.
@@ -224,7 +225,7 @@ func (c *catalog) readSchema(ctx context.Context, req *mcpsdk.ReadResourceReques
 	caller, _ := lakegate.CallerFrom(ctx)
 	t, err := c.engine.Describe(ctx, caller, db, table)
 	if err != nil {
-		return nil, resourceErr("describe", uri, err)
+		return nil, wire.ResourceErr("describe", uri, err)
 	}
 	return jsonResource(uri, t)
 }

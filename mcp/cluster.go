@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
-	"github.com/gin-gonic/gin"
 	"github.com/lakegate/lakegate/host"
 )
 
@@ -17,16 +16,6 @@ func newSessionID(peers host.Peers) string {
 		id = prefix + id[len(prefix):]
 	}
 	return id
-}
-
-// forward hands a request for the session or transfer id to the replica
-// of peers that owns it, in a cluster, and reports whether it did.
-func forward(peers host.Peers, c *gin.Context, id string) bool {
-	if peers == nil || !peers.Forward(c.Writer, c.Request, id) {
-		return false
-	}
-	c.Abort()
-	return true
 }
 
 func newID() string {

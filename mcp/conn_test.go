@@ -20,6 +20,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/internal/testutil"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
 func notification(t *testing.T) jsonrpc.Message {
@@ -537,7 +538,7 @@ func TestOutQueueReserve(t *testing.T) {
 // TestAdmitErr: a refused resources/read is a JSON-RPC error carrying the
 // taxonomy's error body.
 func TestAdmitErr(t *testing.T) {
-	err := admitErr(&lakegate.Error{Kind: lakegate.KindRateLimited, Message: "full", RetryAfter: time.Second})
+	err := wire.AdmitErr(&lakegate.Error{Kind: lakegate.KindRateLimited, Message: "full", RetryAfter: time.Second})
 	var we *jsonrpc.Error
 	if !errors.As(err, &we) {
 		t.Fatalf("got %T, want *jsonrpc.Error", err)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/mcp/internal/route"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
 // A tools.json may declare groups: each is a protocol server of its own,
@@ -300,14 +302,14 @@ func (s *servers) pick(c *gin.Context) {
 	ps, ok := s.group(name)
 	if !ok || name == "" {
 		c.Abort()
-		fail(c, errNoGroup(name, s.groupNames()))
+		route.Fail(c, errNoGroup(name, s.groupNames()))
 		return
 	}
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), serverKey{}, ps.Server))
 }
 
 func errNoGroup(name string, groups []string) error {
-	e := lakegate.Errorf(lakegate.KindNotFound, "no tool group %q on this server", excerpt(name))
+	e := lakegate.Errorf(lakegate.KindNotFound, "no tool group %q on this server", wire.Excerpt(name))
 	if len(groups) == 0 {
 		e.Hint = "this server declares no groups: use /mcp for every tool"
 	} else {

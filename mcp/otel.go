@@ -16,6 +16,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 	"github.com/lakegate/lakegate/telemetry"
 )
 
@@ -72,10 +73,10 @@ func spans(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 				span.SetAttributes(telemetry.MCPSessionID.String(s.ID()))
 			}
 			if ex != nil && ex.Header != nil {
-				if id := ex.Header.Get(headerJSONRPCID); id != "" {
+				if id := ex.Header.Get(wire.HeaderJSONRPCID); id != "" {
 					span.SetAttributes(telemetry.JSONRPCID.String(id))
 				}
-				if id := ex.Header.Get(headerRequestID); id != "" {
+				if id := ex.Header.Get(wire.HeaderRequestID); id != "" {
 					span.SetAttributes(telemetry.RequestID.String(id))
 				}
 			}

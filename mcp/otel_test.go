@@ -9,6 +9,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
 func TestTraceErrorKinds(t *testing.T) {
@@ -35,7 +36,7 @@ func TestTraceErrorKinds(t *testing.T) {
 		res  *mcpsdk.CallToolResult
 		want string
 	}{
-		{"errorResult", errorResult(&lakegate.Error{Kind: lakegate.KindValidation, Message: "secret"}), "validation_error"},
+		{"errorResult", wire.ErrorResult(&lakegate.Error{Kind: lakegate.KindValidation, Message: "secret"}), "validation_error"},
 		{"free text", &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "boom"}}}, "tool_error"},
 		{"no content", &mcpsdk.CallToolResult{IsError: true}, "tool_error"},
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -175,7 +176,7 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 		used := b.Len()
 		for _, blk := range m.Blocks {
 			link := &mcpsdk.ResourceLink{
-				URI:      blockURI(m.ID, blk.N),
+				URI:      wire.BlockURI(m.ID, blk.N),
 				Name:     fmt.Sprintf("block-%d", blk.N),
 				Title:    fmt.Sprintf("Block %d of %d", blk.N+1, len(m.Blocks)),
 				MIMEType: blocktransport.MIMEType(m.Format),
@@ -370,7 +371,7 @@ func (s *blockSpill) End(res *query.Result) (err error) {
 	}
 	m, err := s.w.Commit(int64(res.RowCount), cols)
 	if err != nil {
-		return blockErr(err)
+		return wire.BlockErr(err)
 	}
 	s.manifest = m
 	return nil
@@ -389,10 +390,10 @@ var _ query.PartWriter = blockWriter{}
 
 func (b blockWriter) Write(p []byte) (int, error) {
 	n, err := b.w.Write(p)
-	return n, blockErr(err)
+	return n, wire.BlockErr(err)
 }
 
 func (b blockWriter) WritePart(p []byte) (int, error) {
 	n, err := b.w.WritePart(p)
-	return n, blockErr(err)
+	return n, wire.BlockErr(err)
 }

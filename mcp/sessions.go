@@ -13,6 +13,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
 // Session limits cover SSE and Streamable HTTP sessions together. SSE
@@ -44,7 +45,7 @@ type registry struct {
 	// (admitReply).
 	replyWait time.Duration
 
-	// posts maps the headerPOST id of each Streamable HTTP POST in flight
+	// posts maps the wire.HeaderPOST id of each Streamable HTTP POST in flight
 	// to a channel closed if its client goes away before the answer.
 	posts sync.Map
 
@@ -422,14 +423,14 @@ func (r *registry) admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex 
 		return want, nil
 	}
 	c := r.sseSession(ss.ID())
-	key := ex.Header.Get(headerJSONRPCID)
+	key := ex.Header.Get(wire.HeaderJSONRPCID)
 	if c == nil || key == "" {
 		return want, nil
 	}
 	return c.out.reserve(ctx, c, key, want, least, r.replyWait)
 }
 
-// watchPost registers the Streamable HTTP POST id (its headerPOST) for
+// watchPost registers the Streamable HTTP POST id (its wire.HeaderPOST) for
 // gone until the returned end is called, with whether its client went
 // away before the answer: then the calls it carries are stopped.
 func (r *registry) watchPost(id string) (end func(clientGone bool)) {
@@ -448,7 +449,7 @@ func (r *registry) watchPost(id string) (end func(clientGone bool)) {
 // nil when there is none to watch.
 func (r *registry) gone(req *mcpsdk.CallToolRequest) <-chan struct{} {
 	if req.Extra != nil && req.Extra.Header != nil {
-		if id := req.Extra.Header.Get(headerPOST); id != "" {
+		if id := req.Extra.Header.Get(wire.HeaderPOST); id != "" {
 			if ch, ok := r.posts.Load(id); ok {
 				return ch.(chan struct{})
 			}

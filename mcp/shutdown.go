@@ -10,6 +10,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
 // inflight tracks the protocol requests being handled, so that Shutdown can
@@ -48,7 +49,7 @@ func (f *inflight) middleware(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 
 func shuttingDown(method string) (mcpsdk.Result, error) {
 	if method == "tools/call" {
-		return errorResult(lakegate.ErrShuttingDown), nil
+		return wire.ErrorResult(lakegate.ErrShuttingDown), nil
 	}
 	return nil, lakegate.ErrShuttingDown
 }

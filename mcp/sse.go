@@ -12,6 +12,8 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/mcp/internal/route"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -45,18 +47,18 @@ func (h *sseHandler) stream(c *gin.Context) {
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	sess, err := h.open(caller)
 	if err != nil {
-		fail(c, err)
+		route.Fail(c, err)
 		return
 	}
 	defer h.sessions.doneSSE(sess)
-	log := h.log.With(lakegate.LogSessionID, sess.id, lakegate.LogSubject, caller.Subject, lakegate.LogRequestID, c.Request.Header.Get(headerRequestID))
+	log := h.log.With(lakegate.LogSessionID, sess.id, lakegate.LogSubject, caller.Subject, lakegate.LogRequestID, c.Request.Header.Get(wire.HeaderRequestID))
 
 	// The session's protocol context carries the caller but not the
 	// request's cancellation: the session ends through sess.Close.
 	ctx := lakegate.WithCaller(context.WithoutCancel(c.Request.Context()), caller)
 	ss, err := h.getServer(c.Request).Connect(ctx, sseTransport{sess}, nil)
 	if err != nil {
-		fail(c, fmt.Errorf("connect mcp session: %w", err))
+		route.Fail(c, fmt.Errorf("connect mcp session: %w", err))
 		return
 	}
 	defer ss.Close()
@@ -188,27 +190,27 @@ func writeMessageEvent(w io.Writer, parts ...[]byte) error {
 func (h *sseHandler) message(c *gin.Context) {
 	id := c.Query("session_id")
 	if id == "" {
-		fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "missing session_id query parameter",
+		route.Fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "missing session_id query parameter",
 			Hint: "POST to the endpoint URL sent as the first event of GET /mcp/sse"})
 		return
 	}
 	sess := h.sessions.sseSession(id)
-	if sess == nil && forward(h.peers, c, id) {
+	if sess == nil && route.Forward(h.peers, c, id) {
 		return // its stream is on another replica
 	}
 	if sess == nil {
-		fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "unknown or closed MCP session",
+		route.Fail(c, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "unknown or closed MCP session",
 			Hint: "open a new session with GET /mcp/sse"})
 		return
 	}
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	if caller.Subject != sess.caller.Subject {
-		fail(c, lakegate.Errorf(lakegate.KindForbidden, "this MCP session belongs to another subject"))
+		route.Fail(c, lakegate.Errorf(lakegate.KindForbidden, "this MCP session belongs to another subject"))
 		return
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		fail(c, err)
+		route.Fail(c, err)
 		return
 	}
 	msgs, err := decodeMessages(body)
@@ -228,7 +230,7 @@ func (h *sseHandler) message(c *gin.Context) {
 			if lakegate.KindOf(err) == lakegate.KindInternal {
 				err = &lakegate.Error{Kind: lakegate.KindNotFound, Message: "MCP session closed", Err: err}
 			}
-			fail(c, err)
+			route.Fail(c, err)
 			return
 		}
 	}

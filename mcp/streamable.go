@@ -13,6 +13,8 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/mcp/internal/route"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
 // modernRevision is the first protocol revision without sessions
@@ -72,21 +74,21 @@ func callerTokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.Toke
 // "unsupported protocol version" so that the client falls back.
 func (s *streamableHandler) serve(c *gin.Context) {
 	if s.sessions.shuttingDown() {
-		fail(c, lakegate.ErrShuttingDown)
+		route.Fail(c, lakegate.ErrShuttingDown)
 		return
 	}
 	h, stateful := s.stateful, true
 	if v := strings.TrimSpace(c.GetHeader("MCP-Protocol-Version")); !s.statelessDisabled && v >= modernRevision {
 		h, stateful = s.stateless, false
 	}
-	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" && forward(s.peers, c, id) {
+	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" && route.Forward(s.peers, c, id) {
 		return // a session of another replica
 	}
 	var w http.ResponseWriter = c.Writer
 	if c.Request.Method == http.MethodPost {
 		aliased, err := tagJSONRPCID(c.Request)
 		if err != nil {
-			fail(c, err)
+			route.Fail(c, err)
 			return
 		}
 		if aliased {
@@ -98,7 +100,7 @@ func (s *streamableHandler) serve(c *gin.Context) {
 			caller, _ := lakegate.CallerFrom(c.Request.Context())
 			settle, err := s.sessions.reserveStreamable(caller.Subject)
 			if err != nil {
-				fail(c, err)
+				route.Fail(c, err)
 				return
 			}
 			defer settle("") // when no answer was written
@@ -114,7 +116,7 @@ func (s *streamableHandler) serve(c *gin.Context) {
 		// their answers (untilCallerGone): the SDK does that itself only
 		// for the stateless revision.
 		id := newID()
-		c.Request.Header.Set(headerPOST, id)
+		c.Request.Header.Set(wire.HeaderPOST, id)
 		end := s.sessions.watchPost(id)
 		defer func() { end(c.Request.Context().Err() != nil) }()
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -64,7 +65,7 @@ type answerOptions struct {
 
 // blockIO is what the tools need of the block transfers (blockRoutes):
 // read one block a caller may read, and start a transfer
-// (errNoBlockStore without a store).
+// (wire.ErrNoBlockStore without a store).
 type blockIO interface {
 	read(ctx context.Context, c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error)
 	create(owner, format string) (*blocktransport.Writer, error)
@@ -175,14 +176,14 @@ func (ts *toolset) handle(t tool) mcpsdk.ToolHandler {
 		ts.count(t.name, err != nil)
 		d := time.Since(start)
 		resultBytes = ts.observeCall(t.name, d, rows, res, err)
-		log := ts.log.With(callLog(req, []any{lakegate.LogTool, t.name, lakegate.LogSubject, caller.Subject, lakegate.LogDuration, d.Milliseconds()})...)
+		log := ts.log.With(wire.CallLog(req, []any{lakegate.LogTool, t.name, lakegate.LogSubject, caller.Subject, lakegate.LogDuration, d.Milliseconds()})...)
 		if err != nil {
 			level := slog.LevelInfo
-			if errors.Is(err, errBlockStorage) {
+			if errors.Is(err, wire.ErrBlockStorage) {
 				level = slog.LevelError // the operator's to fix, not the caller's
 			}
 			log.Log(ctx, level, "tool call failed", "kind", string(lakegate.KindOf(err)), "error", err.Error())
-			return errorResult(err), nil
+			return wire.ErrorResult(err), nil
 		}
 		log.InfoContext(ctx, "tool call")
 		return res, nil
@@ -366,7 +367,7 @@ func (ts *toolset) answer(ctx context.Context, c call, st *query.Stmt, f query.F
 // openSpill starts a transfer for owner in format f, and its span in ctx.
 func (ts *toolset) openSpill(ctx context.Context, owner string, f query.Format) (*blockSpill, error) {
 	w, err := ts.blocks.create(owner, string(f))
-	if errors.Is(err, errNoBlockStore) {
+	if errors.Is(err, wire.ErrNoBlockStore) {
 		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("the result is over %d bytes and this server has no block store", ts.answers.threshold),
 			Hint:    "ask for fewer rows (max_rows) or columns"}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,7 +30,7 @@ func traceMessages(log *slog.Logger, direction string) mcpsdk.Middleware {
 			if s := req.GetSession(); s != nil {
 				attrs = append(attrs, "session_id", s.ID())
 			}
-			attrs = extraIDs(req.GetExtra(), attrs)
+			attrs = wire.ExtraIDs(req.GetExtra(), attrs)
 			attrs = append(attrs, "params", traceJSON(req.GetParams()))
 			if err != nil {
 				attrs = append(attrs, "error", err.Error())

@@ -12,6 +12,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -76,24 +77,11 @@ func unknownToolErr(name string, names []string) error {
 	body := struct {
 		lakegate.ErrorBody
 		Tools []string `json:"tools"`
-	}{lakegate.ErrorBody{Kind: lakegate.KindNotFound, Message: fmt.Sprintf("unknown tool %q", excerpt(name))}, names}
+	}{lakegate.ErrorBody{Kind: lakegate.KindNotFound, Message: fmt.Sprintf("unknown tool %q", wire.Excerpt(name))}, names}
 	body.Hint = "available tools: " + strings.Join(names, ", ")
 	if dym := query.DidYouMean(name, names); dym != "" {
 		body.Hint = dym + " " + body.Hint
 	}
 	data, _ := json.Marshal(body)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: body.Message + "; " + body.Hint, Data: data}
-}
-
-// excerpt bounds a caller's name quoted back in a message.
-func excerpt(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && cut < len(s) && s[cut]&0xc0 == 0x80 { // not mid-rune
-		cut--
-	}
-	return s[:cut] + "..."
 }
