@@ -38,9 +38,9 @@ type blockRoutes struct {
 }
 
 // replyAdmitter reserves, before a request runs, the bytes its reply may
-// take on the session it came on (registry.admitReply).
+// take on the session it came on (transport.Sessions.AdmitReply).
 type replyAdmitter interface {
-	admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, want, least int64) (int64, error)
+	AdmitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, want, least int64) (int64, error)
 }
 
 // create starts a block transfer for owner in format.
@@ -98,7 +98,7 @@ func (b *blockRoutes) readResource(ctx context.Context, req *mcpsdk.ReadResource
 	// Admitted by the bytes its reply can take, as a tool call is; the
 	// inline bound stands for the block (1 MiB by default), whose size is
 	// known only once read. The reply takes its actual size once queued.
-	if _, err := b.replies.admitReply(ctx, req.Session, req.GetExtra(), b.threshold, b.threshold); err != nil {
+	if _, err := b.replies.AdmitReply(ctx, req.Session, req.GetExtra(), b.threshold, b.threshold); err != nil {
 		return nil, wire.AdmitErr(err)
 	}
 	caller, _ := lakegate.CallerFrom(ctx)

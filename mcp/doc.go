@@ -5,13 +5,13 @@
 //     tools.json, each run with only what it needs (the query engine, the
 //     answer settings, the block transfers and sessions through small
 //     interfaces, the workers); they know nothing of HTTP routing;
-//   - the transports: Streamable HTTP at /mcp (streamableHandler, around
-//     go-sdk's handlers), legacy HTTP+SSE at /mcp/sse and
-//     /mcp/messages/ (sseHandler), and stdio (StdioTransport); like
-//     go-sdk's handlers they get the protocol server through a function
-//     and never see the tools or the query engine;
-//   - the sessions (registry): their owners and limits, reply budgets,
-//     and the drain at shutdown;
+//   - the transports (package internal/transport): Streamable HTTP at
+//     /mcp (around go-sdk's handlers), legacy HTTP+SSE at /mcp/sse and
+//     /mcp/messages/, and stdio (StdioTransport); like go-sdk's handlers
+//     they get the protocol server through a function, and the compiler
+//     keeps them from the tools and the query engine;
+//   - the sessions (transport.Sessions): their owners and limits, reply
+//     budgets, and the drain at shutdown;
 //   - the block transfers a large result goes on to (blockRoutes): their
 //     routes under BlocksPath, their resources, and in a cluster the
 //     forwarding of another replica's sessions and transfers;

@@ -9,6 +9,7 @@ import (
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/mcp/internal/transport"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -171,3 +172,13 @@ func orDefault[T comparable](v, def T) T {
 	}
 	return v
 }
+
+// StdioTransport is the stdio transport of `lakegate stdio`
+// (transport.StdioTransport, where it is documented): one MCP session as
+// newline-delimited JSON-RPC messages read from In and written to Out,
+// answering what it read when In ends, within Drain.
+type StdioTransport = transport.StdioTransport
+
+// DefaultStdioDrain is how long, by default, a stdio session whose input
+// has ended goes on answering the requests it had read.
+const DefaultStdioDrain = transport.DefaultStdioDrain

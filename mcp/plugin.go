@@ -17,11 +17,12 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/internal/origin"
+	"github.com/lakegate/lakegate/mcp/internal/transport"
 )
 
 // Plugin is the MCP plugin, the composition root of its parts: the
 // protocol server; the tools (toolset), the catalog and prompts it
-// serves; the block transfers (blockRoutes); the sessions (registry) and
+// serves; the block transfers (blockRoutes); the sessions (transport.Sessions) and
 // requests in flight; and the transports, which reach the protocol
 // server only through a function, as go-sdk's handlers do. Each method
 // hands its work to the part that owns it.
@@ -35,14 +36,14 @@ type Plugin struct {
 	servers *servers // the protocol servers: /mcp's and each group's (groups.go)
 	origins []string // Options.AllowedOrigins
 
-	tools      *toolset           // the declared tools and their calls (toolset.go)
-	catalog    *catalog           // the table schema resources (catalog.go)
-	blocks     *blockRoutes       // the block transfers (blocks.go)
-	sessions   *registry          // the open sessions and their limits (sessions.go)
-	requests   inflight           // protocol requests in flight, for Shutdown (shutdown.go)
-	sse        *sseHandler        // legacy HTTP+SSE (sse.go)
-	streamable *streamableHandler // Streamable HTTP (streamable.go)
-	watch      *toolsWatch        // reloads an operator's tools.json (reload.go); nil without one
+	tools      *toolset              // the declared tools and their calls (toolset.go)
+	catalog    *catalog              // the table schema resources (catalog.go)
+	blocks     *blockRoutes          // the block transfers (blocks.go)
+	sessions   *transport.Sessions   // the open sessions and their limits
+	requests   inflight              // protocol requests in flight, for Shutdown (shutdown.go)
+	sse        *transport.SSE        // legacy HTTP+SSE
+	streamable *transport.Streamable // Streamable HTTP
+	watch      *toolsWatch           // reloads an operator's tools.json (reload.go); nil without one
 
 	enabled      atomic.Bool
 	enabledSince atomic.Pointer[time.Time]
@@ -91,7 +92,8 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	watched := o.ConfigDir != ""
 	prompts := &prompts{engine: engine, conformance: o.Conformance}
 	p := &Plugin{log: log, origins: o.AllowedOrigins, servers: &servers{prompts: prompts}}
-	p.sessions = newRegistry(p.servers.sessions, &o, log)
+	p.sessions = transport.NewSessions(p.servers.sessions, &transport.SessionsOptions{MaxSessions: o.MaxSessions,
+		MaxSessionsPerSubject: o.MaxSessionsPerSubject, ReplyWait: o.WorkerWait, Observer: o.Observer, Logger: log})
 	p.catalog = newCatalog(engine, o.CatalogInterval, log)
 	p.servers.catalog = p.catalog
 	p.blocks = &blockRoutes{store: o.Blocks, peers: o.Peers, replies: p.sessions, threshold: o.BlockThreshold}
@@ -109,9 +111,10 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	if p.tools.workers == nil {
 		p.tools.workers = newLocalWorkers(o.MaxWorkers, o.WorkerWait)
 	}
-	p.sse = &sseHandler{getServer: p.servers.getServer, sessions: p.sessions, enabled: p.Enabled, peers: o.Peers,
-		queue: o.SessionQueue, queueBytes: o.SessionQueueBytes, writeTimeout: o.WriteTimeout, keepalive: o.Keepalive, log: log}
-	p.streamable = newStreamableHandler(p.servers.getServer, p.sessions, &o, log)
+	p.sse = transport.NewSSE(p.servers.getServer, p.sessions, &transport.SSEOptions{Enabled: p.Enabled, Peers: o.Peers,
+		Queue: o.SessionQueue, QueueBytes: o.SessionQueueBytes, WriteTimeout: o.WriteTimeout, Keepalive: o.Keepalive, Logger: log})
+	p.streamable = transport.NewStreamable(p.servers.getServer, p.sessions, &transport.StreamableOptions{
+		SessionTimeout: o.SessionTimeout, Peers: o.Peers, StatelessDisabled: o.StatelessDisabled, Logger: log})
 
 	// build makes one protocol server: /mcp's (no group) or a group's.
 	var fixtures []string // the conformance fixtures' tools, on /mcp's server
@@ -126,7 +129,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 			SetCacheable: cacheFor(watched, o.CatalogInterval),
 		}
 		if o.Peers != nil {
-			sopts.GetSessionID = func() string { return newSessionID(o.Peers) }
+			sopts.GetSessionID = func() string { return transport.NewSessionID(o.Peers) }
 		}
 		if o.Conformance && g.Name == "" {
 			if err := conformanceOptions(sopts); err != nil {
@@ -182,20 +185,20 @@ const instructions = "lakegate serves SQL databases read-only. Start with list_d
 // takes none, as over resources/read.
 func (p *Plugin) Mount(r gin.IRouter, meter gin.HandlerFunc) {
 	g := r.Group("/mcp", checkOrigin(p.origins), requireEnabled(p.Enabled))
-	g.POST("", p.streamable.serve)
-	g.GET("", p.streamable.serve)
-	g.DELETE("", p.streamable.serve)
-	g.GET("/sse", p.sse.stream)
-	g.POST("/messages/", p.sse.message)
-	g.POST("/messages", p.sse.message)
+	g.POST("", p.streamable.Serve)
+	g.GET("", p.streamable.Serve)
+	g.DELETE("", p.streamable.Serve)
+	g.GET("/sse", p.sse.Stream)
+	g.POST("/messages/", p.sse.Message)
+	g.POST("/messages", p.sse.Message)
 	p.blocks.mount(g, meter)
 	// A group's routes: its sessions' SSE messages go to /mcp/messages,
 	// as every session's do.
 	group := g.Group("/:group", p.servers.pick)
-	group.POST("", p.streamable.serve)
-	group.GET("", p.streamable.serve)
-	group.DELETE("", p.streamable.serve)
-	group.GET("/sse", p.sse.stream)
+	group.POST("", p.streamable.Serve)
+	group.GET("", p.streamable.Serve)
+	group.DELETE("", p.streamable.Serve)
+	group.GET("/sse", p.sse.Stream)
 }
 
 // Enable turns the plugin on; MCP routes answer again.
@@ -212,7 +215,7 @@ func (p *Plugin) Enable() {
 func (p *Plugin) Disable() {
 	if p.enabled.CompareAndSwap(true, false) {
 		p.enabledSince.Store(nil)
-		p.sessions.closeAll(false)
+		p.sessions.CloseAll()
 		p.log.Info("mcp disabled")
 	}
 }
@@ -231,8 +234,8 @@ func (p *Plugin) Status() host.PluginStatus {
 		Tools:     p.servers.info(),
 	}
 	st.Blocks = p.blocks.status()
-	n := p.sessions.counts()
-	st.Sessions["sse"], st.Sessions["streamable"], st.Sessions["stdio"], st.IdleSessions = n.sse, n.streamable, n.stdio, n.idle
+	n := p.sessions.Counts()
+	st.Sessions["sse"], st.Sessions["streamable"], st.Sessions["stdio"], st.IdleSessions = n.SSE, n.Streamable, n.Stdio, n.Idle
 	return st
 }
 
@@ -300,16 +303,16 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 		}
 	}
 	defer close(p.shutdownDone)
-	drainTraffic(ctx, p.sessions, &p.requests, p.log)
+	p.sessions.Drain(ctx, p.requests.finish)
 	return nil
 }
 
 // Sessions lists the open SSE and Streamable HTTP sessions, oldest first.
-func (p *Plugin) Sessions() []host.SessionInfo { return p.sessions.list() }
+func (p *Plugin) Sessions() []host.SessionInfo { return p.sessions.List() }
 
 // CloseSession closes session id (an operator's action, which the host
 // logs) and reports whether it was open.
-func (p *Plugin) CloseSession(id string) bool { return p.sessions.close(id) }
+func (p *Plugin) CloseSession(id string) bool { return p.sessions.Close(id) }
 
 // ServeStdio runs one MCP session over t (a StdioTransport in the binary)
 // with the same tools, prompts and resources as the HTTP routes. There is
@@ -326,13 +329,13 @@ func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lake
 	if !ok {
 		return errNoGroup(group, p.servers.groupNames())
 	}
-	return serveStdio(ctx, ps.Server, p.sessions, p.log, t, caller)
+	return transport.ServeStdio(ctx, ps.Server, p.sessions, p.log, t, caller)
 }
 
 // SessionBytes reports the bytes the SSE session id holds for its client
 // now (replies reserved, queued or being written) and the most it held
 // at once; ok is false when no such SSE session is open.
-func (p *Plugin) SessionBytes(id string) (now, peak int64, ok bool) { return p.sessions.held(id) }
+func (p *Plugin) SessionBytes(id string) (now, peak int64, ok bool) { return p.sessions.Held(id) }
 
 // capabilities declares a list as changing only where it does: the tools
 // when an operator's tools.json is watched (reloading), the prompts only
@@ -379,3 +382,9 @@ func cacheFor(watched bool, interval time.Duration) func(context.Context, mcpsdk
 		}
 	}
 }
+
+// The parts' interfaces, as the composition root wires them.
+var (
+	_ callSessions  = (*transport.Sessions)(nil)
+	_ replyAdmitter = (*transport.Sessions)(nil)
+)

@@ -39,8 +39,6 @@ func TestSeams(t *testing.T) {
 	}{
 		{"tools", []string{"toolset.go", "handlers.go", "results.go", "tools.go", "args.go", "workers.go", "observe.go"},
 			[]string{"github.com/gin-gonic/gin"}},
-		{"transports", []string{"sse.go", "streamable.go", "stdio.go", "stdio_unix.go", "stdio_other.go", "conn.go", "jsonrpcid.go", "correlation.go"},
-			[]string{"github.com/lakegate/lakegate/query"}},
 	}
 	for _, r := range rules {
 		for _, name := range r.files {

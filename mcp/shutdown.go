@@ -3,9 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
-	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -108,22 +106,4 @@ func (f *inflight) cancelAll() int {
 		cancel(lakegate.ErrShuttingDown)
 	}
 	return len(f.cancels)
-}
-
-// drainTraffic is Plugin.Shutdown's work, run once: it refuses new sessions and
-// requests, lets those running finish until ctx ends and stops the rest,
-// then closes every session, its answers sent first, and waits for their
-// streams to end.
-func drainTraffic(ctx context.Context, sessions *registry, requests *inflight, log *slog.Logger) {
-	sessions.shut()
-	if n := requests.finish(ctx); n > 0 {
-		log.Warn("drain timeout: MCP requests stopped, each answered that the server is shutting down", "requests", n)
-		sessions.awaitAnswers(answerWait)
-		// Clients (go-sdk's among them) may drop an answer they have not
-		// handed on yet when its session's streams end at once: give
-		// them a moment to take it.
-		time.Sleep(answerLinger)
-	}
-	sessions.closeAll(true)
-	sessions.wait()
 }

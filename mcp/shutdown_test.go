@@ -24,7 +24,7 @@ func TestShutdownAndCloseIdempotent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if !p.sessions.shuttingDown() {
+	if !p.sessions.ShuttingDown() {
 		t.Error("got a plugin still serving after Shutdown, want it shutting down")
 	}
 }

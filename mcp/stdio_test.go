@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/mcp/internal/mcptest"
 )
 
 // stdioPeer is the client side of a ServeStdio session over OS pipes, as
@@ -105,12 +106,12 @@ func TestStdioIDRoundTrip(t *testing.T) {
 		{"tools/call", "tools/call", `{"name":"list_databases","arguments":{}}`},
 		{"error", "prompts/get", `{"name":"no_such_prompt"}`},
 	} {
-		for _, tc := range idCases {
-			t.Run(rq.name+"/"+tc.name, func(t *testing.T) {
-				sp.send(`{"jsonrpc":"2.0","id":` + tc.id + `,"method":"` + rq.method + `","params":` + rq.params + `}`)
+		for _, tc := range mcptest.IDCases {
+			t.Run(rq.name+"/"+tc.Name, func(t *testing.T) {
+				sp.send(`{"jsonrpc":"2.0","id":` + tc.ID + `,"method":"` + rq.method + `","params":` + rq.params + `}`)
 				reply := sp.read()
-				if got := rawID(t, reply); !sameID(got, tc.id) {
-					t.Errorf("id: got %s, want %s; reply %s", got, tc.id, reply)
+				if got := mcptest.RawID(t, reply); !mcptest.SameID(got, tc.ID) {
+					t.Errorf("id: got %s, want %s; reply %s", got, tc.ID, reply)
 				}
 			})
 		}
@@ -120,7 +121,7 @@ func TestStdioIDRoundTrip(t *testing.T) {
 		t.Errorf("a line that is not JSON: got %s, want a parse error with a null id", got)
 	}
 	sp.send(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
-	if got := rawID(t, sp.read()); got != "8" {
+	if got := mcptest.RawID(t, sp.read()); got != "8" {
 		t.Errorf("after a parse error: got id %s, want 8", got)
 	}
 }
@@ -138,7 +139,7 @@ func TestStdioAnswersAfterInputEnds(t *testing.T) {
 	sp.in.Close()
 	got := map[string]bool{}
 	for line := sp.read(); line != nil; line = sp.read() {
-		got[rawID(t, line)] = true
+		got[mcptest.RawID(t, line)] = true
 		if !strings.Contains(string(line), `"result"`) {
 			t.Errorf("got %s, want a result", line)
 		}

@@ -74,15 +74,13 @@ type blockIO interface {
 var _ blockIO = (*blockRoutes)(nil)
 
 // callSessions is what the tools need of the sessions calls come on
-// (registry): the reply budget, the signal that a caller is gone, and
+// (transport.Sessions): the reply budget, the signal that a caller is gone, and
 // each session's activity.
 type callSessions interface {
 	replyAdmitter
-	gone(req *mcpsdk.CallToolRequest) <-chan struct{}
-	calling(id string) (done func(bytes int64))
+	Gone(req *mcpsdk.CallToolRequest) <-chan struct{}
+	Calling(id string) (done func(bytes int64))
 }
-
-var _ callSessions = (*registry)(nil)
 
 // tool is one declared tool as the toolset runs it (see toolSpec.tool).
 type tool struct {
@@ -145,7 +143,7 @@ func (ts *toolset) handle(t tool) mcpsdk.ToolHandler {
 		// bytes of its result.
 		var resultBytes int64
 		if req.Session != nil && req.Session.ID() != "" {
-			finish := ts.sessions.calling(req.Session.ID())
+			finish := ts.sessions.Calling(req.Session.ID())
 			defer func() { finish(resultBytes) }()
 		}
 		ctx, stop := ts.untilCallerGone(ctx, req)
@@ -157,7 +155,7 @@ func (ts *toolset) handle(t tool) mcpsdk.ToolHandler {
 		// shrinks to what its budget has room for (a larger result goes
 		// to blocks).
 		want, least := ts.callReplyBounds(req)
-		reserved, err := ts.sessions.admitReply(ctx, req.Session, req.GetExtra(), want, least)
+		reserved, err := ts.sessions.AdmitReply(ctx, req.Session, req.GetExtra(), want, least)
 		if err == nil {
 			c := call{Caller: caller, timeout: t.timeout, args: t.args, inline: ts.inlineBound(reserved, len(req.Params.Arguments))}
 			err = ts.withWorker(ctx, func() (err error) {
@@ -208,7 +206,7 @@ func (ts *toolset) withWorker(ctx context.Context, fn func() error) error {
 // produced for nobody, and the query stops in the database. stop releases
 // the watch.
 func (ts *toolset) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolRequest) (context.Context, func()) {
-	gone := ts.sessions.gone(req)
+	gone := ts.sessions.Gone(req)
 	if gone == nil {
 		return ctx, func() {}
 	}

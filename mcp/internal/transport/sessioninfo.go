@@ -1,4 +1,4 @@
-package mcp
+package transport
 
 import (
 	"slices"
@@ -8,9 +8,9 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// calling marks a tool call of session id in progress until done is
+// Calling marks a tool call of session id in progress until done is
 // called, once, with the bytes of its result: then it counts as finished.
-func (r *registry) calling(id string) (done func(bytes int64)) {
+func (r *Sessions) Calling(id string) (done func(bytes int64)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var a *activity
@@ -32,8 +32,8 @@ func (r *registry) calling(id string) (done func(bytes int64)) {
 	}
 }
 
-// list describes the open SSE and Streamable HTTP sessions, oldest first.
-func (r *registry) list() []host.SessionInfo {
+// List describes the open SSE and Streamable HTTP sessions, oldest first.
+func (r *Sessions) List() []host.SessionInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pruneLocked()
@@ -70,10 +70,10 @@ func sessionInfo(id, subject, transport string, a *activity, last time.Time, ini
 	return si
 }
 
-// close ends the session id, SSE or Streamable HTTP, and reports whether
+// Close ends the session id, SSE or Streamable HTTP, and reports whether
 // it was open. An SSE stream ends; a Streamable HTTP client's next request
 // gets 404, upon which MCP clients open a new session.
-func (r *registry) close(id string) bool {
+func (r *Sessions) Close(id string) bool {
 	r.mu.Lock()
 	c := r.sse[id]
 	_, stream := r.streams[id]

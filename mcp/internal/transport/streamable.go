@@ -1,4 +1,4 @@
-package mcp
+package transport
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -17,11 +18,11 @@ import (
 	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
-// modernRevision is the first protocol revision without sessions
+// ModernRevision is the first protocol revision without sessions
 // (SEP-2575); it is served by a stateless handler.
-const modernRevision = "2026-07-28"
+const ModernRevision = "2026-07-28"
 
-// streamableHandler serves the Streamable HTTP transport on /mcp through
+// Streamable serves the Streamable HTTP transport on /mcp through
 // two go-sdk handlers: a stateful one for the 2025 revisions (sessions,
 // GET streams, DELETE) and a stateless one for 2026-07-28. Both get the
 // protocol server through getServer and see the caller's subject as the
@@ -29,17 +30,41 @@ const modernRevision = "2026-07-28"
 // the subject that opened it. Around them it counts sessions against the
 // limits, restores JSON-RPC ids, watches each POST's client and, in a
 // cluster, forwards another replica's sessions to it.
-type streamableHandler struct {
+type Streamable struct {
 	stateful, stateless http.Handler
-	sessions            *registry
+	sessions            *Sessions
 	peers               host.Peers // nil: a single server
 	statelessDisabled   bool
 }
 
-func newStreamableHandler(getServer func(*http.Request) *mcpsdk.Server, sessions *registry, o *Options, log *slog.Logger) *streamableHandler {
+// StreamableOptions tune a Streamable. The zero value of each field is
+// its default.
+type StreamableOptions struct {
+	// SessionTimeout closes stateful sessions idle this long (zero: never).
+	SessionTimeout time.Duration
+	// Peers, in a cluster of replicas, forwards another replica's
+	// sessions to it. Nil: a single server.
+	Peers host.Peers
+	// StatelessDisabled sends every request to the stateful handler.
+	StatelessDisabled bool
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// NewStreamable makes the Streamable HTTP transport of the protocol
+// servers getServer picks, counting its sessions in sessions.
+func NewStreamable(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessions, opts *StreamableOptions) *Streamable {
+	var o StreamableOptions
+	if opts != nil {
+		o = *opts
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	bearer := auth.RequireBearerToken(callerTokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	owner := func(h http.Handler) http.Handler { return hostAuthenticated(bearer(h)) }
-	return &streamableHandler{
+	return &Streamable{
 		stateful: owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
 			Logger:         log,
 			SessionTimeout: o.SessionTimeout,
@@ -66,19 +91,19 @@ func callerTokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.Toke
 	return &auth.TokenInfo{UserID: caller.Subject, Scopes: caller.Roles}, nil
 }
 
-// serve serves POST, GET and DELETE /mcp. Requests that name
+// Serve serves POST, GET and DELETE /mcp. Requests that name
 // the 2026-07-28 revision (or later) in MCP-Protocol-Version go to the
 // stateless handler; the rest, including the first initialize of a 2025
 // client, to the stateful one. With StatelessDisabled everything goes to
 // the stateful handler, which answers a probe of the new revision with
 // "unsupported protocol version" so that the client falls back.
-func (s *streamableHandler) serve(c *gin.Context) {
-	if s.sessions.shuttingDown() {
+func (s *Streamable) Serve(c *gin.Context) {
+	if s.sessions.ShuttingDown() {
 		route.Fail(c, lakegate.ErrShuttingDown)
 		return
 	}
 	h, stateful := s.stateful, true
-	if v := strings.TrimSpace(c.GetHeader("MCP-Protocol-Version")); !s.statelessDisabled && v >= modernRevision {
+	if v := strings.TrimSpace(c.GetHeader("MCP-Protocol-Version")); !s.statelessDisabled && v >= ModernRevision {
 		h, stateful = s.stateless, false
 	}
 	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" && route.Forward(s.peers, c, id) {

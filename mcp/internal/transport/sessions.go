@@ -1,4 +1,4 @@
-package mcp
+package transport
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 )
 
 // Session limits cover SSE and Streamable HTTP sessions together. SSE
-// sessions are in the registry; Streamable HTTP sessions live in the SDK,
+// sessions are in the Sessions; Streamable HTTP sessions live in the SDK,
 // which tells us of their start (the Mcp-Session-Id of the answer to a POST
-// without one) but not of their end: the registry's streams are pruned
+// without one) but not of their end: the Sessions's streams are pruned
 // against the SDK's live sessions whenever they are counted.
 //
 // Clients often leave Streamable HTTP sessions open (the TypeScript SDK's
@@ -32,11 +32,11 @@ import (
 // nor is a session in use. Only when nothing can be taken is the newcomer
 // refused.
 
-// registry is the plugin's session bookkeeping: the open SSE sessions, the
+// Sessions is the plugin's session bookkeeping: the open SSE sessions, the
 // Streamable HTTP sessions as the limits see them, the count of stdio
 // sessions, the limits, and whether the plugin is shutting down. Its
 // methods are safe for concurrent use.
-type registry struct {
+type Sessions struct {
 	max, maxPerSubject int
 	observer           host.Observer // of refused sessions; may be nil
 	log                *slog.Logger
@@ -60,9 +60,34 @@ type registry struct {
 	wg      sync.WaitGroup // SSE streams still being served
 }
 
-func newRegistry(sdk func() iter.Seq[*mcpsdk.ServerSession], o *Options, log *slog.Logger) *registry {
-	return &registry{max: o.MaxSessions, maxPerSubject: o.MaxSessionsPerSubject, observer: o.Observer, log: log, sdk: sdk,
-		replyWait: o.WorkerWait,
+// SessionsOptions tune Sessions. The zero value of each field is its
+// default.
+type SessionsOptions struct {
+	// MaxSessions and MaxSessionsPerSubject bound open sessions, SSE and
+	// Streamable HTTP together.
+	MaxSessions, MaxSessionsPerSubject int
+	// ReplyWait bounds the wait for room in an SSE session's reply
+	// budget (AdmitReply).
+	ReplyWait time.Duration
+	// Observer, if set, receives refused sessions.
+	Observer host.Observer
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// NewSessions makes the session bookkeeping of the protocol servers whose
+// sessions sdk yields. It starts nothing.
+func NewSessions(sdk func() iter.Seq[*mcpsdk.ServerSession], opts *SessionsOptions) *Sessions {
+	var o SessionsOptions
+	if opts != nil {
+		o = *opts
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Sessions{max: o.MaxSessions, maxPerSubject: o.MaxSessionsPerSubject, observer: o.Observer, log: log, sdk: sdk,
+		replyWait: o.ReplyWait,
 		sse:       map[string]*conn{}, streams: map[string]*streamSession{}, pending: map[string]int{}}
 }
 
@@ -80,7 +105,7 @@ type streamSession struct {
 // counts. Call it as soon as the id is known, before the answer reaches the
 // client: its next requests (a GET stream at once) must find the session
 // registered, or they would not count as use.
-func (r *registry) reserveStreamable(subject string) (settle func(id string), err error) {
+func (r *Sessions) reserveStreamable(subject string) (settle func(id string), err error) {
 	r.mu.Lock()
 	victim, err := r.admitLocked(subject, "streamable")
 	if err == nil {
@@ -136,7 +161,7 @@ func (w *sessionOpened) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // useStream marks a request of the Streamable HTTP session id in progress
 // until the returned func is called.
-func (r *registry) useStream(id string) (done func()) {
+func (r *Sessions) useStream(id string) (done func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.streams[id]
@@ -157,7 +182,7 @@ func (r *registry) useStream(id string) (done func()) {
 // HTTP session (of subject at the per-subject cap, of anyone at the
 // server's) and returns its id for the caller to close once r.mu is
 // released. r.mu is held.
-func (r *registry) admitLocked(subject, transport string) (victim string, err error) {
+func (r *Sessions) admitLocked(subject, transport string) (victim string, err error) {
 	if r.closed {
 		return "", lakegate.ErrShuttingDown
 	}
@@ -203,10 +228,10 @@ func (r *registry) admitLocked(subject, transport string) (victim string, err er
 	return "", err
 }
 
-// leastRecentlyUsedLocked removes from the registry and returns the idle
+// leastRecentlyUsedLocked removes from the Sessions and returns the idle
 // Streamable HTTP session of subject ("": of anyone) unused longest, or
 // "". r.mu is held.
-func (r *registry) leastRecentlyUsedLocked(subject string) string {
+func (r *Sessions) leastRecentlyUsedLocked(subject string) string {
 	var id string
 	var oldest time.Time
 	for sid, s := range r.streams {
@@ -227,7 +252,7 @@ func (r *registry) leastRecentlyUsedLocked(subject string) string {
 
 // closeStream closes the Streamable HTTP session id, if any; its client's
 // next request gets 404, upon which MCP clients open a new session.
-func (r *registry) closeStream(id string) {
+func (r *Sessions) closeStream(id string) {
 	if id == "" {
 		return
 	}
@@ -241,7 +266,7 @@ func (r *registry) closeStream(id string) {
 
 // pruneLocked forgets Streamable HTTP sessions the SDK has closed. r.mu
 // is held.
-func (r *registry) pruneLocked() {
+func (r *Sessions) pruneLocked() {
 	if len(r.streams) == 0 {
 		return
 	}
@@ -258,14 +283,14 @@ func (r *registry) pruneLocked() {
 
 // addSSE registers the new SSE session c, within the limits. The server
 // serving its stream calls doneSSE when the stream ends.
-func (r *registry) addSSE(c *conn) error {
+func (r *Sessions) addSSE(c *conn) error {
 	r.mu.Lock()
 	victim, err := r.admitLocked(c.caller.Subject, "sse")
 	if err != nil {
 		r.mu.Unlock()
 		return err
 	}
-	// A closed session leaves the registry at once (status, limits), even
+	// A closed session leaves the Sessions at once (status, limits), even
 	// while its protocol session is still winding down.
 	c.onClose = func() {
 		r.mu.Lock()
@@ -281,20 +306,20 @@ func (r *registry) addSSE(c *conn) error {
 }
 
 // doneSSE closes c and marks its stream done for wait.
-func (r *registry) doneSSE(c *conn) {
+func (r *Sessions) doneSSE(c *conn) {
 	c.Close()
 	r.wg.Done()
 }
 
 // sseSession is the open SSE session id, or nil.
-func (r *registry) sseSession(id string) *conn {
+func (r *Sessions) sseSession(id string) *conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.sse[id]
 }
 
 // addStdio counts a stdio session until the returned done is called.
-func (r *registry) addStdio() (done func(), err error) {
+func (r *Sessions) addStdio() (done func(), err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -308,38 +333,41 @@ func (r *registry) addStdio() (done func(), err error) {
 	}, nil
 }
 
-// sessionCounts is what Status reports of the sessions.
-type sessionCounts struct {
-	sse, streamable, stdio, idle int
+// Counts is what Status reports of the sessions: the open ones by
+// transport, and the idle Streamable HTTP ones.
+type Counts struct {
+	SSE, Streamable, Stdio, Idle int
 }
 
-func (r *registry) counts() sessionCounts {
+// Counts counts the open sessions.
+func (r *Sessions) Counts() Counts {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := sessionCounts{sse: len(r.sse), stdio: r.stdio}
+	n := Counts{SSE: len(r.sse), Stdio: r.stdio}
 	r.pruneLocked()
 	for _, s := range r.streams {
 		if s.busy == 0 {
-			n.idle++
+			n.Idle++
 		}
 	}
 	for ss := range r.sdk() {
 		if id := ss.ID(); id != "" && r.sse[id] == nil {
-			n.streamable++
+			n.Streamable++
 		}
 	}
 	return n
 }
 
 // shut refuses new sessions from now on (shutting down).
-func (r *registry) shut() {
+func (r *Sessions) shut() {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
 }
 
-// shuttingDown reports whether shut was called (Plugin.Shutdown).
-func (r *registry) shuttingDown() bool {
+// ShuttingDown reports whether the sessions are draining (Drain):
+// new ones are refused.
+func (r *Sessions) ShuttingDown() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.closed
@@ -347,7 +375,7 @@ func (r *registry) shuttingDown() bool {
 
 // unanswered reports whether a call delivered on an SSE session has no
 // answer queued yet.
-func (r *registry) unanswered() bool {
+func (r *Sessions) unanswered() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range r.sse {
@@ -358,12 +386,17 @@ func (r *registry) unanswered() bool {
 	return false
 }
 
+// CloseAll ends every open SSE and Streamable HTTP session at once (the
+// plugin is disabled): the connections close first, which cancels the
+// calls still running on them.
+func (r *Sessions) CloseAll() { r.closeAll(false) }
+
 // closeAll ends every open SSE and Streamable HTTP session. At shutdown,
 // each protocol session is closed first: the SDK waits for its requests'
 // answers to be sent, and the SSE streams send what is queued before they
 // end. Otherwise (disable), the connections close first, which cancels
 // the calls still running on them.
-func (r *registry) closeAll(shutdown bool) {
+func (r *Sessions) closeAll(shutdown bool) {
 	r.mu.Lock()
 	open := make([]*conn, 0, len(r.sse))
 	for _, c := range r.sse {
@@ -385,7 +418,7 @@ func (r *registry) closeAll(shutdown bool) {
 }
 
 // wait returns once every SSE stream has ended.
-func (r *registry) wait() { r.wg.Wait() }
+func (r *Sessions) wait() { r.wg.Wait() }
 
 // answerWait bounds, at shutdown, the wait for the answers of stopped
 // requests to be handed to their transports.
@@ -399,7 +432,7 @@ const answerLinger = 500 * time.Millisecond
 // session has its answer queued and no Streamable HTTP POST is in
 // progress (the SDK answers a POST before it returns): the protocol
 // session's Close would drop an answer written after it.
-func (r *registry) awaitAnswers(bound time.Duration) {
+func (r *Sessions) awaitAnswers(bound time.Duration) {
 	deadline := time.Now().Add(bound)
 	for time.Now().Before(deadline) {
 		waiting := r.unanswered()
@@ -411,14 +444,14 @@ func (r *registry) awaitAnswers(bound time.Duration) {
 	}
 }
 
-// admitReply reserves, on the SSE session ss a request came on (ex
+// AdmitReply reserves, on the SSE session ss a request came on (ex
 // carries its JSON-RPC id), the bytes building and holding its reply may
 // take, before the request runs: want if there is room, else at least
 // least (see outQueue.reserve), and returns what it reserved. It waits at
 // most WorkerWait for the session's client to read replies, then refuses
 // the request as rate_limited. Streamable HTTP answers each request on
 // its own POST and stdio has one client: they are granted want at once.
-func (r *registry) admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, want, least int64) (int64, error) {
+func (r *Sessions) AdmitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, want, least int64) (int64, error) {
 	if ss == nil || ex == nil || ex.Header == nil {
 		return want, nil
 	}
@@ -433,7 +466,7 @@ func (r *registry) admitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex 
 // watchPost registers the Streamable HTTP POST id (its wire.HeaderPOST) for
 // gone until the returned end is called, with whether its client went
 // away before the answer: then the calls it carries are stopped.
-func (r *registry) watchPost(id string) (end func(clientGone bool)) {
+func (r *Sessions) watchPost(id string) (end func(clientGone bool)) {
 	ch := make(chan struct{})
 	r.posts.Store(id, ch)
 	return func(clientGone bool) {
@@ -444,10 +477,10 @@ func (r *registry) watchPost(id string) (end func(clientGone bool)) {
 	}
 }
 
-// gone is the channel closed when the caller of req goes away (its
+// Gone is the channel closed when the caller of req goes away (its
 // Streamable HTTP POST ends unanswered, or its SSE session closes), or
 // nil when there is none to watch.
-func (r *registry) gone(req *mcpsdk.CallToolRequest) <-chan struct{} {
+func (r *Sessions) Gone(req *mcpsdk.CallToolRequest) <-chan struct{} {
 	if req.Extra != nil && req.Extra.Header != nil {
 		if id := req.Extra.Header.Get(wire.HeaderPOST); id != "" {
 			if ch, ok := r.posts.Load(id); ok {
@@ -465,10 +498,10 @@ func (r *registry) gone(req *mcpsdk.CallToolRequest) <-chan struct{} {
 	return cn.closed
 }
 
-// held reports the bytes the SSE session id holds for its client now
+// Held reports the bytes the SSE session id holds for its client now
 // (replies reserved, queued or being written) and the most it held at
 // once; ok is false when no such SSE session is open.
-func (r *registry) held(id string) (now, peak int64, ok bool) {
+func (r *Sessions) Held(id string) (now, peak int64, ok bool) {
 	c := r.sseSession(id)
 	if c == nil {
 		return 0, 0, false

@@ -1,4 +1,4 @@
-package mcp
+package transport
 
 import (
 	"crypto/rand"
@@ -7,9 +7,9 @@ import (
 	"github.com/lakegate/lakegate/host"
 )
 
-// newSessionID is a new session id: in a cluster (peers not nil), with
+// NewSessionID is a new session id: in a cluster (peers not nil), with
 // this replica's prefix, by which the others forward its requests here.
-func newSessionID(peers host.Peers) string {
+func NewSessionID(peers host.Peers) string {
 	id := newID()
 	if peers != nil {
 		prefix := peers.Prefix()

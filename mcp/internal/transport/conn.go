@@ -1,4 +1,4 @@
-package mcp
+package transport
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ type conn struct {
 	closed    chan struct{}
 	// onClose, if set, runs once when the session closes.
 	onClose func()
-	act     activity // guarded by the registry's lock
+	act     activity // guarded by the Sessions's lock
 	mu      sync.Mutex
 	cause   error
 }
@@ -473,7 +473,7 @@ func (q *outQueue) pop() (frame, bool) {
 }
 
 // activity is what one session has done, for operators (Sessions). It is
-// guarded by the registry's lock.
+// guarded by the Sessions's lock.
 type activity struct {
 	opened   time.Time
 	lastCall time.Time // zero before the first tool call

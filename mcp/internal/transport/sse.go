@@ -1,4 +1,4 @@
-package mcp
+package transport
 
 import (
 	"bytes"
@@ -20,30 +20,59 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// sseHandler serves the legacy HTTP+SSE transport: GET /mcp/sse opens a
+// SSE serves the legacy HTTP+SSE transport: GET /mcp/sse opens a
 // session owned by the caller and streams the protocol server's messages
 // to it; POST /mcp/messages/ delivers the client's messages to it. Like
 // go-sdk's SSEHandler it gets the protocol server through getServer and
-// never sees the tools.
-type sseHandler struct {
+// never sees the tools. Its methods are safe for concurrent use.
+type SSE struct {
 	getServer func(*http.Request) *mcpsdk.Server
-	sessions  *registry
-	enabled   func() bool // the plugin's switch
-	peers     host.Peers  // nil: a single server
-	// queue and queueBytes bound a session's outgoing messages; a write
-	// to the client may take writeTimeout; keepalive is the interval of
-	// ": keepalive" comments (Options).
-	queue        int
-	queueBytes   int64
-	writeTimeout time.Duration
-	keepalive    time.Duration
-	log          *slog.Logger
+	sessions  *Sessions
+	o         SSEOptions
+	log       *slog.Logger
 }
 
-// serveSSE opens a legacy HTTP+SSE session owned by the caller and streams
+// SSEOptions tune an SSE. The zero value of each field is its default,
+// but for Queue, QueueBytes, WriteTimeout and Keepalive, which the
+// plugin always sets.
+type SSEOptions struct {
+	// Enabled is the plugin's switch; nil: always on.
+	Enabled func() bool
+	// Peers, in a cluster of replicas, forwards messages for another
+	// replica's sessions to it. Nil: a single server.
+	Peers host.Peers
+	// Queue and QueueBytes bound a session's outgoing messages; a write
+	// to the client may take WriteTimeout; Keepalive is the interval of
+	// ": keepalive" comments.
+	Queue        int
+	QueueBytes   int64
+	WriteTimeout time.Duration
+	Keepalive    time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// NewSSE makes the legacy HTTP+SSE transport of the protocol servers
+// getServer picks, registering its sessions in sessions.
+func NewSSE(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessions, opts *SSEOptions) *SSE {
+	h := &SSE{getServer: getServer, sessions: sessions}
+	if opts != nil {
+		h.o = *opts
+	}
+	h.log = h.o.Logger
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.o.Enabled == nil {
+		h.o.Enabled = func() bool { return true }
+	}
+	return h
+}
+
+// Stream opens a legacy HTTP+SSE session owned by the caller and streams
 // the protocol server's messages to it until the client leaves, the session
 // is closed (disable, slow client) or the server shuts down.
-func (h *sseHandler) stream(c *gin.Context) {
+func (h *SSE) Stream(c *gin.Context) {
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	sess, err := h.open(caller)
 	if err != nil {
@@ -77,7 +106,7 @@ func (h *sseHandler) stream(c *gin.Context) {
 	w.WriteHeader(http.StatusOK)
 
 	deadline := func() error {
-		if err := rc.SetWriteDeadline(time.Now().Add(h.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		if err := rc.SetWriteDeadline(time.Now().Add(h.o.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err
 		}
 		return nil
@@ -115,7 +144,7 @@ func (h *sseHandler) stream(c *gin.Context) {
 		log.Info("mcp sse session ended", lakegate.LogReason, err.Error())
 		return
 	}
-	keepalive := time.NewTicker(h.keepalive)
+	keepalive := time.NewTicker(h.o.Keepalive)
 	defer keepalive.Stop()
 	for {
 		var err error
@@ -128,7 +157,7 @@ func (h *sseHandler) stream(c *gin.Context) {
 			reason := "closed"
 			if err := sess.err(); err != nil {
 				reason = err.Error()
-			} else if h.sessions.shuttingDown() {
+			} else if h.sessions.ShuttingDown() {
 				// The answers of the calls the shutdown stopped are
 				// queued: send them, then say why the stream ends.
 				reason = "server shutting down"
@@ -185,9 +214,9 @@ func writeMessageEvent(w io.Writer, parts ...[]byte) error {
 	return err
 }
 
-// message takes one POSTed JSON-RPC message (or batch) for a session
+// Message takes one POSTed JSON-RPC message (or batch) for a session
 // and answers 202; the reply travels on the session's event stream.
-func (h *sseHandler) message(c *gin.Context) {
+func (h *SSE) Message(c *gin.Context) {
 	id := c.Query("session_id")
 	if id == "" {
 		route.Fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "missing session_id query parameter",
@@ -195,7 +224,7 @@ func (h *sseHandler) message(c *gin.Context) {
 		return
 	}
 	sess := h.sessions.sseSession(id)
-	if sess == nil && route.Forward(h.peers, c, id) {
+	if sess == nil && route.Forward(h.o.Peers, c, id) {
 		return // its stream is on another replica
 	}
 	if sess == nil {
@@ -238,11 +267,11 @@ func (h *sseHandler) message(c *gin.Context) {
 }
 
 // open registers a new SSE session for caller, within the limits.
-func (h *sseHandler) open(caller lakegate.Caller) (*conn, error) {
-	if !h.sessions.shuttingDown() && !h.enabled() {
+func (h *SSE) open(caller lakegate.Caller) (*conn, error) {
+	if !h.sessions.ShuttingDown() && !h.o.Enabled() {
 		return nil, lakegate.Errorf(lakegate.KindUnavailable, "MCP is disabled on this server")
 	}
-	c := newConn(newSessionID(h.peers), caller, h.queue, h.queueBytes, h.writeTimeout)
+	c := newConn(NewSessionID(h.o.Peers), caller, h.o.Queue, h.o.QueueBytes, h.o.WriteTimeout)
 	if err := h.sessions.addSSE(c); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,9 @@
-package mcp
+package transport
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,9 +20,9 @@ import (
 	"github.com/lakegate/lakegate"
 )
 
-// serveStdio runs one MCP session of server over t as caller, counted
+// ServeStdio runs one MCP session of server over t as caller, counted
 // among sessions (Plugin.ServeStdio).
-func serveStdio(ctx context.Context, server *mcpsdk.Server, sessions *registry, log *slog.Logger, t mcpsdk.Transport, caller lakegate.Caller) error {
+func ServeStdio(ctx context.Context, server *mcpsdk.Server, sessions *Sessions, log *slog.Logger, t mcpsdk.Transport, caller lakegate.Caller) error {
 	done, err := sessions.addStdio()
 	if err != nil {
 		return err
@@ -112,8 +113,8 @@ func (t *StdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 	c := &stdioConn{
 		in:       t.In,
 		out:      t.Out,
-		drain:    orDefault(t.Drain, DefaultStdioDrain),
-		maxBytes: orDefault(t.MaxMessageBytes, mcpsdk.DefaultMaxLineLength),
+		drain:    cmp.Or(t.Drain, DefaultStdioDrain),
+		maxBytes: cmp.Or(t.MaxMessageBytes, mcpsdk.DefaultMaxLineLength),
 		incoming: make(chan jsonrpc.Message),
 		inputEnd: make(chan struct{}),
 		idle:     make(chan struct{}, 1),
