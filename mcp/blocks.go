@@ -43,8 +43,8 @@ type replyAdmitter interface {
 	AdmitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, want, least int64) (int64, error)
 }
 
-// create starts a block transfer for owner in format.
-func (b *blockRoutes) create(owner, format string) (*blocktransport.Writer, error) {
+// Create starts a block transfer for owner in format.
+func (b *blockRoutes) Create(owner, format string) (*blocktransport.Writer, error) {
 	if b.store == nil {
 		return nil, wire.ErrNoBlockStore
 	}
@@ -102,7 +102,7 @@ func (b *blockRoutes) readResource(ctx context.Context, req *mcpsdk.ReadResource
 		return nil, wire.AdmitErr(err)
 	}
 	caller, _ := lakegate.CallerFrom(ctx)
-	data, m, err := b.read(ctx, caller, id, n)
+	data, m, err := b.Read(ctx, caller, id, n)
 	if err != nil {
 		return nil, wire.ResourceErr("read", uri, err)
 	}
@@ -111,9 +111,9 @@ func (b *blockRoutes) readResource(ctx context.Context, req *mcpsdk.ReadResource
 	}}, nil
 }
 
-// read reads block n of a transfer c may read, here or on the replica
+// Read reads block n of a transfer c may read, here or on the replica
 // that holds it, checking its SHA-256.
-func (b *blockRoutes) read(ctx context.Context, c lakegate.Caller, id string, n int) (data []byte, m *blocktransport.Manifest, err error) {
+func (b *blockRoutes) Read(ctx context.Context, c lakegate.Caller, id string, n int) (data []byte, m *blocktransport.Manifest, err error) {
 	span := startBlockRead(ctx, id, n)
 	defer func() { endBlockRead(span, int64(len(data)), err) }()
 	if b.peers != nil && !strings.HasPrefix(id, b.peers.Prefix()) {

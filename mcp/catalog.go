@@ -11,6 +11,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/mcp/internal/tools"
 	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
@@ -212,7 +213,7 @@ func (c *catalog) detach(server *mcpsdk.Server) {
 // readDatabases answers resources/read of lakegate://databases.
 func (c *catalog) readDatabases(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 	caller, _ := lakegate.CallerFrom(ctx)
-	return jsonResource(req.Params.URI, map[string]any{"databases": databasesFor(c.engine, caller)})
+	return jsonResource(req.Params.URI, map[string]any{"databases": tools.DatabasesFor(c.engine, caller)})
 }
 
 // readSchema answers resources/read of a table schema.
@@ -242,7 +243,7 @@ func (c *catalog) visible(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		}
 		caller, _ := lakegate.CallerFrom(ctx)
 		visible := map[string]bool{}
-		for _, db := range databasesFor(c.engine, caller) {
+		for _, db := range tools.DatabasesFor(c.engine, caller) {
 			tables, err := c.engine.Tables(ctx, caller, db.Name)
 			if err != nil {
 				continue // an unreachable database shows none of its tables

@@ -3,10 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -17,85 +15,12 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/mcp/internal/route"
+	"github.com/lakegate/lakegate/mcp/internal/tools"
 	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
-// A tools.json may declare groups: each is a protocol server of its own,
-// served at /mcp/{name} (Streamable HTTP), /mcp/{name}/sse (legacy
-// HTTP+SSE) and by `lakegate stdio --group name`, offering only the tools
-// it names (each still filtered by its roles), the prompts it names and,
-// unless it says "resources": false, the table schema resources. /mcp
-// itself serves every declared tool. A group is how an operator gives one
-// agent a small, fitting toolset (a dashboard agent: the time series; an
-// analyst: the SQL tools) without a second server.
-
-// groupSpec declares one group.
-type groupSpec struct {
-	Name string `json:"name"`
-	// Instructions replace the server's instructions to the model for
-	// this group's sessions (empty: the default ones).
-	Instructions string   `json:"instructions,omitempty"`
-	Tools        []string `json:"tools"`
-	// Prompts names the prompts the group offers; absent: all of them.
-	Prompts *[]string `json:"prompts,omitempty"`
-	// Resources says whether the group offers the databases and table
-	// schema resources; absent: it does. Result blocks are always offered.
-	Resources *bool `json:"resources,omitempty"`
-}
-
 // promptNames are the built-in prompts (prompts.go), which a group may name.
 var promptNames = []string{"tool-descriptions", "explore_database", "analyze_table"}
-
-var groupName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-
-// reservedGroups are the path segments /mcp already uses.
-var reservedGroups = []string{"sse", "messages", "blocks"}
-
-func (g groupSpec) prompts() []string {
-	if g.Prompts == nil {
-		return promptNames
-	}
-	return *g.Prompts
-}
-
-func (g groupSpec) resources() bool { return g.Resources == nil || *g.Resources }
-
-// checkGroups checks the groups a file declares against its tools; a
-// problem names the group's line.
-func checkGroups(data []byte, groups []groupSpec, tools []toolSpec) error {
-	seen := map[string]bool{}
-	for i, g := range groups {
-		where := fmt.Sprintf("groups[%d]", i)
-		if g.Name != "" {
-			where += " (" + g.Name + ")"
-		}
-		fail := func(format string, args ...any) error {
-			return atLine(data, elementOffset(data, "groups", i), fmt.Errorf(where+": "+format, args...))
-		}
-		switch {
-		case !groupName.MatchString(g.Name):
-			return fail("name must be 1-64 lower-case letters, digits, _ or -, starting with a letter or digit")
-		case slices.Contains(reservedGroups, g.Name):
-			return fail("name %q is a route of /mcp already; reserved: %v", g.Name, reservedGroups)
-		case seen[g.Name]:
-			return fail("name is declared twice")
-		case len(g.Tools) == 0:
-			return fail("tools: name at least one tool")
-		}
-		seen[g.Name] = true
-		for _, n := range g.Tools {
-			if !slices.ContainsFunc(tools, func(t toolSpec) bool { return t.Name == n }) {
-				return fail("tool %q is not declared in tools", n)
-			}
-		}
-		for _, n := range g.prompts() {
-			if !slices.Contains(promptNames, n) {
-				return fail("prompt %q: want one of %v", n, promptNames)
-			}
-		}
-	}
-	return nil
-}
 
 // protoServer is one protocol server: the SDK's, and the declared tools it
 // offers now, which a reload changes.
@@ -122,12 +47,12 @@ func (s *protoServer) toolNames() []string {
 }
 
 // withdraw removes the tools the server offers that keep does not hold.
-func (s *protoServer) withdraw(keep []toolSpec) {
+func (s *protoServer) withdraw(keep []tools.Spec) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var gone []string
 	for n := range s.offered {
-		if !slices.ContainsFunc(keep, func(t toolSpec) bool { return t.Name == n }) {
+		if !slices.ContainsFunc(keep, func(t tools.Spec) bool { return t.Name == n }) {
 			gone = append(gone, n)
 			delete(s.offered, n)
 		}
@@ -141,7 +66,7 @@ func (s *protoServer) withdraw(keep []toolSpec) {
 // (each change: one notifications/tools/list_changed to every session). A
 // tool declared as before stays as it is, so that a reload that changes
 // nothing tells no session anything.
-func (s *protoServer) offer(specs []toolSpec, handler func(toolSpec) mcpsdk.ToolHandler) {
+func (s *protoServer) offer(specs []tools.Spec, handler func(tools.Spec) mcpsdk.ToolHandler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.offered == nil {
@@ -150,7 +75,7 @@ func (s *protoServer) offer(specs []toolSpec, handler func(toolSpec) mcpsdk.Tool
 	for _, t := range specs {
 		decl, _ := json.Marshal(t)
 		if s.offered[t.Name] != string(decl) {
-			s.Server.AddTool(t.tool(), handler(t))
+			s.Server.AddTool(t.Tool(), handler(t))
 			s.offered[t.Name] = string(decl)
 		}
 	}
@@ -161,18 +86,18 @@ func (s *protoServer) offer(specs []toolSpec, handler func(toolSpec) mcpsdk.Tool
 type servers struct {
 	main *protoServer
 	// build makes the protocol server of a group, with no tools.
-	build func(g groupSpec) *protoServer
+	build func(g tools.Group) *protoServer
 	// handler is what serves one declared tool's calls; declare records
-	// the declared tools' roles (toolset.declare).
-	handler func(toolSpec) mcpsdk.ToolHandler
-	declare func([]toolSpec)
+	// the declared tools' roles (tools.Set.Declare).
+	handler func(tools.Spec) mcpsdk.ToolHandler
+	declare func([]tools.Spec)
 	prompts *prompts
 	catalog *catalog
 
 	mu     sync.RWMutex
 	groups map[string]*protoServer
-	specs  []groupSpec // as declared, in order
-	source string      // where they were declared
+	specs  []tools.Group // as declared, in order
+	source string        // where they were declared
 }
 
 // group is the protocol server of group name ("": main).
@@ -223,17 +148,17 @@ func (s *servers) sessions() iter.Seq[*mcpsdk.ServerSession] {
 // recorded, then the tools are added, so that no tool is ever offered
 // wider than declared. The sessions of a group no longer declared are
 // closed (their clients' next request is told the group does not exist).
-func (s *servers) apply(d *declarations) {
+func (s *servers) apply(d *tools.Declarations) {
 	s.mu.Lock()
-	next := make(map[string]*protoServer, len(d.groups))
-	offers := map[*protoServer][]toolSpec{s.main: d.tools}
-	for _, g := range d.groups {
+	next := make(map[string]*protoServer, len(d.Groups))
+	offers := map[*protoServer][]tools.Spec{s.main: d.Tools}
+	for _, g := range d.Groups {
 		ps := s.groups[g.Name]
 		if ps == nil {
 			ps = s.build(g)
 		}
 		next[g.Name] = ps
-		offers[ps] = slices.DeleteFunc(slices.Clone(d.tools), func(t toolSpec) bool { return !slices.Contains(g.Tools, t.Name) })
+		offers[ps] = slices.DeleteFunc(slices.Clone(d.Tools), func(t tools.Spec) bool { return !slices.Contains(g.Tools, t.Name) })
 	}
 	var gone []*protoServer
 	for name, ps := range s.groups {
@@ -243,17 +168,17 @@ func (s *servers) apply(d *declarations) {
 			gone = append(gone, ps)
 		}
 	}
-	for ps, tools := range offers {
-		ps.withdraw(tools)
+	for ps, specs := range offers {
+		ps.withdraw(specs)
 	}
-	s.declare(d.tools)
-	for ps, tools := range offers {
-		ps.offer(tools, s.handler)
+	s.declare(d.Tools)
+	for ps, specs := range offers {
+		ps.offer(specs, s.handler)
 	}
-	for _, g := range d.groups {
+	for _, g := range d.Groups {
 		s.offerExtras(next[g.Name], g)
 	}
-	s.groups, s.specs, s.source = next, d.groups, d.source
+	s.groups, s.specs, s.source = next, d.Groups, d.Source
 	s.mu.Unlock()
 	for _, ps := range gone {
 		for ss := range ps.Sessions() {
@@ -263,17 +188,17 @@ func (s *servers) apply(d *declarations) {
 }
 
 // offerExtras sets the prompts and resources group server ps offers.
-func (s *servers) offerExtras(ps *protoServer, g groupSpec) {
+func (s *servers) offerExtras(ps *protoServer, g tools.Group) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if want := g.prompts(); !slices.Equal(ps.prompts, want) {
+	if want := *g.Prompts; !slices.Equal(ps.prompts, want) {
 		if len(ps.prompts) > 0 {
 			ps.Server.RemovePrompts(ps.prompts...)
 		}
 		s.prompts.register(ps.Server, want)
 		ps.prompts = slices.Clone(want)
 	}
-	if want := g.resources(); want != ps.catalog {
+	if want := g.OffersResources(); want != ps.catalog {
 		if want {
 			s.catalog.attach(ps.Server)
 		} else {

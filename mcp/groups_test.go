@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,22 +15,8 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/mcp/internal/mcptest"
 )
-
-// groupsFile is the built-in tools with groups added.
-func groupsFile(t *testing.T, groups ...map[string]any) []byte {
-	t.Helper()
-	var doc map[string]any
-	if err := json.Unmarshal(lakegate.DefaultTools, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["groups"] = groups
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // writeTools writes tools.json into dir as an editor does (aside, then
 // renamed in).
@@ -72,7 +57,7 @@ func TestToolGroups(t *testing.T) {
 	sensors := map[string]any{"name": "sensors", "instructions": "Sensor data only.", "tools": []string{"list_tables", "describe_table"},
 		"prompts": []string{}, "resources": false}
 	analyst := map[string]any{"name": "analyst", "tools": []string{"list_databases", "run_sql"}}
-	writeTools(t, dir, groupsFile(t, sensors, analyst))
+	writeTools(t, dir, mcptest.GroupsFile(t, sensors, analyst))
 	p, err := New(newFakeEngine(t), &Options{Tools: lakegate.DefaultTools, ConfigDir: dir, ToolsInterval: time.Hour,
 		Enabled: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -166,7 +151,7 @@ func TestToolGroups(t *testing.T) {
 	}
 
 	// A bad group is refused with its line; what is served stays.
-	writeTools(t, dir, groupsFile(t, sensors, map[string]any{"name": "bad", "tools": []string{"drop_table"}}))
+	writeTools(t, dir, mcptest.GroupsFile(t, sensors, map[string]any{"name": "bad", "tools": []string{"drop_table"}}))
 	if _, err := p.ReloadTools(); err == nil || !strings.Contains(err.Error(), `tool "drop_table" is not declared`) || !strings.Contains(err.Error(), "line ") {
 		t.Errorf("a group naming an undeclared tool: got %v", err)
 	}
@@ -176,7 +161,7 @@ func TestToolGroups(t *testing.T) {
 
 	// The sensors group gains run_sql; analyst goes.
 	sensors["tools"] = []string{"list_tables", "describe_table", "run_sql"}
-	writeTools(t, dir, groupsFile(t, sensors))
+	writeTools(t, dir, mcptest.GroupsFile(t, sensors))
 	info, err := p.ReloadTools()
 	if err != nil {
 		t.Fatal(err)
@@ -217,30 +202,5 @@ func TestToolGroups(t *testing.T) {
 	case <-changed["sensors"]:
 		t.Error("a reload of the same file told a group's session its tools changed")
 	case <-time.After(200 * time.Millisecond):
-	}
-}
-
-// TestGroupsDeclared: the checks of a groups declaration, each naming the
-// group and its line.
-func TestGroupsDeclared(t *testing.T) {
-	for _, tc := range []struct {
-		group map[string]any
-		want  string
-	}{
-		{map[string]any{"name": "Sensors", "tools": []string{"run_sql"}}, "lower-case"},
-		{map[string]any{"name": "sse", "tools": []string{"run_sql"}}, "is a route of /mcp"},
-		{map[string]any{"name": "x", "tools": []string{}}, "name at least one tool"},
-		{map[string]any{"name": "x", "tools": []string{"nope"}}, `tool "nope" is not declared`},
-		{map[string]any{"name": "x", "tools": []string{"run_sql"}, "prompts": []string{"nope"}}, `prompt "nope"`},
-		{map[string]any{"name": "x", "tools": []string{"run_sql"}, "roles": []string{"admin"}}, `unknown field "roles"`},
-	} {
-		_, err := parseTools(groupsFile(t, map[string]any{"name": "ok", "tools": []string{"run_sql"}}, tc.group))
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "line ") {
-			t.Errorf("%v: got %v, want %q with a line", tc.group, err, tc.want)
-		}
-	}
-	_, err := parseTools(groupsFile(t, map[string]any{"name": "x", "tools": []string{"run_sql"}}, map[string]any{"name": "x", "tools": []string{"run_sql"}}))
-	if err == nil || !strings.Contains(err.Error(), "declared twice") {
-		t.Errorf("a group declared twice: got %v", err)
 	}
 }

@@ -1,26 +1,18 @@
 package mcp
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
-	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/mcp/internal/tools"
 	"github.com/lakegate/lakegate/mcp/internal/transport"
-	"github.com/lakegate/lakegate/query"
 )
 
 // Engine is what the tools need of the query engine (*query.Engine).
-type Engine interface {
-	Databases() []query.Database
-	Tables(ctx context.Context, c lakegate.Caller, db string) ([]query.Table, error)
-	Describe(ctx context.Context, c lakegate.Caller, db, table string) (*query.Table, error)
-	PrepareQuery(ctx context.Context, c lakegate.Caller, r query.Request) (*query.Stmt, error)
-	PrepareSQL(ctx context.Context, c lakegate.Caller, r query.SQLRequest) (*query.Stmt, error)
-}
+type Engine = tools.Engine
 
 // Options tune a Plugin. The zero value of each field is its default.
 type Options struct {
@@ -182,3 +174,29 @@ type StdioTransport = transport.StdioTransport
 // DefaultStdioDrain is how long, by default, a stdio session whose input
 // has ended goes on answering the requests it had read.
 const DefaultStdioDrain = transport.DefaultStdioDrain
+
+// Defaults of the preview Options: what the model sees of a result sent
+// to blocks.
+const (
+	DefaultPreviewRows      = 20
+	DefaultPreviewBytes     = 64 << 10
+	DefaultPreviewCellBytes = 1 << 10
+)
+
+// The modes of a query tool's result (ResultMeta.Mode).
+const (
+	// ModeInline: every row is in the text content, as CSV.
+	ModeInline = tools.ModeInline
+	// ModeBlocks: the text content holds a preview; every row is in the
+	// block transfer.
+	ModeBlocks = tools.ModeBlocks
+)
+
+// ResultMeta is the structured content of a query tool's result
+// (tools.ResultMeta, where it is documented): what a program needs to
+// read the rows, which are in the text content (inline, as CSV) or in
+// the transfer (blocks), never sent twice.
+type ResultMeta = tools.ResultMeta
+
+// ToolsFile is the name of the tool declarations in a config directory.
+const ToolsFile = tools.ToolsFile

@@ -9,6 +9,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/mcp/internal/tools"
 	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
@@ -68,4 +69,14 @@ func TestTraceParamsMeta(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unknownToolErr is the answer to a call of tool name, which is not one
+// of names, as the tools' middleware gives it.
+func unknownToolErr(name string, names []string) error {
+	mw := tools.UnknownTool(func(context.Context) []string { return names })
+	_, err := mw(func(context.Context, string, mcpsdk.Request) (mcpsdk.Result, error) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool " + name} // the SDK's answer
+	})(context.Background(), "tools/call", &mcpsdk.CallToolRequest{Params: &mcpsdk.CallToolParamsRaw{Name: name}})
+	return err
 }

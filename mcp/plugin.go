@@ -17,11 +17,12 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/internal/origin"
+	"github.com/lakegate/lakegate/mcp/internal/tools"
 	"github.com/lakegate/lakegate/mcp/internal/transport"
 )
 
 // Plugin is the MCP plugin, the composition root of its parts: the
-// protocol server; the tools (toolset), the catalog and prompts it
+// protocol server; the tools (tools.Set), the catalog and prompts it
 // serves; the block transfers (blockRoutes); the sessions (transport.Sessions) and
 // requests in flight; and the transports, which reach the protocol
 // server only through a function, as go-sdk's handlers do. Each method
@@ -36,7 +37,7 @@ type Plugin struct {
 	servers *servers // the protocol servers: /mcp's and each group's (groups.go)
 	origins []string // Options.AllowedOrigins
 
-	tools      *toolset              // the declared tools and their calls (toolset.go)
+	tools      *tools.Set            // the declared tools and their calls
 	catalog    *catalog              // the table schema resources (catalog.go)
 	blocks     *blockRoutes          // the block transfers (blocks.go)
 	sessions   *transport.Sessions   // the open sessions and their limits
@@ -85,7 +86,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	decls, err := loadTools(o.Tools, o.ConfigDir)
+	decls, err := tools.Load(o.Tools, o.ConfigDir, promptNames)
 	if err != nil {
 		return nil, err
 	}
@@ -97,20 +98,9 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	p.catalog = newCatalog(engine, o.CatalogInterval, log)
 	p.servers.catalog = p.catalog
 	p.blocks = &blockRoutes{store: o.Blocks, peers: o.Peers, replies: p.sessions, threshold: o.BlockThreshold}
-	p.tools = &toolset{
-		engine: engine,
-		answers: answerOptions{threshold: o.BlockThreshold, chars: o.AnswerChars, previewRows: o.PreviewRows, previewBytes: o.PreviewBytes,
-			previewCellBytes: o.PreviewCellBytes, spill: o.Blocks != nil, noProfile: o.NoProfile},
-		blocks:   p.blocks,
-		sessions: p.sessions,
-		workers:  o.Workers,
-		observer: o.Observer,
-		log:      log,
-		calls:    map[string]*host.ToolStats{},
-	}
-	if p.tools.workers == nil {
-		p.tools.workers = newLocalWorkers(o.MaxWorkers, o.WorkerWait)
-	}
+	p.tools = tools.New(engine, p.blocks, p.sessions, &tools.Options{Threshold: o.BlockThreshold, AnswerChars: o.AnswerChars,
+		PreviewRows: o.PreviewRows, PreviewBytes: o.PreviewBytes, PreviewCellBytes: o.PreviewCellBytes, Spill: o.Blocks != nil,
+		NoProfile: o.NoProfile, Workers: o.Workers, MaxWorkers: o.MaxWorkers, WorkerWait: o.WorkerWait, Observer: o.Observer, Logger: log})
 	p.sse = transport.NewSSE(p.servers.getServer, p.sessions, &transport.SSEOptions{Enabled: p.Enabled, Peers: o.Peers,
 		Queue: o.SessionQueue, QueueBytes: o.SessionQueueBytes, WriteTimeout: o.WriteTimeout, Keepalive: o.Keepalive, Logger: log})
 	p.streamable = transport.NewStreamable(p.servers.getServer, p.sessions, &transport.StreamableOptions{
@@ -118,7 +108,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 
 	// build makes one protocol server: /mcp's (no group) or a group's.
 	var fixtures []string // the conformance fixtures' tools, on /mcp's server
-	build := func(g groupSpec) (*protoServer, error) {
+	build := func(g tools.Group) (*protoServer, error) {
 		sopts := &mcpsdk.ServerOptions{
 			Instructions:      cmp.Or(g.Instructions, instructions),
 			Logger:            log,
@@ -140,10 +130,10 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		// The tools a caller may use there, sorted: what an unknown tool's answer lists.
 		toolNames := func(ctx context.Context) []string {
 			caller, _ := lakegate.CallerFrom(ctx)
-			names := slices.DeleteFunc(append(ps.toolNames(), fixtures...), func(n string) bool { return !mayUse(caller, p.tools.rolesOf(n)) })
+			names := slices.DeleteFunc(append(ps.toolNames(), fixtures...), func(n string) bool { return !tools.MayUse(caller, p.tools.RolesOf(n)) })
 			return slices.Sorted(slices.Values(names))
 		}
-		ps.AddReceivingMiddleware(p.requests.middleware, p.catalog.check, p.catalog.visible, toolRoles(p.tools.rolesOf, toolNames), unknownTool(toolNames))
+		ps.AddReceivingMiddleware(p.requests.middleware, p.catalog.check, p.catalog.visible, tools.FilterRoles(p.tools.RolesOf, toolNames), tools.UnknownTool(toolNames))
 		if o.Trace {
 			ps.AddReceivingMiddleware(traceMessages(log, "in"))
 			ps.AddSendingMiddleware(traceMessages(log, "out"))
@@ -152,16 +142,16 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		p.blocks.register(ps.Server)
 		return ps, nil
 	}
-	root, err := build(groupSpec{})
+	root, err := build(tools.Group{})
 	if err != nil {
 		return nil, err
 	}
 	prompts.register(root.Server, promptNames)
 	p.catalog.attach(root.Server)
 	p.servers.main = root
-	p.servers.build = func(g groupSpec) *protoServer { ps, _ := build(g); return ps } // only /mcp's can fail
-	p.servers.handler = func(t toolSpec) mcpsdk.ToolHandler { return observe(t.Name, p.tools.handle(t.run())) }
-	p.servers.declare = p.tools.declare
+	p.servers.build = func(g tools.Group) *protoServer { ps, _ := build(g); return ps } // only /mcp's can fail
+	p.servers.handler = p.tools.Handler
+	p.servers.declare = p.tools.Declare
 	p.servers.apply(decls)
 	if o.Conformance {
 		fixtures = addConformanceFixtures(root.Server)
@@ -229,8 +219,8 @@ func (p *Plugin) Status() host.PluginStatus {
 		Enabled:   p.Enabled(),
 		Since:     p.enabledSince.Load(),
 		Sessions:  map[string]int{"sse": 0, "streamable": 0, "stdio": 0},
-		ToolCalls: p.tools.stats(),
-		Workers:   p.tools.workers.Use(),
+		ToolCalls: p.tools.Stats(),
+		Workers:   p.tools.WorkerUse(),
 		Tools:     p.servers.info(),
 	}
 	st.Blocks = p.blocks.status()
@@ -385,6 +375,7 @@ func cacheFor(watched bool, interval time.Duration) func(context.Context, mcpsdk
 
 // The parts' interfaces, as the composition root wires them.
 var (
-	_ callSessions  = (*transport.Sessions)(nil)
-	_ replyAdmitter = (*transport.Sessions)(nil)
+	_ tools.Sessions = (*transport.Sessions)(nil)
+	_ replyAdmitter  = (*transport.Sessions)(nil)
+	_ tools.Blocks   = (*blockRoutes)(nil)
 )

@@ -9,6 +9,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/mcp/internal/tools"
 )
 
 // maxCompletions bounds the values of one completion/complete answer (the
@@ -146,7 +147,7 @@ func (p *prompts) complete(ctx context.Context, req *mcpsdk.CompleteRequest) (*m
 	caller, _ := lakegate.CallerFrom(ctx)
 	switch arg.Name {
 	case "database", "db":
-		for _, d := range databasesFor(p.engine, caller) {
+		for _, d := range tools.DatabasesFor(p.engine, caller) {
 			candidates = append(candidates, d.Name)
 		}
 	case "table":

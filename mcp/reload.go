@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/mcp/internal/tools"
 )
 
 // An operator edits tools.json in mcp_config_dir while the server runs:
@@ -30,7 +31,7 @@ const DefaultToolsInterval = 2 * time.Second
 type toolsWatch struct {
 	file    string
 	builtin []byte
-	apply   func(*declarations)
+	apply   func(*tools.Declarations)
 	log     *slog.Logger
 
 	mu    sync.Mutex // orders reloads
@@ -60,7 +61,7 @@ func stampOf(file string) (fileStamp, error) {
 
 // watchTools starts watching dir's tools.json, every interval; nil
 // without a dir.
-func watchTools(dir string, builtin []byte, apply func(*declarations), interval time.Duration, log *slog.Logger) *toolsWatch {
+func watchTools(dir string, builtin []byte, apply func(*tools.Declarations), interval time.Duration, log *slog.Logger) *toolsWatch {
 	if dir == "" {
 		return nil
 	}
@@ -100,7 +101,7 @@ func (w *toolsWatch) reload(force bool) error {
 		return nil
 	}
 	w.stamp = stamp
-	d, err := loadTools(w.builtin, filepath.Dir(w.file))
+	d, err := tools.Load(w.builtin, filepath.Dir(w.file), promptNames)
 	if err != nil {
 		w.log.Error("tools.json not reloaded: the tools in use stay", "file", w.file, "error", err.Error())
 		e := lakegate.Errorf(lakegate.KindValidation, "%s", err.Error())
@@ -108,7 +109,7 @@ func (w *toolsWatch) reload(force bool) error {
 		return e
 	}
 	w.apply(d)
-	w.log.Info("tools.json reloaded", "file", d.source, "tools", len(d.tools), "groups", len(d.groups))
+	w.log.Info("tools.json reloaded", "file", d.Source, "tools", len(d.Tools), "groups", len(d.Groups))
 	return nil
 }
 

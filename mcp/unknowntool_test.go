@@ -45,7 +45,7 @@ func TestUnknownToolListsTools(t *testing.T) {
 					if !strings.Contains(we.Message, tc.want) || tc.not != "" && strings.Contains(we.Message, tc.not) {
 						t.Errorf("got message %q, want %q (and no %q)", we.Message, tc.want, tc.not)
 					}
-					for _, n := range p.tools.names() {
+					for _, n := range p.tools.Names() {
 						if !strings.Contains(we.Message, n) {
 							t.Errorf("got message %q, want tool %s listed", we.Message, n)
 						}
@@ -58,8 +58,8 @@ func TestUnknownToolListsTools(t *testing.T) {
 					if err := json.Unmarshal(we.Data, &data); err != nil {
 						t.Fatalf("data %s: %v", we.Data, err)
 					}
-					if data.Kind != lakegate.KindNotFound || !slices.Equal(data.Tools, p.tools.names()) || !strings.Contains(data.Hint, "available tools: ") {
-						t.Errorf("got data %s, want not_found with the tools %v", we.Data, p.tools.names())
+					if data.Kind != lakegate.KindNotFound || !slices.Equal(data.Tools, p.tools.Names()) || !strings.Contains(data.Hint, "available tools: ") {
+						t.Errorf("got data %s, want not_found with the tools %v", we.Data, p.tools.Names())
 					}
 				})
 			}

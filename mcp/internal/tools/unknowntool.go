@@ -1,4 +1,4 @@
-package mcp
+package tools
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/lakegate/lakegate/query"
 )
 
-// unknownTool is receiving middleware: a tools/call naming a tool the
+// UnknownTool is receiving middleware: a tools/call naming a tool the
 // server does not have (names lists those it has, sorted) gets the protocol's answer (JSON-RPC invalid
 // params, as the SDK gives and the MCP specification asks), whose message
 // names the close tools and lists them all, and whose data is the
@@ -27,7 +27,7 @@ import (
 // a bare `unknown tool "x"`; this rewrites that answer, and only for a
 // name the plugin did not register (a registered tool's invalid-params
 // error, e.g. arguments that fail its schema, passes as it is).
-func unknownTool(names func(ctx context.Context) []string) mcpsdk.Middleware {
+func UnknownTool(names func(ctx context.Context) []string) mcpsdk.Middleware {
 	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 			res, err := next(ctx, method, req)
@@ -45,29 +45,29 @@ func unknownTool(names func(ctx context.Context) []string) mcpsdk.Middleware {
 	}
 }
 
-// toolRoles is receiving middleware for the tools declared with roles
+// FilterRoles is receiving middleware for the tools declared with roles
 // (rolesOf: a tool's roles, none for anyone): tools/list shows a caller only the tools
 // they may use, and a call of one they may not is answered as for an
 // unknown tool, listing theirs (names), so that nothing says it exists.
-func toolRoles(rolesOf func(name string) []string, names func(ctx context.Context) []string) mcpsdk.Middleware {
+func FilterRoles(rolesOf func(name string) []string, names func(ctx context.Context) []string) mcpsdk.Middleware {
 	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 			caller, _ := lakegate.CallerFrom(ctx)
-			if call, ok := req.(*mcpsdk.CallToolRequest); ok && call.Params != nil && !mayUse(caller, rolesOf(call.Params.Name)) {
+			if call, ok := req.(*mcpsdk.CallToolRequest); ok && call.Params != nil && !MayUse(caller, rolesOf(call.Params.Name)) {
 				return nil, unknownToolErr(call.Params.Name, names(ctx))
 			}
 			res, err := next(ctx, method, req)
 			if list, ok := res.(*mcpsdk.ListToolsResult); ok && err == nil {
-				list.Tools = slices.DeleteFunc(slices.Clone(list.Tools), func(t *mcpsdk.Tool) bool { return !mayUse(caller, rolesOf(t.Name)) })
+				list.Tools = slices.DeleteFunc(slices.Clone(list.Tools), func(t *mcpsdk.Tool) bool { return !MayUse(caller, rolesOf(t.Name)) })
 			}
 			return res, err
 		}
 	}
 }
 
-// mayUse reports whether c may use a tool declared with roles (none:
+// MayUse reports whether c may use a tool declared with roles (none:
 // anyone).
-func mayUse(c lakegate.Caller, roles []string) bool {
+func MayUse(c lakegate.Caller, roles []string) bool {
 	return len(roles) == 0 || slices.ContainsFunc(roles, c.HasRole)
 }
 

@@ -1,4 +1,4 @@
-package mcp
+package tools
 
 import (
 	"bytes"
@@ -45,6 +45,13 @@ func (ix *rowIndex) get(id string, n int) (int, bool) {
 		return r[n], true
 	}
 	return 0, false
+}
+
+// counted is how many blocks of transfer id are counted.
+func (ix *rowIndex) counted(id string) int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return len(ix.rows[id])
 }
 
 // put records that block n of transfer id holds rows rows; blocks are
@@ -94,7 +101,7 @@ func (w *windowText) result() (*mcpsdk.CallToolResult, int64, error) {
 
 // window reads rows offset to offset+limit of transfer id for c, as many
 // as fit in chars.
-func (ts *toolset) window(ctx context.Context, c lakegate.Caller, id string, offset, limit, chars int) (*windowText, error) {
+func (ts *Set) window(ctx context.Context, c lakegate.Caller, id string, offset, limit, chars int) (*windowText, error) {
 	if offset < 0 || limit < 1 {
 		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "offset must be 0 or more and limit 1 or more",
 			Hint: "offset counts rows from 0; limit is the rows to read"}
@@ -112,7 +119,7 @@ func (ts *toolset) window(ctx context.Context, c lakegate.Caller, id string, off
 			row += k
 			continue
 		}
-		data, m, err := ts.blocks.read(ctx, c, id, n)
+		data, m, err := ts.blocks.Read(ctx, c, id, n)
 		if err != nil {
 			return nil, err
 		}
@@ -205,3 +212,8 @@ func splitRows(data []byte, format string) [][]byte {
 	}
 	return rows
 }
+
+// BlocksCounted is how many blocks of transfer id windows have read and
+// counted the rows of (those before a later window's offset are then
+// skipped unread).
+func (ts *Set) BlocksCounted(id string) int { return ts.index.counted(id) }

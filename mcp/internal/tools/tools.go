@@ -1,4 +1,4 @@
-package mcp
+package tools
 
 import (
 	"bytes"
@@ -22,20 +22,20 @@ const ToolsFile = "tools.json"
 
 // toolsDoc is the shape of tools.json.
 type toolsDoc struct {
-	Tools  []toolSpec  `json:"tools"`
-	Groups []groupSpec `json:"groups,omitempty"`
+	Tools  []Spec  `json:"tools"`
+	Groups []Group `json:"groups,omitempty"`
 }
 
-// declarations is what a tools.json declares, checked: the tools, and the
+// Declarations is what a tools.json declares, checked: the tools, and the
 // groups that serve some of them on routes of their own (groups.go).
-type declarations struct {
-	source string // the file read, or "built-in tools.json"
-	tools  []toolSpec
-	groups []groupSpec
+type Declarations struct {
+	Source string // the file read, or "built-in tools.json"
+	Tools  []Spec
+	Groups []Group
 }
 
-// toolSpec declares one tool: what the client sees and which handler runs.
-type toolSpec struct {
+// Spec declares one tool: what the client sees and which handler runs.
+type Spec struct {
 	Name         string                  `json:"name"`
 	Title        string                  `json:"title,omitempty"`
 	Description  string                  `json:"description"`
@@ -60,9 +60,9 @@ type toolSpec struct {
 	args    *argsSchema
 }
 
-// run is the declared tool as the toolset runs it: its handler, the
+// run is the declared tool as the Set runs it: its handler, the
 // statement of a "sql" tool bound to it.
-func (t toolSpec) run() tool {
+func (t Spec) run() tool {
 	h := handlers()[t.Handler]
 	if t.sqlTool != nil {
 		h = sqlHandler(t.sqlTool)
@@ -70,8 +70,8 @@ func (t toolSpec) run() tool {
 	return tool{name: t.Name, timeout: t.timeout, args: t.args, handler: h}
 }
 
-// tool is the declared tool as clients see it in tools/list.
-func (t toolSpec) tool() *mcpsdk.Tool {
+// Tool is the declared tool as clients see it in tools/list.
+func (t Spec) Tool() *mcpsdk.Tool {
 	tool := &mcpsdk.Tool{
 		Name:        t.Name,
 		Title:       t.Title,
@@ -87,9 +87,11 @@ func (t toolSpec) tool() *mcpsdk.Tool {
 
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// loadTools reads the tool declarations: dir/tools.json when it exists,
-// else the built-in data. Any problem names the file, the line and the reason.
-func loadTools(builtin []byte, dir string) (*declarations, error) {
+// Load reads the tool declarations: dir/tools.json when it exists,
+// else the built-in data. prompts are the prompts a group may name; a
+// group that names none is given them all. Any problem names the file,
+// the line and the reason.
+func Load(builtin []byte, dir string, prompts []string) (*Declarations, error) {
 	data, source := builtin, "built-in tools.json"
 	if dir != "" {
 		file := filepath.Join(dir, ToolsFile)
@@ -104,15 +106,15 @@ func loadTools(builtin []byte, dir string) (*declarations, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("tools: no tool declarations (%s is empty)", source)
 	}
-	d, err := parseTools(data)
+	d, err := parseTools(data, prompts)
 	if err != nil {
 		return nil, fmt.Errorf("tools: %s: %w", source, err)
 	}
-	d.source = source
+	d.Source = source
 	return d, nil
 }
 
-func parseTools(data []byte) (*declarations, error) {
+func parseTools(data []byte, prompts []string) (*Declarations, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var doc toolsDoc
@@ -171,10 +173,10 @@ func parseTools(data []byte) (*declarations, error) {
 		}
 		doc.Tools[i].args = args
 	}
-	if err := checkGroups(data, doc.Groups, doc.Tools); err != nil {
+	if err := checkGroups(data, doc.Groups, doc.Tools, prompts); err != nil {
 		return nil, err
 	}
-	return &declarations{tools: doc.Tools, groups: doc.Groups}, nil
+	return &Declarations{Tools: doc.Tools, Groups: doc.Groups}, nil
 }
 
 // checkSchema accepts a JSON object schema of type "object".
@@ -261,7 +263,7 @@ const resultSchema = `{"type":"object","properties":{"columns":{"type":"array","
 // checks the statement once (validator, placeholders against parameters)
 // and generates the input and output schemas, so a refused statement
 // stops start-up with the tool's name and the reason.
-func prepareTool(t *toolSpec) error {
+func prepareTool(t *Spec) error {
 	if t.Handler != "sql" {
 		if t.Database != "" || t.Statement != "" || t.Parameters != nil {
 			return errors.New(`database, statement and parameters are only for handler "sql"`)

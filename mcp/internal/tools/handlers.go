@@ -1,4 +1,4 @@
-package mcp
+package tools
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 )
 
 // typed binds fn, which takes In and returns Out, as a toolHandler.
-func typed[In any, Out output](fn func(ctx context.Context, ts *toolset, c call, in In) (Out, error)) toolHandler {
+func typed[In any, Out output](fn func(ctx context.Context, ts *Set, c call, in In) (Out, error)) toolHandler {
 	return toolHandler{
 		args: jsonFields(new(In)),
-		run: func(ctx context.Context, ts *toolset, c call, args json.RawMessage) (output, error) {
+		run: func(ctx context.Context, ts *Set, c call, args json.RawMessage) (output, error) {
 			var in In
 			if err := c.args.decode(args, &in); err != nil {
 				return nil, err
@@ -78,8 +78,8 @@ type databasesOut struct {
 
 func (o databasesOut) result() (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o) }
 
-func listDatabases(_ context.Context, ts *toolset, c call, _ noArgs) (databasesOut, error) {
-	return databasesOut{Databases: databasesFor(ts.engine, c.Caller)}, nil
+func listDatabases(_ context.Context, ts *Set, c call, _ noArgs) (databasesOut, error) {
+	return databasesOut{Databases: DatabasesFor(ts.engine, c.Caller)}, nil
 }
 
 type tablesIn struct {
@@ -93,7 +93,7 @@ type tablesOut struct {
 
 func (o tablesOut) result() (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o) }
 
-func listTables(ctx context.Context, ts *toolset, c call, in tablesIn) (tablesOut, error) {
+func listTables(ctx context.Context, ts *Set, c call, in tablesIn) (tablesOut, error) {
 	tables, err := ts.engine.Tables(ctx, c.Caller, in.Database)
 	return tablesOut{Database: in.Database, Tables: tables}, err
 }
@@ -107,7 +107,7 @@ type tableOut struct{ *query.Table }
 
 func (o tableOut) result() (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o.Table) }
 
-func describeTable(ctx context.Context, ts *toolset, c call, in describeIn) (tableOut, error) {
+func describeTable(ctx context.Context, ts *Set, c call, in describeIn) (tableOut, error) {
 	t, err := ts.engine.Describe(ctx, c.Caller, in.Database, in.Table)
 	return tableOut{t}, err
 }
@@ -128,7 +128,7 @@ type queryIn struct {
 	resultArgs
 }
 
-func runQuery(ctx context.Context, ts *toolset, c call, in queryIn) (*answer, error) {
+func runQuery(ctx context.Context, ts *Set, c call, in queryIn) (*answer, error) {
 	limit, f, chars, err := in.check()
 	if err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ type sqlIn struct {
 	resultArgs
 }
 
-func runSQL(ctx context.Context, ts *toolset, c call, in sqlIn) (*answer, error) {
+func runSQL(ctx context.Context, ts *Set, c call, in sqlIn) (*answer, error) {
 	limit, f, chars, err := in.check()
 	if err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ type timeSeriesIn struct {
 	Cursor     string         `json:"cursor"`
 }
 
-func runTimeSeries(ctx context.Context, ts *toolset, c call, in timeSeriesIn) (*answer, error) {
+func runTimeSeries(ctx context.Context, ts *Set, c call, in timeSeriesIn) (*answer, error) {
 	ae, err := analysis(ts.engine)
 	if err != nil {
 		return nil, err
@@ -220,7 +220,7 @@ type planOut struct{ *query.Plan }
 
 func (o planOut) result() (*mcpsdk.CallToolResult, int64, error) { return jsonResult(o.Plan) }
 
-func runExplain(ctx context.Context, ts *toolset, c call, in explainIn) (planOut, error) {
+func runExplain(ctx context.Context, ts *Set, c call, in explainIn) (planOut, error) {
 	ae, err := analysis(ts.engine)
 	if err != nil {
 		return planOut{}, err
@@ -233,7 +233,7 @@ func runExplain(ctx context.Context, ts *toolset, c call, in explainIn) (planOut
 // checked against its typed parameters and bound in declared order, and
 // the statement runs like run_sql (validated, read-only, timeout, row cap).
 func sqlHandler(tool *query.SQLTool) toolHandler {
-	return typed(func(ctx context.Context, ts *toolset, c call, in map[string]any) (*answer, error) {
+	return typed(func(ctx context.Context, ts *Set, c call, in map[string]any) (*answer, error) {
 		var dialect query.Dialect
 		for _, db := range ts.engine.Databases() {
 			if db.Name == tool.Database() {
@@ -265,7 +265,7 @@ type blockIn struct {
 	Limit      *int   `json:"limit"`
 }
 
-func getResultBlock(ctx context.Context, ts *toolset, c call, in blockIn) (output, error) {
+func getResultBlock(ctx context.Context, ts *Set, c call, in blockIn) (output, error) {
 	if in.Block == nil || in.Offset != nil || in.Limit != nil {
 		offset, limit := 0, defaultWindowRows
 		if in.Offset != nil {
@@ -276,7 +276,7 @@ func getResultBlock(ctx context.Context, ts *toolset, c call, in blockIn) (outpu
 		}
 		return ts.window(ctx, c.Caller, in.TransferID, offset, limit, ts.answers.chars)
 	}
-	data, m, err := ts.blocks.read(ctx, c.Caller, in.TransferID, *in.Block)
+	data, m, err := ts.blocks.Read(ctx, c.Caller, in.TransferID, *in.Block)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package mcp
+package tools
 
 import (
 	"cmp"
@@ -22,17 +22,17 @@ import (
 	"github.com/lakegate/lakegate/query"
 )
 
-// toolset runs the declared tools' calls. It holds only what they need:
+// Set runs the declared tools' calls. It holds only what they need:
 // the query engine, how answers are shaped, the block transfers results
 // go on to, the sessions calls come on (reply budgets, a caller gone),
 // the workers, and the calls' counts. It knows nothing of HTTP routing:
 // the transports reach it through the protocol server only. Safe for
 // concurrent use.
-type toolset struct {
+type Set struct {
 	engine   Engine
 	answers  answerOptions
-	blocks   blockIO
-	sessions callSessions
+	blocks   Blocks
+	sessions Sessions
 	workers  host.Workers
 	observer host.Observer // may be nil
 	log      *slog.Logger
@@ -63,26 +63,90 @@ type answerOptions struct {
 	noProfile        bool // Options.NoProfile
 }
 
-// blockIO is what the tools need of the block transfers (blockRoutes):
-// read one block a caller may read, and start a transfer
+// Blocks is what the tools need of the block transfers (the plugin's
+// block routes): read one block a caller may read, and start a transfer
 // (wire.ErrNoBlockStore without a store).
-type blockIO interface {
-	read(ctx context.Context, c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error)
-	create(owner, format string) (*blocktransport.Writer, error)
+type Blocks interface {
+	Read(ctx context.Context, c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error)
+	Create(owner, format string) (*blocktransport.Writer, error)
 }
 
-var _ blockIO = (*blockRoutes)(nil)
-
-// callSessions is what the tools need of the sessions calls come on
-// (transport.Sessions): the reply budget, the signal that a caller is gone, and
-// each session's activity.
-type callSessions interface {
-	replyAdmitter
+// Sessions is what the tools need of the sessions calls come on
+// (transport.Sessions): the reply budget, the signal that a caller is
+// gone, and each session's activity.
+type Sessions interface {
+	// AdmitReply reserves, before a request runs, the bytes its reply
+	// may take on the session it came on: want if there is room, else at
+	// least least; it returns what it reserved.
+	AdmitReply(ctx context.Context, ss *mcpsdk.ServerSession, ex *mcpsdk.RequestExtra, want, least int64) (int64, error)
+	// Gone is closed when the caller of req goes away (nil: nothing to
+	// watch).
 	Gone(req *mcpsdk.CallToolRequest) <-chan struct{}
+	// Calling marks a call of session id in progress until done.
 	Calling(id string) (done func(bytes int64))
 }
 
-// tool is one declared tool as the toolset runs it (see toolSpec.tool).
+// Options tune a Set; the plugin fills in every default (mcp.Options).
+type Options struct {
+	// Threshold bounds the rows held in memory for an inline answer
+	// (mcp_block_threshold); AnswerChars the text of one answer.
+	Threshold   int64
+	AnswerChars int
+	// PreviewRows, PreviewBytes and PreviewCellBytes bound the preview of
+	// a result sent to blocks.
+	PreviewRows      int
+	PreviewBytes     int64
+	PreviewCellBytes int
+	// Spill says there is a block store for results past Threshold.
+	Spill bool
+	// NoProfile leaves out the profile of results that go to blocks.
+	NoProfile bool
+	// Workers is the host's pool tool calls run in; nil: a pool of
+	// MaxWorkers slots of the Set's own, waiting at most WorkerWait.
+	Workers    host.Workers
+	MaxWorkers int
+	WorkerWait time.Duration
+	// Observer, if set, receives tool calls.
+	Observer host.Observer
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// New makes the Set that runs tool calls on engine, sending large
+// results to blocks and admitting calls on sessions. It starts nothing.
+func New(engine Engine, blocks Blocks, sessions Sessions, opts *Options) *Set {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	ts := &Set{
+		engine: engine,
+		answers: answerOptions{threshold: o.Threshold, chars: o.AnswerChars, previewRows: o.PreviewRows, previewBytes: o.PreviewBytes,
+			previewCellBytes: o.PreviewCellBytes, spill: o.Spill, noProfile: o.NoProfile},
+		blocks:   blocks,
+		sessions: sessions,
+		workers:  o.Workers,
+		observer: o.Observer,
+		log:      o.Logger,
+		calls:    map[string]*host.ToolStats{},
+	}
+	if ts.log == nil {
+		ts.log = slog.New(slog.DiscardHandler)
+	}
+	if ts.workers == nil {
+		ts.workers = newLocalWorkers(o.MaxWorkers, o.WorkerWait)
+	}
+	return ts
+}
+
+// Handler is what serves the calls of the declared tool t: its handler
+// with the protocol's side channels (progress, a log line a call).
+func (ts *Set) Handler(t Spec) mcpsdk.ToolHandler { return observe(t.Name, ts.handle(t.run())) }
+
+// WorkerUse reports the use of the workers tool calls run in.
+func (ts *Set) WorkerUse() host.WorkerStatus { return ts.workers.Use() }
+
+// tool is one declared tool as the Set runs it (see Spec.run).
 type tool struct {
 	name string
 	// timeout is the tool's own statement timeout (zero: the engine's).
@@ -91,23 +155,23 @@ type tool struct {
 	handler toolHandler
 }
 
-// names lists the declared tools, sorted.
-func (ts *toolset) names() []string {
+// Names lists the declared tools, sorted.
+func (ts *Set) Names() []string {
 	ts.declaredMu.RLock()
 	defer ts.declaredMu.RUnlock()
 	return slices.Sorted(slices.Values(ts.declared))
 }
 
-// rolesOf is the roles tool name is declared for (none: anyone).
-func (ts *toolset) rolesOf(name string) []string {
+// RolesOf is the roles tool name is declared for (none: anyone).
+func (ts *Set) RolesOf(name string) []string {
 	ts.declaredMu.RLock()
 	defer ts.declaredMu.RUnlock()
 	return ts.roles[name]
 }
 
-// declare records the declared tools: their names, and the roles of those
+// Declare records the declared tools: their names, and the roles of those
 // declared with some.
-func (ts *toolset) declare(specs []toolSpec) {
+func (ts *Set) Declare(specs []Spec) {
 	names := make([]string, 0, len(specs))
 	roles := map[string][]string{}
 	for _, t := range specs {
@@ -121,8 +185,8 @@ func (ts *toolset) declare(specs []toolSpec) {
 	ts.declared, ts.roles = names, roles
 }
 
-// stats is a copy of the calls' counts, by tool.
-func (ts *toolset) stats() map[string]host.ToolStats {
+// Stats is a copy of the calls' counts, by tool.
+func (ts *Set) Stats() map[string]host.ToolStats {
 	ts.statsMu.Lock()
 	defer ts.statsMu.Unlock()
 	out := make(map[string]host.ToolStats, len(ts.calls))
@@ -134,7 +198,7 @@ func (ts *toolset) stats() map[string]host.ToolStats {
 
 // handle adapts a declared tool to the SDK: it takes a worker slot, runs
 // the handler and renders the result or the error as a tool result.
-func (ts *toolset) handle(t tool) mcpsdk.ToolHandler {
+func (ts *Set) handle(t tool) mcpsdk.ToolHandler {
 	h := t.handler
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		start := time.Now()
@@ -190,7 +254,7 @@ func (ts *toolset) handle(t tool) mcpsdk.ToolHandler {
 
 // withWorker runs fn holding a slot of ts.workers: the host's shared pool,
 // which also applies its per-subject limits, or the plugin's own.
-func (ts *toolset) withWorker(ctx context.Context, fn func() error) error {
+func (ts *Set) withWorker(ctx context.Context, fn func() error) error {
 	release, err := ts.workers.Acquire(ctx)
 	if err != nil {
 		return err
@@ -205,7 +269,7 @@ func (ts *toolset) withWorker(ctx context.Context, fn func() error) error {
 // before its answer (the client disconnected). Nothing more is then
 // produced for nobody, and the query stops in the database. stop releases
 // the watch.
-func (ts *toolset) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolRequest) (context.Context, func()) {
+func (ts *Set) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolRequest) (context.Context, func()) {
 	gone := ts.sessions.Gone(req)
 	if gone == nil {
 		return ctx, func() {}
@@ -227,7 +291,7 @@ func (ts *toolset) untilCallerGone(ctx context.Context, req *mcpsdk.CallToolRequ
 
 // observeCall reports a finished tool call to the Observer, if any, and
 // returns the bytes of its result.
-func (ts *toolset) observeCall(tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) int64 {
+func (ts *Set) observeCall(tool string, d time.Duration, rows int64, res *mcpsdk.CallToolResult, err error) int64 {
 	tc := host.ToolCall{Tool: tool, Outcome: "ok", Duration: d}
 	if err != nil {
 		tc.Outcome = string(lakegate.NewErrorBody(err).Kind)
@@ -267,7 +331,7 @@ const minInline = 256 << 10
 // smaller inline bound (inlineBound). Without one a result cannot go
 // elsewhere: the threshold, once. Once queued, a reply holds only its
 // actual size.
-func (ts *toolset) callReplyBounds(req *mcpsdk.CallToolRequest) (want, least int64) {
+func (ts *Set) callReplyBounds(req *mcpsdk.CallToolRequest) (want, least int64) {
 	args := int64(len(req.Params.Arguments))
 	if !ts.answers.spill {
 		return ts.answers.threshold + args, ts.answers.threshold + args
@@ -278,7 +342,7 @@ func (ts *toolset) callReplyBounds(req *mcpsdk.CallToolRequest) (want, least int
 // inlineBound is the inline bound of a call granted reserved bytes by
 // admitReply for a request of args bytes of arguments: the threshold
 // without a block store, else what replyCopies copies fit in.
-func (ts *toolset) inlineBound(reserved int64, args int) int64 {
+func (ts *Set) inlineBound(reserved int64, args int) int64 {
 	if !ts.answers.spill {
 		return ts.answers.threshold
 	}
@@ -321,7 +385,7 @@ func clampText(res *mcpsdk.CallToolResult, chars int) {
 // that fit. export sends every result to blocks. Without a block store
 // rows are held up to mcp_block_threshold and the answer is cut to the
 // budget, continued by next_cursor.
-func (ts *toolset) answer(ctx context.Context, c call, st *query.Stmt, f query.Format, export bool, chars int) (*answer, error) {
+func (ts *Set) answer(ctx context.Context, c call, st *query.Stmt, f query.Format, export bool, chars int) (*answer, error) {
 	if c.timeout > 0 {
 		st = st.WithTimeout(c.timeout)
 	}
@@ -363,8 +427,8 @@ func (ts *toolset) answer(ctx context.Context, c call, st *query.Stmt, f query.F
 }
 
 // openSpill starts a transfer for owner in format f, and its span in ctx.
-func (ts *toolset) openSpill(ctx context.Context, owner string, f query.Format) (*blockSpill, error) {
-	w, err := ts.blocks.create(owner, string(f))
+func (ts *Set) openSpill(ctx context.Context, owner string, f query.Format) (*blockSpill, error) {
+	w, err := ts.blocks.Create(owner, string(f))
 	if errors.Is(err, wire.ErrNoBlockStore) {
 		return nil, &lakegate.Error{Kind: lakegate.KindValidation,
 			Message: fmt.Sprintf("the result is over %d bytes and this server has no block store", ts.answers.threshold),
@@ -381,7 +445,7 @@ func (ts *toolset) openSpill(ctx context.Context, owner string, f query.Format) 
 	return &blockSpill{Encoder: enc, w: w, span: startBlockWrite(ctx, string(f))}, nil
 }
 
-func (ts *toolset) count(tool string, failed bool) {
+func (ts *Set) count(tool string, failed bool) {
 	ts.statsMu.Lock()
 	defer ts.statsMu.Unlock()
 	s := ts.calls[tool]
@@ -399,7 +463,7 @@ func (ts *toolset) count(tool string, failed bool) {
 // the tool's input schema and decoded once into the handler's input type
 // (typed); its output renders itself as the tool result.
 type toolHandler struct {
-	run func(ctx context.Context, ts *toolset, c call, args json.RawMessage) (output, error)
+	run func(ctx context.Context, ts *Set, c call, args json.RawMessage) (output, error)
 	// args are the arguments the input type has; nil: any (a map).
 	args []string
 }

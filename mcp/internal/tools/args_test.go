@@ -1,4 +1,4 @@
-package mcp
+package tools
 
 import (
 	"encoding/json"
@@ -11,11 +11,11 @@ import (
 // builtinArgs is the argument schema of the built-in tool name.
 func builtinArgs(t *testing.T, name string) *argsSchema {
 	t.Helper()
-	d, err := loadTools(lakegate.DefaultTools, "")
+	d, err := Load(lakegate.DefaultTools, "", testPrompts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := d.tools
+	specs := d.Tools
 	for _, s := range specs {
 		if s.Name == name {
 			return s.args
@@ -83,7 +83,7 @@ func TestArgsDecode(t *testing.T) {
 func TestArgsSchemaMatchesHandler(t *testing.T) {
 	file := `{"tools": [{"name": "x", "description": "d", "handler": "run_sql",
 		"input_schema": {"type": "object", "properties": {"database": {"type": "string"}, "dry_run": {"type": "boolean"}}}}]}`
-	_, err := parseTools([]byte(file))
+	_, err := parseTools([]byte(file), testPrompts)
 	if err == nil || !strings.Contains(err.Error(), `argument "dry_run" is not one the handler takes`) {
 		t.Errorf("got %v", err)
 	}
@@ -91,11 +91,11 @@ func TestArgsSchemaMatchesHandler(t *testing.T) {
 	// arguments through to be ignored, as it says.
 	file = `{"tools": [{"name": "x", "description": "d", "handler": "list_tables",
 		"input_schema": {"type": "object", "properties": {"database": {"type": "string"}}}}]}`
-	d, err := parseTools([]byte(file))
+	d, err := parseTools([]byte(file), testPrompts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := d.tools
+	specs := d.Tools
 	var in tablesIn
 	if err := specs[0].args.decode(json.RawMessage(`{"database": "d", "extra": 1}`), &in); err != nil || in.Database != "d" {
 		t.Errorf("open schema: got %+v %v", in, err)

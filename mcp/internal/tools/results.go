@@ -1,4 +1,4 @@
-package mcp
+package tools
 
 import (
 	"encoding/json"
@@ -14,14 +14,6 @@ import (
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/mcp/internal/wire"
 	"github.com/lakegate/lakegate/query"
-)
-
-// Defaults of the preview Options: what the model sees of a result sent
-// to blocks.
-const (
-	DefaultPreviewRows      = 20
-	DefaultPreviewBytes     = 64 << 10
-	DefaultPreviewCellBytes = 1 << 10
 )
 
 // The modes of a query tool's result (ResultMeta.Mode).
@@ -256,7 +248,7 @@ func (a *answer) footer(shown int, meta ResultMeta, cellBytes, cut int) string {
 		return f + "\n" + staleNote(meta)
 	}
 	f := fmt.Sprintf("# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, sha256 %s, "+
-		"until %s; read them with resources/read (links below), get_result_block, or GET "+BlocksPath+"/%s/all\n",
+		"until %s; read them with resources/read (links below), get_result_block, or GET "+wire.BlocksPath+"/%s/all\n",
 		meta.RowCount, shown, truncNote(meta.Truncated), m.ID, len(m.Blocks), m.Format, m.Bytes, m.SHA256,
 		m.Expires.Format(time.RFC3339), m.ID)
 	if cut > 0 {
