@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -131,33 +130,6 @@ func (r *Sessions) reserveStreamable(subject string) (settle func(id string), er
 		})
 	}, nil
 }
-
-// sessionOpened settles a reservation (reserveStreamable) when the answer's
-// headers go out: the SDK has set Mcp-Session-Id by then.
-type sessionOpened struct {
-	http.ResponseWriter
-	settle      func(id string)
-	wroteHeader bool
-}
-
-func (w *sessionOpened) WriteHeader(code int) {
-	if !w.wroteHeader {
-		w.wroteHeader = true
-		w.settle(w.Header().Get("Mcp-Session-Id"))
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *sessionOpened) Write(b []byte) (int, error) {
-	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection (Flush,
-// write deadlines).
-func (w *sessionOpened) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // useStream marks a request of the Streamable HTTP session id in progress
 // until the returned func is called.
