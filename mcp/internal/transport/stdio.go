@@ -21,7 +21,7 @@ import (
 )
 
 // ServeStdio runs one MCP session of server over t as caller, counted
-// among sessions (Plugin.ServeStdio).
+// among sessions (mcp.Plugin.ServeStdio).
 func ServeStdio(ctx context.Context, server *mcpsdk.Server, sessions *Sessions, log *slog.Logger, t mcpsdk.Transport, caller lakegate.Caller) error {
 	done, err := sessions.addStdio()
 	if err != nil {
@@ -78,7 +78,8 @@ const stdoutCheckInterval = 200 * time.Millisecond
 // When the session ends, Read fails, and the SDK's connection cancels
 // every request still in flight (go-sdk's jsonrpc2 does so on a read
 // error): their contexts end and their queries stop, as when an HTTP
-// client goes away (untilCallerGone). Those requests get no answer.
+// client goes away (the tools watch Sessions.Gone). Those requests get
+// no answer.
 type StdioTransport struct {
 	// In and Out are the session's input and output (os.Stdin and
 	// os.Stdout in the binary). Close closes In if it is an io.Closer, to

@@ -138,8 +138,8 @@ func (s *Streamable) Serve(c *gin.Context) {
 	}
 	if c.Request.Method == http.MethodPost {
 		// The calls this POST carries stop if its client goes away before
-		// their answers (untilCallerGone): the SDK does that itself only
-		// for the stateless revision.
+		// their answers (the tools watch Sessions.Gone): the SDK does that
+		// itself only for the stateless revision.
 		id := newID()
 		c.Request.Header.Set(wire.HeaderPOST, id)
 		end := s.sessions.watchPost(id)
