@@ -57,7 +57,7 @@ type columnStats struct {
 	count, nulls int64
 	numeric      bool // every value so far a number: compare as numbers
 	minN, maxN   float64
-	sawFloat     bool   // minN and maxN hold numbers (ints, floats)
+	sawFloat     bool       // minN and maxN hold numbers (ints, floats)
 	minD, maxD   []byte     // the bounds of exact decimals (CellNumber), as text
 	minK, maxK   decimalKey // and as integers, when they fit
 	minT, maxT   []byte
