@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lakegate/lakegate/jobs"
 )
 
 // Defaults of the settings that have one.
@@ -266,8 +268,13 @@ type Config struct {
 	MetricsAuth bool `json:"metrics_auth" help:"GET /metrics needs an admin token"`
 
 	StatementTimeout Duration `json:"statement_timeout" help:"longest a query may run"`
-	DefaultRowLimit  int      `json:"default_row_limit" help:"rows returned when a request names no limit"`
-	MaxRowLimit      int      `json:"max_row_limit" help:"the largest row limit a request may ask for"`
+	// JobTimeout bounds a job (an export run apart from its call), which
+	// statement_timeout does not.
+	JobTimeout Duration `json:"job_timeout" help:"longest a job (an export) may run"`
+	// MaxJobsPerSubject bounds the jobs one subject has running at once.
+	MaxJobsPerSubject int `json:"max_jobs_per_subject" help:"jobs one subject may have running at once"`
+	DefaultRowLimit   int `json:"default_row_limit" help:"rows returned when a request names no limit"`
+	MaxRowLimit       int `json:"max_row_limit" help:"the largest row limit a request may ask for"`
 	// MaxRowBytes bounds one row of a result both as the database sends it
 	// and as the server holds it decoded (arrays, numerics, JSON, records):
 	// a larger row is refused with a hint to read the value in parts.
@@ -341,6 +348,8 @@ func Default() Config {
 		MaxQueriesPerSubject:     DefaultMaxQueriesPerSubject,
 		MetricsAuth:              true,
 		StatementTimeout:         Duration(DefaultStatementTimeout),
+		JobTimeout:               Duration(jobs.DefaultTimeout),
+		MaxJobsPerSubject:        jobs.DefaultMaxPerOwner,
 		MaxStandbyLag:            Duration(10 * time.Second),
 		DefaultRowLimit:          DefaultRowLimit,
 		MaxRowLimit:              DefaultMaxRowLimit,

@@ -27,6 +27,7 @@ import (
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/internal/testcert"
 	"github.com/lakegate/lakegate/internal/testutil"
+	"github.com/lakegate/lakegate/jobs"
 	"github.com/lakegate/lakegate/mcp"
 )
 
@@ -52,6 +53,8 @@ type blockResult struct {
 	Truncated bool                     `json:"truncated"`
 	Mode      string                   `json:"mode"`
 	Transfer  *blocktransport.Manifest `json:"transfer"`
+	// Job is the export job that wrote it.
+	Job *jobs.Status `json:"job"`
 }
 
 // export runs sql through run_sql with the given extra arguments and
@@ -420,14 +423,16 @@ func TestBlocksBudgets(t *testing.T) {
 	kind := func(cs *mcpsdk.ClientSession, sql string) lakegate.ErrorBody {
 		t.Helper()
 		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": sql, "export": true}})
-		if err != nil || !res.IsError {
-			t.Fatalf("got %v %v, want a tool error", res, err)
+		job, ok := jobOf(t, res)
+		if err != nil || !ok {
+			t.Fatalf("got %v %v, want an export job", res, err)
 		}
-		var body struct {
-			Error lakegate.ErrorBody `json:"error"`
+		if _, st := awaitJob(t, cs, job.ID); st.State != jobs.Failed || st.Error == nil {
+			t.Fatalf("got a job %s, want it failed", st.State)
+		} else {
+			return *st.Error
 		}
-		_ = json.Unmarshal([]byte(res.Content[0].(*mcpsdk.TextContent).Text), &body)
-		return body.Error
+		return lakegate.ErrorBody{}
 	}
 	// One result alone over the budget (1.2 MB): no retry will help.
 	carol := e.connect(t, token("carol", "reader"))
@@ -460,41 +465,38 @@ func transferDirs(t *testing.T, e *env) int {
 	return len(entries)
 }
 
+// TestBlocksCancelRemovesPartialTransfer: cancel_job stops an export
+// job while its transfer is being written, and its files go.
 func TestBlocksCancelRemovesPartialTransfer(t *testing.T) {
 	e := blockEnv(t, blocktransport.Options{}, false)
-	progress := make(chan string, 100)
-	cs := e.connectHTTP(t, token("alice", "reader"), "2025-11-25", &mcpsdk.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, r *mcpsdk.ProgressNotificationClientRequest) {
-			progress <- r.Params.Message
-		},
-	})
+	cs := e.connectHTTP(t, token("alice", "reader"), "2025-11-25", nil)
 	// Seconds of rows: a correlated sum over 20,000 numbers per row.
 	slow := "SELECT r.id, repeat('x', 500) AS pad, (SELECT sum(x) FROM generate_series(1, 20000 + r.id % 2) x) FROM readings r ORDER BY r.id"
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	params := &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": slow, "export": true}}
-	params.SetProgressToken("p")
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, params)
-		done <- err
-	}()
-	// Wait for a progress report with bytes written to a transfer, then
-	// cancel.
-	var seen string
-	testutil.Eventually(t, 20*time.Second, "a progress report with bytes written to a transfer", func() bool {
-		select {
-		case m := <-progress:
-			if strings.Contains(m, " rows, ") && !strings.Contains(m, " 0 bytes") {
-				seen = m
-			}
-		default:
+	res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": slow, "export": true}})
+	job, ok := jobOf(t, res)
+	if err != nil || !ok {
+		t.Fatalf("got %v %v, want an export job", res, err)
+	}
+	// Wait for the job to report bytes written to a transfer, then cancel
+	// it.
+	var seen jobs.Status
+	testutil.Eventually(t, 20*time.Second, "the job reporting bytes written to a transfer", func() bool {
+		st, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "job_status", Arguments: map[string]any{"job_id": job.ID}})
+		if err != nil {
+			return false
 		}
-		return seen != "" && e.blocks.Stats().Transfers == 1
+		var out struct{ Job jobs.Status }
+		raw, _ := json.Marshal(st.StructuredContent)
+		_ = json.Unmarshal(raw, &out)
+		seen = out.Job
+		return seen.Rows > 0 && seen.Bytes > 0 && e.blocks.Stats().Transfers == 1
 	})
-	t.Logf("progress: %s", seen)
-	cancel()
-	<-done
+	t.Logf("job %s: %d rows, %d bytes", seen.State, seen.Rows, seen.Bytes)
+	if st, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "cancel_job", Arguments: map[string]any{"job_id": job.ID}}); err != nil || st.IsError {
+		t.Fatalf("cancel_job: %v %v", st, err)
+	}
 	testutil.Eventually(t, 10*time.Second, "the transfer aborted and deleted", func() bool { st := e.blocks.Stats(); return st.Aborted == 1 && st.Transfers == 0 && st.Bytes == 0 })
 	if n := transferDirs(t, e); n != 0 {
 		t.Errorf("%d transfer directories left after cancel, want 0", n)

@@ -75,6 +75,8 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			br, _ := export(t, e.connect(t, tok), "SELECT id FROM devices", map[string]any{"export": true})
 			withBlock := maps.Clone(toolArgs)
 			withBlock["get_result_block"] = map[string]any{"transfer_id": br.Transfer.ID, "block": 0}
+			withBlock["job_status"] = map[string]any{"job_id": br.Job.ID}
+			withBlock["cancel_job"] = map[string]any{"job_id": br.Job.ID}
 			args, _ := json.Marshal(withBlock)
 			out, err := runNode(t, env, 2*time.Minute, "node", "client.mjs", e.base+tc.path, tc.name, tok, string(args))
 			if err != nil {
@@ -93,8 +95,8 @@ func TestTypeScriptSDKClient(t *testing.T) {
 				t.Fatalf("summary: %v\n%s", err, out)
 			}
 			t.Logf("TypeScript SDK over %s: %s", tc.path, lines[len(lines)-1])
-			if len(sum.Tools) != 8 {
-				t.Errorf("tools called: got %d, want all 8", len(sum.Tools))
+			if len(sum.Tools) != 10 {
+				t.Errorf("tools called: got %d, want all 10", len(sum.Tools))
 			}
 			for name, r := range sum.Tools {
 				if r.IsError {

@@ -8,16 +8,56 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakegate/lakegate/jobs"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // callJSON calls a tool and decodes its structured content into out. It
 // fails the test on a protocol error; a tool error is returned.
+// jobOf is the job an export answered with, if it did.
+func jobOf(t *testing.T, res *mcpsdk.CallToolResult) (jobs.Status, bool) {
+	t.Helper()
+	var out struct {
+		Mode string
+		Job  jobs.Status
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &out); err != nil || out.Mode != "job" {
+		return jobs.Status{}, false
+	}
+	return out.Job, true
+}
+
+// awaitJob asks job_status, with the longest wait, until job id has
+// ended, and returns the last answer and the job's status in it.
+func awaitJob(t *testing.T, cs *mcpsdk.ClientSession, id string) (*mcpsdk.CallToolResult, jobs.Status) {
+	t.Helper()
+	for {
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "job_status", Arguments: map[string]any{"job_id": id, "wait_s": 25}})
+		if err != nil || res.IsError {
+			t.Fatalf("job_status %s: %v %v", id, res, err)
+		}
+		var out struct{ Job jobs.Status }
+		raw, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(raw, &out)
+		if out.Job.State != jobs.Running {
+			return res, out.Job
+		}
+	}
+}
+
 func callJSON(t *testing.T, cs *mcpsdk.ClientSession, tool string, args map[string]any, out any) *mcpsdk.CallToolResult {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		t.Fatalf("call %s: %v", tool, err)
+	}
+	if job, ok := jobOf(t, res); ok && !res.IsError {
+		// An export: its job's answer once done.
+		var st jobs.Status
+		if res, st = awaitJob(t, cs, job.ID); st.State != jobs.Done {
+			t.Fatalf("%s: the export job ended %s: %s", tool, st.State, res.Content[0].(*mcpsdk.TextContent).Text)
+		}
 	}
 	if res.IsError || out == nil {
 		return res

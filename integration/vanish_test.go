@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/internal/testutil"
+	"github.com/lakegate/lakegate/jobs"
 )
 
 // killableClient is an HTTP client whose connections can all be cut at
@@ -96,10 +98,11 @@ func TestVanishedClientStopsItsQuery(t *testing.T) {
 	}
 }
 
-// TestVanishedClientRemovesItsBlocks: a client that dies while its export
-// is being written into blocks leaves nothing on disk: the transfer is
-// aborted and its files removed, on both HTTP transports.
-func TestVanishedClientRemovesItsBlocks(t *testing.T) {
+// TestVanishedClientKeepsItsExport: a client that dies while its export
+// job is being written into blocks does not stop it: the job ends done,
+// and its owner, back on a new session, finds it by id with its
+// transfer, on both HTTP transports.
+func TestVanishedClientKeepsItsExport(t *testing.T) {
 	for _, tc := range httpTransports {
 		t.Run(tc.name, func(t *testing.T) {
 			e := blockEnv(t, blocktransport.Options{}, false)
@@ -112,20 +115,28 @@ func TestVanishedClientRemovesItsBlocks(t *testing.T) {
 			}
 			// Seconds of rows: a correlated sum over 20,000 numbers per row.
 			slow := "SELECT r.id, repeat('x', 500) AS pad, (SELECT sum(x) FROM generate_series(1, 20000 + r.id % 2) x) FROM readings r ORDER BY r.id"
-			called := make(chan error, 1)
-			go func() {
-				_, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql",
-					Arguments: map[string]any{"database": "iot", "sql": slow, "export": true}})
-				called <- err
-			}()
-			testutil.Eventually(t, 20*time.Second, "a transfer being written", func() bool { st := e.blocks.Stats(); return st.Transfers == 1 && st.Bytes > 0 })
-			k.kill()
-			testutil.Eventually(t, 10*time.Second, "the transfer aborted and deleted", func() bool { st := e.blocks.Stats(); return st.Aborted == 1 && st.Transfers == 0 && st.Bytes == 0 })
-			if n := transferDirs(t, e); n != 0 {
-				t.Errorf("%d transfer directories left after the client vanished, want 0", n)
+			res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql",
+				Arguments: map[string]any{"database": "iot", "sql": slow + " LIMIT 200", "export": true}})
+			job, ok := jobOf(t, res)
+			if err != nil || !ok {
+				t.Fatalf("got %v %v, want an export job", res, err)
 			}
+			testutil.Eventually(t, 20*time.Second, "a transfer being written", func() bool { st := e.blocks.Stats(); return st.Bytes > 0 })
+			k.kill()
 			cs.Close()
-			<-called
+			back := e.connectHTTP(t, token("alice", "reader"), "2025-11-25", nil)
+			done, st := awaitJob(t, back, job.ID)
+			var out struct {
+				Transfer *blocktransport.Manifest
+			}
+			raw, _ := json.Marshal(done.StructuredContent)
+			_ = json.Unmarshal(raw, &out)
+			if st.State != jobs.Done || st.Rows != 200 || out.Transfer == nil || out.Transfer.Rows != 200 {
+				t.Errorf("the job after its client vanished: got %s, %d rows, transfer %+v; want done with 200 rows", st.State, st.Rows, out.Transfer)
+			}
+			if st := e.blocks.Stats(); st.Aborted != 0 || st.Transfers != 1 {
+				t.Errorf("block stats: %+v, want the transfer kept", st)
+			}
 		})
 	}
 }

@@ -61,8 +61,14 @@ type Options struct {
 	IDPrefix string
 }
 
-// Progress is what a running job has done so far; its runner reports it.
-// Safe for concurrent use.
+// Meter is what a running job has done so far, read when its status is
+// asked (a query's Progress is one). Safe for concurrent use.
+type Meter interface {
+	Rows() int64
+	Bytes() int64
+}
+
+// Progress is a Meter its owner sets.
 type Progress struct {
 	rows, bytes atomic.Int64
 }
@@ -73,10 +79,17 @@ func (p *Progress) Set(rows, bytes int64) {
 	p.bytes.Store(bytes)
 }
 
+// Rows is the rows set.
+func (p *Progress) Rows() int64 { return p.rows.Load() }
+
+// Bytes is the bytes set.
+func (p *Progress) Bytes() int64 { return p.bytes.Load() }
+
 // Run is a job's work: it runs until done or ctx ends (a cancel, the
-// timeout, the registry closing), reports its progress on p, and returns
-// its result (what Status.Result shows once done) or its error.
-type Run func(ctx context.Context, p *Progress) (result any, err error)
+// timeout, the registry closing), hands watch the Meter of its progress
+// once it has one, and returns its result (what Status.Result shows once
+// done) or its error.
+type Run func(ctx context.Context, watch func(Meter)) (result any, err error)
 
 // Status is a job as its owner sees it.
 type Status struct {
@@ -100,7 +113,7 @@ type job struct {
 	id, owner, tool string
 	created         time.Time
 	cancel          context.CancelCauseFunc
-	progress        Progress
+	meter           atomic.Pointer[Meter]
 
 	mu      sync.Mutex
 	state   State
@@ -113,8 +126,10 @@ type job struct {
 func (j *job) status() Status {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	st := Status{ID: j.id, Owner: j.owner, Tool: j.tool, State: j.state, Created: j.created,
-		Rows: j.progress.rows.Load(), Bytes: j.progress.bytes.Load(), Result: j.result}
+	st := Status{ID: j.id, Owner: j.owner, Tool: j.tool, State: j.state, Created: j.created, Result: j.result}
+	if m := j.meter.Load(); m != nil {
+		st.Rows, st.Bytes = (*m).Rows(), (*m).Bytes()
+	}
 	if !j.ended.IsZero() {
 		ended := j.ended
 		st.Ended = &ended
@@ -161,10 +176,10 @@ var errClosed = lakegate.ErrShuttingDown
 
 // Start runs run as a job of owner's, named for tool, and returns at once
 // with its status. Past MaxPerOwner running jobs it fails with a
-// rate_limited error. The job's context is its own: it outlives the
-// caller's (a session, a request) and ends with a cancel, the timeout, or
-// Close.
-func (r *Registry) Start(owner, tool string, run Run) (Status, error) {
+// rate_limited error. The job's context keeps ctx's values (the caller,
+// the trace) but not its end: it outlives the caller's request or session
+// and ends with a cancel, the timeout, or Close.
+func (r *Registry) Start(ctx context.Context, owner, tool string, run Run) (Status, error) {
 	now := time.Now().UTC()
 	r.mu.Lock()
 	r.sweepLocked(now)
@@ -184,7 +199,7 @@ func (r *Registry) Start(owner, tool string, run Run) (Status, error) {
 			Message: fmt.Sprintf("%d jobs of yours are running, the most at once", running),
 			Hint:    "wait for one to end (job_status) or cancel one (cancel_job)", RetryAfter: 5 * time.Second}
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	ctx, stop := context.WithTimeoutCause(ctx, r.opts.Timeout, errTimeout(r.opts.Timeout))
 	j := &job{id: r.newID(), owner: owner, tool: tool, created: now, cancel: cancel, state: Running, changed: make(chan struct{})}
 	r.jobs[j.id] = j
@@ -193,7 +208,7 @@ func (r *Registry) Start(owner, tool string, run Run) (Status, error) {
 	go func() {
 		defer r.wg.Done()
 		defer stop()
-		result, err := run(ctx, &j.progress)
+		result, err := run(ctx, func(m Meter) { j.meter.Store(&m) })
 		if err == nil && ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}

@@ -36,7 +36,9 @@ func TestJobLifecycle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(t, Options{})
 		release := make(chan struct{})
-		st, err := r.Start("alice", "run_sql", func(ctx context.Context, p *Progress) (any, error) {
+		st, err := r.Start(t.Context(), "alice", "run_sql", func(ctx context.Context, watch func(Meter)) (any, error) {
+			p := &Progress{}
+			watch(p)
 			p.Set(10, 100)
 			<-release
 			p.Set(20, 200)
@@ -75,7 +77,7 @@ func TestJobLifecycle(t *testing.T) {
 func TestWaitRunsOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(t, Options{})
-		st, _ := r.Start("alice", "q", func(ctx context.Context, _ *Progress) (any, error) {
+		st, _ := r.Start(t.Context(), "alice", "q", func(ctx context.Context, _ func(Meter)) (any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
@@ -93,7 +95,7 @@ func TestCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(t, Options{})
 		stopped := make(chan error, 1)
-		st, _ := r.Start("alice", "q", func(ctx context.Context, _ *Progress) (any, error) {
+		st, _ := r.Start(t.Context(), "alice", "q", func(ctx context.Context, _ func(Meter)) (any, error) {
 			<-ctx.Done()
 			stopped <- ctx.Err()
 			return nil, ctx.Err()
@@ -116,7 +118,7 @@ func TestCancel(t *testing.T) {
 func TestTimeoutAndFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(t, Options{Timeout: time.Minute})
-		st, _ := r.Start("alice", "q", func(ctx context.Context, _ *Progress) (any, error) {
+		st, _ := r.Start(t.Context(), "alice", "q", func(ctx context.Context, _ func(Meter)) (any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
@@ -125,7 +127,7 @@ func TestTimeoutAndFailure(t *testing.T) {
 			t.Errorf("timeout: got %+v (error %+v)", got, got.Error)
 		}
 		boom := &lakegate.Error{Kind: lakegate.KindValidation, Message: "no such column"}
-		st, _ = r.Start("alice", "q", func(context.Context, *Progress) (any, error) { return nil, boom })
+		st, _ = r.Start(t.Context(), "alice", "q", func(context.Context, func(Meter)) (any, error) { return nil, boom })
 		got, _ = r.Wait(t.Context(), alice, st.ID, time.Hour)
 		if got.State != Failed || got.Error == nil || got.Error.Message != "no such column" {
 			t.Errorf("failure: got %+v", got)
@@ -138,7 +140,7 @@ func TestTimeoutAndFailure(t *testing.T) {
 func TestExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(t, Options{Keep: 10 * time.Minute})
-		st, _ := r.Start("alice", "q", func(context.Context, *Progress) (any, error) { return "rows", nil })
+		st, _ := r.Start(t.Context(), "alice", "q", func(context.Context, func(Meter)) (any, error) { return "rows", nil })
 		synctest.Wait()
 		time.Sleep(9 * time.Minute)
 		if got, _ := r.Get(alice, st.ID); got.State != Done || got.Result != "rows" {
@@ -159,16 +161,16 @@ func TestExpiry(t *testing.T) {
 func TestMaxPerOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(t, Options{MaxPerOwner: 2})
-		block := func(ctx context.Context, _ *Progress) (any, error) { <-ctx.Done(); return nil, ctx.Err() }
+		block := func(ctx context.Context, _ func(Meter)) (any, error) { <-ctx.Done(); return nil, ctx.Err() }
 		for range 2 {
-			if _, err := r.Start("alice", "q", block); err != nil {
+			if _, err := r.Start(t.Context(), "alice", "q", block); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := r.Start("alice", "q", block); lakegate.KindOf(err) != lakegate.KindRateLimited {
+		if _, err := r.Start(t.Context(), "alice", "q", block); lakegate.KindOf(err) != lakegate.KindRateLimited {
 			t.Errorf("a third: got %v, want rate_limited", err)
 		}
-		if _, err := r.Start("bob", "q", block); err != nil {
+		if _, err := r.Start(t.Context(), "bob", "q", block); err != nil {
 			t.Errorf("bob's first: got %v", err)
 		}
 	})
@@ -181,7 +183,7 @@ func TestClose(t *testing.T) {
 		var ended sync.WaitGroup
 		ended.Add(3)
 		for range 3 {
-			_, _ = r.Start("alice", "q", func(ctx context.Context, _ *Progress) (any, error) {
+			_, _ = r.Start(t.Context(), "alice", "q", func(ctx context.Context, _ func(Meter)) (any, error) {
 				defer ended.Done()
 				<-ctx.Done()
 				return nil, ctx.Err()
@@ -191,7 +193,7 @@ func TestClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		ended.Wait()
-		if _, err := r.Start("alice", "q", nil); !errors.Is(err, lakegate.ErrShuttingDown) {
+		if _, err := r.Start(t.Context(), "alice", "q", nil); !errors.Is(err, lakegate.ErrShuttingDown) {
 			t.Errorf("after close: got %v", err)
 		}
 	})
@@ -199,7 +201,7 @@ func TestClose(t *testing.T) {
 
 func TestIDPrefix(t *testing.T) {
 	r := newRegistry(t, Options{IDPrefix: "ab12"})
-	st, _ := r.Start("alice", "q", func(context.Context, *Progress) (any, error) { return nil, nil })
+	st, _ := r.Start(t.Context(), "alice", "q", func(context.Context, func(Meter)) (any, error) { return nil, nil })
 	if !strings.HasPrefix(st.ID, "ab12") || len(st.ID) != 32 {
 		t.Errorf("got id %q", st.ID)
 	}

@@ -71,6 +71,11 @@ type Options struct {
 	MaxSessionsPerSubject int
 	// Trace logs every MCP message (secrets masked, cut at 4 KiB).
 	Trace bool
+	// JobTimeout bounds an export run as a job (default 1h), and
+	// MaxJobsPerSubject the jobs one subject runs at once (default 4).
+	// Exports run as jobs only with a block store.
+	JobTimeout        time.Duration
+	MaxJobsPerSubject int
 	// AllowedOrigins lists the browser origins ("https://app.example.com")
 	// allowed on the HTTP MCP routes; a request carrying any other Origin
 	// header is refused with 403. Requests without Origin are allowed.
@@ -123,6 +128,8 @@ func OptionsFrom(cfg config.Config) Options {
 		MaxSessionsPerSubject: cfg.MCPMaxSessionsPerSubject,
 		Trace:                 cfg.MCPTrace,
 		AllowedOrigins:        cfg.MCPAllowedOrigins,
+		JobTimeout:            time.Duration(cfg.JobTimeout),
+		MaxJobsPerSubject:     cfg.MaxJobsPerSubject,
 	}
 }
 

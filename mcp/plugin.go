@@ -3,6 +3,7 @@ package mcp
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/internal/origin"
+	"github.com/lakegate/lakegate/jobs"
 	"github.com/lakegate/lakegate/mcp/internal/tools"
 	"github.com/lakegate/lakegate/mcp/internal/transport"
 )
@@ -45,6 +47,7 @@ type Plugin struct {
 	sse        *transport.SSE        // legacy HTTP+SSE
 	streamable *transport.Streamable // Streamable HTTP
 	watch      *toolsWatch           // reloads an operator's tools.json (reload.go); nil without one
+	jobs       *jobs.Registry        // exports run apart from their calls; nil without a block store
 
 	enabled      atomic.Bool
 	enabledSince atomic.Pointer[time.Time]
@@ -98,9 +101,21 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	p.catalog = newCatalog(engine, o.CatalogInterval, log)
 	p.servers.catalog = p.catalog
 	p.blocks = &blockRoutes{store: o.Blocks, peers: o.Peers, replies: p.sessions, threshold: o.BlockThreshold}
+	if o.Blocks != nil {
+		// Exports run as jobs, whose results live as long as their
+		// transfers.
+		jopts := jobs.Options{Timeout: o.JobTimeout, Keep: o.Blocks.TTL(), MaxPerOwner: o.MaxJobsPerSubject}
+		if o.Peers != nil {
+			jopts.IDPrefix = o.Peers.Prefix()
+		}
+		if p.jobs, err = jobs.New(jopts); err != nil {
+			return nil, fmt.Errorf("mcp: %w", err)
+		}
+	}
 	p.tools = tools.New(engine, p.blocks, p.sessions, &tools.Options{Threshold: o.BlockThreshold, AnswerChars: o.AnswerChars,
 		PreviewRows: o.PreviewRows, PreviewBytes: o.PreviewBytes, PreviewCellBytes: o.PreviewCellBytes, Spill: o.Blocks != nil,
-		NoProfile: o.NoProfile, Workers: o.Workers, MaxWorkers: o.MaxWorkers, WorkerWait: o.WorkerWait, Observer: o.Observer, Logger: log})
+		NoProfile: o.NoProfile, Workers: o.Workers, MaxWorkers: o.MaxWorkers, WorkerWait: o.WorkerWait, Observer: o.Observer, Logger: log,
+		Jobs: p.jobs})
 	p.sse = transport.NewSSE(p.servers.getServer, p.sessions, &transport.SSEOptions{Enabled: p.Enabled, Peers: o.Peers,
 		Queue: o.SessionQueue, QueueBytes: o.SessionQueueBytes, WriteTimeout: o.WriteTimeout, Keepalive: o.Keepalive, Logger: log})
 	p.streamable = transport.NewStreamable(p.servers.getServer, p.sessions, &transport.StreamableOptions{
@@ -182,6 +197,7 @@ func (p *Plugin) Mount(r gin.IRouter, meter gin.HandlerFunc) {
 	g.POST("/messages/", p.sse.Message)
 	g.POST("/messages", p.sse.Message)
 	p.blocks.mount(g, meter)
+	(&jobRoutes{registry: p.jobs, peers: p.blocks.peers}).mount(g, meter)
 	// A group's routes: its sessions' SSE messages go to /mcp/messages,
 	// as every session's do.
 	group := g.Group("/:group", p.servers.pick)
@@ -250,6 +266,10 @@ func (p *Plugin) ReloadTools() (host.ToolsInfo, error) {
 func (p *Plugin) Close(ctx context.Context) error {
 	p.watch.close()
 	err := p.Shutdown(ctx)
+	if p.jobs != nil {
+		// The jobs still running stop; their partial transfers go.
+		err = errors.Join(err, p.jobs.Close(ctx))
+	}
 	p.catalog.close()
 	return err
 }

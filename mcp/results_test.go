@@ -14,8 +14,10 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/internal/testutil"
+	"github.com/lakegate/lakegate/jobs"
 	"github.com/lakegate/lakegate/query"
 )
 
@@ -32,6 +34,9 @@ func callSQL(t *testing.T, cs *mcpsdk.ClientSession, args map[string]any) (strin
 	if res.IsError {
 		t.Fatalf("run_sql %v: %s", args, res.Content[0].(*mcpsdk.TextContent).Text)
 	}
+	if args["export"] == true {
+		res = followJob(t, cs, res)
+	}
 	var meta ResultMeta
 	raw, err := json.Marshal(res.StructuredContent)
 	if err != nil {
@@ -45,6 +50,41 @@ func callSQL(t *testing.T, cs *mcpsdk.ClientSession, args map[string]any) (strin
 		links = append(links, c.(*mcpsdk.ResourceLink))
 	}
 	return res.Content[0].(*mcpsdk.TextContent).Text, meta, links
+}
+
+// followJob follows the job an export answered with (its status must
+// say how to) to its end with job_status, and returns the done job's
+// answer: the export's.
+func followJob(t *testing.T, cs *mcpsdk.ClientSession, res *mcpsdk.CallToolResult) *mcpsdk.CallToolResult {
+	t.Helper()
+	var started struct {
+		Mode string
+		Job  struct {
+			ID    string `json:"job_id"`
+			State string
+		}
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &started); err != nil || started.Mode != "job" || started.Job.State != "running" ||
+		!strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, "job_status") {
+		t.Fatalf("an export: got %s (%s), want a running job and how to follow it", raw, res.Content[0].(*mcpsdk.TextContent).Text)
+	}
+	for {
+		st, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "job_status", Arguments: map[string]any{"job_id": started.Job.ID, "wait_s": 25}})
+		if err != nil || st.IsError {
+			t.Fatalf("job_status: %v %v", st, err)
+		}
+		var now struct{ Job struct{ State string } }
+		raw, _ := json.Marshal(st.StructuredContent)
+		_ = json.Unmarshal(raw, &now)
+		switch now.Job.State {
+		case "running":
+			continue
+		case "done":
+			return st
+		}
+		t.Fatalf("the export job ended %s: %s", now.Job.State, st.Content[0].(*mcpsdk.TextContent).Text)
+	}
 }
 
 // TestResultsInlineAndBlocks: a result under the threshold is answered
@@ -154,15 +194,26 @@ func TestResultsBlockStorageFailure(t *testing.T) {
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
 		"database": "iot", "sql": "SELECT id FROM devices", "export": true}})
+	if err != nil || res.IsError {
+		t.Fatal(res, err)
+	}
+	// The export runs as a job, which fails.
+	var job struct{ Job jobs.Status }
+	raw, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(raw, &job)
+	st, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "job_status", Arguments: map[string]any{"job_id": job.Job.ID, "wait_s": 25}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := res.Content[0].(*mcpsdk.TextContent).Text
-	if !res.IsError || !strings.Contains(text, `"kind":"unavailable"`) || !strings.Contains(text, "block storage is full or not writable") {
-		t.Errorf("got %s, want unavailable naming the block storage", text)
+	raw, _ = json.Marshal(st.StructuredContent)
+	_ = json.Unmarshal(raw, &job)
+	text := st.Content[0].(*mcpsdk.TextContent).Text
+	if job.Job.State != jobs.Failed || job.Job.Error == nil || job.Job.Error.Kind != lakegate.KindUnavailable ||
+		!strings.Contains(text, "block storage is full or not writable") {
+		t.Errorf("got %s, want a failed job naming the block storage", text)
 	}
-	if !strings.Contains(logs.String(), `"level":"ERROR","msg":"tool call failed"`) {
-		t.Errorf("no ERROR log line for the call in:\n%s", logs.String())
+	if !strings.Contains(logs.String(), `"level":"ERROR","msg":"export job failed"`) {
+		t.Errorf("no ERROR log line for the job in:\n%s", logs.String())
 	}
 }
 

@@ -193,6 +193,10 @@ func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.W
 		case <-t.C:
 		}
 	}
+	res, err = followJob(ctx, cs, res, stderr)
+	if err != nil {
+		return "", err
+	}
 	raw, _ := json.Marshal(res.StructuredContent)
 	var out struct {
 		RowCount int `json:"row_count"`
@@ -205,6 +209,66 @@ func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.W
 	}
 	fmt.Fprintf(stderr, "lakegate fetch: exported %d rows as transfer %s in %.3fs\n", out.RowCount, out.Transfer.ID, time.Since(start).Seconds())
 	return out.Transfer.ID, nil
+}
+
+// jobState is what an export's answer says of the job it runs as.
+type jobState struct {
+	Mode string `json:"mode"`
+	Job  struct {
+		ID    string `json:"job_id"`
+		State string `json:"state"`
+		Rows  int64  `json:"rows"`
+	} `json:"job"`
+}
+
+// followJob waits for the job an export answered with (mode "job") to
+// end, asking job_status with the longest wait, and returns the done
+// job's answer: the export's. An answer that is no job is returned as it
+// is. Interrupted (ctx), the job is cancelled: the command owned it.
+func followJob(ctx context.Context, cs *mcpsdk.ClientSession, res *mcpsdk.CallToolResult, stderr io.Writer) (*mcpsdk.CallToolResult, error) {
+	var st jobState
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &st); err != nil || st.Mode != "job" {
+		return res, nil
+	}
+	id := st.Job.ID
+	for st.Job.State == "running" {
+		next, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "job_status", Arguments: map[string]any{"job_id": id, "wait_s": 25}})
+		if ctx.Err() != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_, _ = cs.CallTool(cctx, &mcpsdk.CallToolParams{Name: "cancel_job", Arguments: map[string]any{"job_id": id}})
+			cancel()
+			return nil, ctx.Err()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("job_status: %w", err)
+		}
+		if next.IsError {
+			return nil, fmt.Errorf("job_status: %s", firstText(next))
+		}
+		res = next
+		raw, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return nil, fmt.Errorf("job_status: %w", err)
+		}
+		if st.Job.State == "running" {
+			fmt.Fprintf(stderr, "lakegate fetch: export job %s running: %d rows so far\n", id, st.Job.Rows)
+		}
+	}
+	if st.Job.State != "done" {
+		return nil, fmt.Errorf("run_sql: the export job %s", strings.TrimPrefix(firstText(res), "Job "+id+" "))
+	}
+	return res, nil
+}
+
+// firstText is a tool result's first text.
+func firstText(res *mcpsdk.CallToolResult) string {
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*mcpsdk.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
 }
 
 // exportAttempts bounds the run_sql calls of one export that are refused

@@ -33,7 +33,7 @@ type Group struct {
 var groupName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // reservedGroups are the path segments /mcp already uses.
-var reservedGroups = []string{"sse", "messages", "blocks"}
+var reservedGroups = []string{"sse", "messages", "blocks", "jobs"}
 
 // OffersResources says whether the group offers the databases and table
 // schema resources.

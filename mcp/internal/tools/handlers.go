@@ -42,6 +42,8 @@ func handlers() map[string]toolHandler {
 		"query_time_series": typed(runTimeSeries),
 		"explain":           typed(runExplain),
 		"get_result_block":  typed(getResultBlock),
+		"job_status":        typed(jobStatus),
+		"cancel_job":        typed(cancelJob),
 		// sql runs an operator-declared statement; its code is made per
 		// tool by sqlHandler.
 		"sql": sqlHandler(nil),
@@ -128,7 +130,7 @@ type queryIn struct {
 	resultArgs
 }
 
-func runQuery(ctx context.Context, ts *Set, c call, in queryIn) (*answer, error) {
+func runQuery(ctx context.Context, ts *Set, c call, in queryIn) (output, error) {
 	limit, f, chars, err := in.check()
 	if err != nil {
 		return nil, err
@@ -140,7 +142,7 @@ func runQuery(ctx context.Context, ts *Set, c call, in queryIn) (*answer, error)
 	if err != nil {
 		return nil, err
 	}
-	return ts.answer(ctx, c, st, f, in.Export, chars)
+	return ts.result(ctx, c, st, f, in.Export, chars)
 }
 
 type sqlIn struct {
@@ -151,7 +153,7 @@ type sqlIn struct {
 	resultArgs
 }
 
-func runSQL(ctx context.Context, ts *Set, c call, in sqlIn) (*answer, error) {
+func runSQL(ctx context.Context, ts *Set, c call, in sqlIn) (output, error) {
 	limit, f, chars, err := in.check()
 	if err != nil {
 		return nil, err
@@ -160,7 +162,7 @@ func runSQL(ctx context.Context, ts *Set, c call, in sqlIn) (*answer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ts.answer(ctx, c, st, f, in.Export, chars)
+	return ts.result(ctx, c, st, f, in.Export, chars)
 }
 
 // analysisEngine is what query_time_series and explain need of the

@@ -12,7 +12,8 @@ import (
 )
 
 // TestToolsListSize keeps tools/list small: every built-in tool's
-// declaration as a client receives it, under 8 KiB.
+// declaration as a client receives it, at most 9 KiB (10 tools; a tool
+// group offers fewer).
 func TestToolsListSize(t *testing.T) {
 	d, err := Load(lakegate.DefaultTools, "", testPrompts)
 	if err != nil {
@@ -28,8 +29,8 @@ func TestToolsListSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("tools/list: %d tools, %d bytes", len(res.Tools), len(b))
-	if len(b) > 8192 {
-		t.Errorf("tools/list is %d bytes, want at most 8192", len(b))
+	if len(b) > 9216 {
+		t.Errorf("tools/list is %d bytes, want at most 9216", len(b))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/jobs"
 	"github.com/lakegate/lakegate/mcp/internal/wire"
 	"github.com/lakegate/lakegate/query"
 )
@@ -36,7 +37,8 @@ type Set struct {
 	workers  host.Workers
 	observer host.Observer // may be nil
 	log      *slog.Logger
-	index    rowIndex // rows of the blocks of recent transfers (window.go)
+	index    rowIndex       // rows of the blocks of recent transfers (window.go)
+	jobs     *jobs.Registry // exports run as jobs (jobs.go); nil: none
 
 	// declaredMu guards declared and roles, which a reload of tools.json
 	// replaces (reload.go).
@@ -110,6 +112,9 @@ type Options struct {
 	Observer host.Observer
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Jobs runs exports apart from their calls; nil: an export answers
+	// when its rows are written.
+	Jobs *jobs.Registry
 }
 
 // New makes the Set that runs tool calls on engine, sending large
@@ -128,6 +133,7 @@ func New(engine Engine, blocks Blocks, sessions Sessions, opts *Options) *Set {
 		workers:  o.Workers,
 		observer: o.Observer,
 		log:      o.Logger,
+		jobs:     o.Jobs,
 		calls:    map[string]*host.ToolStats{},
 	}
 	if ts.log == nil {
@@ -221,7 +227,7 @@ func (ts *Set) handle(t tool) mcpsdk.ToolHandler {
 		want, least := ts.callReplyBounds(req)
 		reserved, err := ts.sessions.AdmitReply(ctx, req.Session, req.GetExtra(), want, least)
 		if err == nil {
-			c := call{Caller: caller, timeout: t.timeout, args: t.args, inline: ts.inlineBound(reserved, len(req.Params.Arguments))}
+			c := call{Caller: caller, timeout: t.timeout, args: t.args, inline: ts.inlineBound(reserved, len(req.Params.Arguments)), tool: t.name}
 			err = ts.withWorker(ctx, func() (err error) {
 				out, err = h.run(ctx, ts, c, req.Params.Arguments)
 				return err
@@ -396,6 +402,9 @@ func (ts *Set) answer(ctx context.Context, c call, st *query.Stmt, f query.Forma
 	}
 	prog := &query.Progress{}
 	reportRows(ctx, prog)
+	if c.watch != nil {
+		c.watch(prog)
+	}
 	var sp *blockSpill
 	res, err := st.Auto(ctx, query.AutoOptions{
 		InlineBytes:      inline,
@@ -483,4 +492,8 @@ type call struct {
 	// inline bounds the bytes of an inline answer (at most
 	// mcp_block_threshold; less on a session slow to read its replies).
 	inline int64
+	// tool is the tool's name; watch, for a call run as a job, is given
+	// the meter of its rows.
+	tool  string
+	watch func(jobs.Meter)
 }

@@ -1,0 +1,208 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/jobs"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
+	"github.com/lakegate/lakegate/query"
+)
+
+// An export runs as a job: the call answers at once with the job's id,
+// and the rows go to a block transfer under the job's own timeout
+// (job_timeout, not statement_timeout), on a worker of the caller's
+// share, whether or not the session that asked is still there. The agent
+// follows it with job_status (a wait of up to maxJobWait, so that it polls
+// rarely) and stops it with cancel_job; done, job_status answers what the
+// export would have answered inline: the preview, the profile and the
+// transfer.
+
+// maxJobWait bounds job_status's wait: under the minute MCP clients give
+// a call, with room to spare.
+const maxJobWait = 25 * time.Second
+
+// result answers st: as an export job when export asks for blocks and the
+// server runs jobs, else as answer does.
+func (ts *Set) result(ctx context.Context, c call, st *query.Stmt, f query.Format, export bool, chars int) (output, error) {
+	if !export || ts.jobs == nil {
+		return ts.answer(ctx, c, st, f, export, chars)
+	}
+	jc := c
+	jc.timeout = ts.jobs.Timeout()
+	status, err := ts.jobs.Start(ctx, c.Subject, c.tool, func(ctx context.Context, watch func(jobs.Meter)) (any, error) {
+		jc.watch = watch
+		var a *answer
+		start := time.Now()
+		err := ts.withWorker(ctx, func() (err error) {
+			a, err = ts.answer(ctx, jc, st, f, true, chars)
+			return err
+		})
+		log := ts.log.With(lakegate.LogTool, c.tool, lakegate.LogSubject, c.Subject, lakegate.LogDuration, time.Since(start).Milliseconds())
+		if err != nil {
+			level := slog.LevelInfo
+			if errors.Is(err, wire.ErrBlockStorage) {
+				level = slog.LevelError // the operator's to fix, not the caller's
+			}
+			log.Log(ctx, level, "export job failed", "kind", string(lakegate.KindOf(err)), "error", err.Error())
+			return nil, err
+		}
+		log.Info("export job done", "rows", a.RowCount)
+		res, _, err := a.result()
+		if err != nil {
+			return nil, err
+		}
+		return exportResult{res}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jobOut{Status: status, started: true}, nil
+}
+
+// exportResult is a done export's answer, kept with its job: the text and
+// links a model reads, and as JSON the structured content.
+type exportResult struct{ res *mcpsdk.CallToolResult }
+
+func (e exportResult) MarshalJSON() ([]byte, error) {
+	if e.res == nil || e.res.StructuredContent == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(e.res.StructuredContent)
+}
+
+// jobOut is a job's status as a tool answer: a line or two for the model
+// and, structured, the status in a result's shape (mode "job").
+type jobOut struct {
+	jobs.Status
+	started bool // the answer of the call that started it
+}
+
+func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
+	var b strings.Builder
+	st := o.Status
+	took := time.Since(st.Created)
+	if st.Ended != nil {
+		took = st.Ended.Sub(st.Created)
+	}
+	took = took.Round(100 * time.Millisecond)
+	switch {
+	case o.started:
+		fmt.Fprintf(&b, "Started job %s (%s export): the rows go to a block transfer; nothing is answered inline.\n", st.ID, st.Tool)
+	case st.State == jobs.Running:
+		fmt.Fprintf(&b, "Job %s (%s) is running: %v so far, %d rows, %d bytes written.\n", st.ID, st.Tool, took, st.Rows, st.Bytes)
+	default:
+		fmt.Fprintf(&b, "Job %s (%s) %s after %v: %d rows, %d bytes.\n", st.ID, st.Tool, st.State, took, st.Rows, st.Bytes)
+	}
+	var content []mcpsdk.Content
+	switch st.State {
+	case jobs.Running:
+		fmt.Fprintf(&b, "Call job_status with job_id %q and wait_s %d to wait for its end (it answers at once when the job ends); cancel_job stops it.", st.ID, int(maxJobWait.Seconds()))
+	case jobs.Done:
+		// The export's answer, under the job's line.
+		if r, ok := st.Result.(exportResult); ok && r.res != nil && len(r.res.Content) > 0 {
+			if text, ok := r.res.Content[0].(*mcpsdk.TextContent); ok {
+				b.WriteString(text.Text)
+				content = r.res.Content[1:]
+			} else {
+				content = r.res.Content
+			}
+		}
+	case jobs.Failed, jobs.Cancelled:
+		if st.Error != nil {
+			b.WriteString(st.Error.Message)
+			if st.Error.Hint != "" {
+				b.WriteString(" (" + st.Error.Hint + ")")
+			}
+		}
+	case jobs.Expired:
+		b.WriteString("Its result has expired, and its transfer is deleted: run the export again.")
+	}
+	data, err := json.Marshal(jobMeta{Columns: []query.ResultColumn{}, Mode: modeJob, Job: st})
+	if err != nil {
+		return nil, 0, fmt.Errorf("encode tool result: %w", err)
+	}
+	if r, ok := st.Result.(exportResult); ok && r.res != nil && st.State == jobs.Done {
+		// Done: the export's own structured answer, with the job.
+		data, err = withJob(r.res.StructuredContent, st)
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	return &mcpsdk.CallToolResult{
+		Content:           append([]mcpsdk.Content{&mcpsdk.TextContent{Text: b.String()}}, content...),
+		StructuredContent: json.RawMessage(data),
+	}, st.Rows, nil
+}
+
+// modeJob is the mode of a result a job produces (ResultMeta.Mode).
+const modeJob = "job"
+
+// jobMeta is a job's status in a result's shape, so that it meets the
+// query tools' output schema.
+type jobMeta struct {
+	Columns   []query.ResultColumn `json:"columns"`
+	RowCount  int64                `json:"row_count"`
+	Truncated bool                 `json:"truncated"`
+	Mode      string               `json:"mode"`
+	Job       jobs.Status          `json:"job"`
+}
+
+// withJob adds the job's status (without its result, which is the rest)
+// to a done export's structured content.
+func withJob(structured any, st jobs.Status) ([]byte, error) {
+	raw, err := json.Marshal(structured)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	st.Result = nil
+	m["job"] = st
+	return json.Marshal(m)
+}
+
+type jobIn struct {
+	JobID string  `json:"job_id"`
+	WaitS float64 `json:"wait_s"`
+}
+
+// jobStatus answers job_status: the job's status once it has ended or
+// wait_s (at most maxJobWait) has passed.
+func jobStatus(ctx context.Context, ts *Set, c call, in jobIn) (output, error) {
+	if ts.jobs == nil {
+		return nil, errNoJobs
+	}
+	wait := time.Duration(min(max(in.WaitS, 0), maxJobWait.Seconds()) * float64(time.Second))
+	st, err := ts.jobs.Wait(ctx, c.Caller, in.JobID, wait)
+	if err != nil {
+		return nil, err
+	}
+	return jobOut{Status: st}, nil
+}
+
+// cancelJob answers cancel_job: the job stopped (its partial transfer
+// deleted), or as it had ended.
+func cancelJob(ctx context.Context, ts *Set, c call, in jobIn) (output, error) {
+	if ts.jobs == nil {
+		return nil, errNoJobs
+	}
+	st, err := ts.jobs.Cancel(ctx, c.Caller, in.JobID)
+	if err != nil {
+		return nil, err
+	}
+	return jobOut{Status: st}, nil
+}
+
+var errNoJobs = &lakegate.Error{Kind: lakegate.KindNotFound, Message: "this server runs no jobs",
+	Hint: "exports answer when their rows are written"}

@@ -1,0 +1,99 @@
+package mcp
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/jobs"
+	"github.com/lakegate/lakegate/mcp/internal/route"
+)
+
+// JobsPath is where the jobs' HTTP routes are mounted, under /mcp: a
+// caller's jobs, one job (?wait=25s waits for its end), and DELETE to
+// cancel one. In a cluster a job's routes are forwarded to the replica
+// that runs it, whichever replica is asked.
+const JobsPath = "/jobs"
+
+// maxJobWait bounds ?wait= on a job's route, as job_status's wait_s.
+const maxJobWait = 25 * time.Second
+
+// jobRoutes serves the jobs over HTTP; registry nil: the server runs no
+// jobs (every route answers not_found).
+type jobRoutes struct {
+	registry *jobs.Registry
+	peers    host.Peers // nil: a single server
+}
+
+func (j *jobRoutes) mount(g gin.IRouter, meter gin.HandlerFunc) {
+	g.GET(JobsPath, meter, j.list)
+	g.GET(JobsPath+"/:id", meter, j.get)
+	g.DELETE(JobsPath+"/:id", meter, j.cancel)
+}
+
+var errNoJobs = &lakegate.Error{Kind: lakegate.KindNotFound, Message: "this server runs no jobs",
+	Hint: "exports answer when their rows are written"}
+
+func (j *jobRoutes) list(c *gin.Context) {
+	if j.registry == nil {
+		route.Fail(c, errNoJobs)
+		return
+	}
+	caller, _ := lakegate.CallerFrom(c.Request.Context())
+	c.JSON(http.StatusOK, gin.H{"jobs": j.registry.List(caller)})
+}
+
+func (j *jobRoutes) get(c *gin.Context) {
+	id := c.Param("id")
+	if route.Forward(j.peers, c, id) {
+		return
+	}
+	if j.registry == nil {
+		route.Fail(c, errNoJobs)
+		return
+	}
+	var wait time.Duration
+	if v := c.Query("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			if s, serr := strconv.ParseFloat(v, 64); serr == nil {
+				d, err = time.Duration(s*float64(time.Second)), nil
+			}
+		}
+		if err != nil || d < 0 {
+			route.Fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "wait " + strconv.Quote(v) + " is not a duration",
+				Hint: "a duration like 25s (at most 25s), or seconds"})
+			return
+		}
+		wait = min(d, maxJobWait)
+	}
+	caller, _ := lakegate.CallerFrom(c.Request.Context())
+	st, err := j.registry.Wait(c.Request.Context(), caller, id, wait)
+	if err != nil {
+		route.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, st)
+}
+
+func (j *jobRoutes) cancel(c *gin.Context) {
+	id := c.Param("id")
+	if route.Forward(j.peers, c, id) {
+		return
+	}
+	if j.registry == nil {
+		route.Fail(c, errNoJobs)
+		return
+	}
+	caller, _ := lakegate.CallerFrom(c.Request.Context())
+	st, err := j.registry.Cancel(c.Request.Context(), caller, id)
+	if err != nil {
+		route.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, st)
+}

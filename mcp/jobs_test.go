@@ -1,0 +1,116 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/blocktransport"
+	"github.com/lakegate/lakegate/internal/testutil"
+	"github.com/lakegate/lakegate/jobs"
+)
+
+// jobCall calls tool with args and returns its text and the job status
+// in its structured content.
+func jobCall(t *testing.T, cs *mcpsdk.ClientSession, tool string, args map[string]any) (string, jobs.Status, bool) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var out struct{ Job jobs.Status }
+	raw, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(raw, &out)
+	return res.Content[0].(*mcpsdk.TextContent).Text, out.Job, res.IsError
+}
+
+// TestExportJob: an export answers at once with a running job, which goes
+// on when the session that started it closes; its owner follows it from
+// another session, another subject is told it does not exist, and
+// cancel_job stops it and deletes its partial transfer.
+func TestExportJob(t *testing.T) {
+	dir := t.TempDir()
+	store, err := blocktransport.Open(blocktransport.Options{Dir: dir, BlockSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	p, _ := newTestPlugin(t, Options{Blocks: store})
+	srv := serveHTTP(t, p)
+	first := connectStreamable(t, srv.URL, "alice", "2025-11-25", nil)
+	endless := "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT x FROM c"
+	start := time.Now()
+	text, job, isErr := jobCall(t, first, "run_sql", map[string]any{"database": "iot", "sql": endless, "export": true})
+	if isErr || job.State != jobs.Running || job.ID == "" || !strings.Contains(text, "job_status") {
+		t.Fatalf("the export: got %q %+v, want a running job", text, job)
+	}
+	t.Logf("the export answered with its job in %v", time.Since(start).Round(time.Millisecond))
+	first.Close()
+
+	again := connectStreamable(t, srv.URL, "alice", "2025-11-25", nil)
+	testutil.Eventually(t, 10*time.Second, "the job writes rows", func() bool {
+		_, st, _ := jobCall(t, again, "job_status", map[string]any{"job_id": job.ID})
+		return st.State == jobs.Running && st.Rows > 0 && st.Bytes > 0
+	})
+	bob := connectStreamable(t, srv.URL, "bob", "2025-11-25", nil)
+	if text, _, isErr := jobCall(t, bob, "job_status", map[string]any{"job_id": job.ID}); !isErr || !strings.Contains(text, "not_found") {
+		t.Errorf("bob asks for alice's job: got %q", text)
+	}
+	if text, _, isErr := jobCall(t, bob, "cancel_job", map[string]any{"job_id": job.ID}); !isErr || !strings.Contains(text, "not_found") {
+		t.Errorf("bob cancels alice's job: got %q", text)
+	}
+
+	text, st, isErr := jobCall(t, again, "cancel_job", map[string]any{"job_id": job.ID})
+	if isErr || st.State != jobs.Cancelled || !strings.Contains(text, "cancelled") {
+		t.Errorf("cancel: got %q %+v", text, st)
+	}
+	testutil.Eventually(t, 10*time.Second, "the partial transfer deleted", func() bool {
+		entries, _ := os.ReadDir(dir)
+		return len(entries) == 0 && len(store.List("")) == 0
+	})
+
+	// Over HTTP: the owner's list and the job, 404 to another subject.
+	get := func(sub, path string) (int, []byte) {
+		resp, err := clientFor(sub).Get(srv.URL + "/mcp" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, body
+	}
+	var list struct{ Jobs []jobs.Status }
+	if code, body := get("alice", "/jobs"); code != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list.Jobs) != 1 || list.Jobs[0].State != jobs.Cancelled {
+		t.Errorf("GET /mcp/jobs: got %d %s", code, body)
+	}
+	if code, body := get("alice", "/jobs/"+job.ID+"?wait=2s"); code != http.StatusOK || !strings.Contains(string(body), `"state":"cancelled"`) {
+		t.Errorf("GET /mcp/jobs/{id}: got %d %s", code, body)
+	}
+	if code, body := get("bob", "/jobs/"+job.ID); code != http.StatusNotFound {
+		t.Errorf("GET /mcp/jobs/{id} as bob: got %d %s, want 404", code, body)
+	}
+
+	// A small export, followed to its end: the export's answer.
+	res, err := again.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
+		"database": "iot", "sql": "SELECT id FROM devices", "export": true}})
+	if err != nil || res.IsError {
+		t.Fatal(res, err)
+	}
+	done := followJob(t, again, res)
+	var meta ResultMeta
+	raw, _ := json.Marshal(done.StructuredContent)
+	_ = json.Unmarshal(raw, &meta)
+	if meta.Mode != ModeBlocks || meta.Transfer == nil || meta.Transfer.Rows != int64(meta.RowCount) || meta.RowCount == 0 {
+		t.Errorf("the done job: got %+v, want the export's answer", meta)
+	}
+	if len(done.Content) < 2 {
+		t.Errorf("the done job: got %d contents, want the text and the block links", len(done.Content))
+	}
+}
