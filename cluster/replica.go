@@ -118,7 +118,10 @@ func (p *Peers) Fetch(ctx context.Context, c lakegate.Caller, id, path string) (
 		return nil, &lakegate.Error{Kind: lakegate.KindNotFound, Message: "no such transfer",
 			Hint: "transfers expire after a while and can be read only by the subject that made them"}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.JoinPath(path).String(), nil)
+	path, query, _ := strings.Cut(path, "?") // a query goes on unescaped
+	u := target.JoinPath(path)
+	u.RawQuery = query
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}

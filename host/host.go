@@ -33,6 +33,18 @@ type Workers interface {
 	Use() WorkerStatus
 }
 
+// paidKey marks a context whose work was admitted by the rate limit once
+// already (WithPaid).
+type paidKey struct{}
+
+// WithPaid marks ctx's work as paid for: the call that started it (an
+// export that goes on as a job) took its caller's rate-limit token, so
+// the work's own Acquire takes none. It still takes a worker slot.
+func WithPaid(ctx context.Context) context.Context { return context.WithValue(ctx, paidKey{}, true) }
+
+// Paid reports whether ctx's work was paid for (WithPaid).
+func Paid(ctx context.Context) bool { v, _ := ctx.Value(paidKey{}).(bool); return v }
+
 // Observer receives the plugin's measurements, for the host's metrics.
 // Its methods are called on the request path: they must be quick and
 // safe for concurrent use.
@@ -158,7 +170,8 @@ type Peers interface {
 	// Forward sends r, a request for id, to the replica that owns it and
 	// reports whether it did; false: id is this replica's or unknown.
 	Forward(w http.ResponseWriter, r *http.Request, id string) bool
-	// Fetch GETs path from the replica that owns id on behalf of c (a
-	// tool call reading a block another replica holds).
+	// Fetch GETs path (which may end in a ?query) from the replica that
+	// owns id on behalf of c (a tool call reading a block, or a job's
+	// status, another replica holds).
 	Fetch(ctx context.Context, c lakegate.Caller, id, path string) (*http.Response, error)
 }

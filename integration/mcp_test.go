@@ -210,15 +210,16 @@ func TestMCPToolsOverSSE(t *testing.T) {
 	var names []string
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
-		if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
-			t.Errorf("tool %s: want readOnlyHint true", tool.Name)
+		// cancel_job changes nothing but the caller's own job.
+		if tool.Annotations == nil || tool.Annotations.ReadOnlyHint != (tool.Name != "cancel_job") {
+			t.Errorf("tool %s: want readOnlyHint %v", tool.Name, tool.Name != "cancel_job")
 		}
 		if tool.OutputSchema == nil {
 			t.Errorf("tool %s: want an output schema", tool.Name)
 		}
 	}
 	slices.Sort(names)
-	want := []string{"describe_table", "explain", "get_result_block", "list_databases", "list_tables", "query", "query_time_series", "run_sql"}
+	want := []string{"cancel_job", "describe_table", "explain", "get_result_block", "job_status", "list_databases", "list_tables", "query", "query_time_series", "run_sql"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools: got %v, want %v", names, want)
 	}

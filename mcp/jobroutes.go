@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -96,4 +98,18 @@ func (j *jobRoutes) cancel(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, st)
+}
+
+// remoteJob reads job id from the replica that runs it, waiting up to
+// wait for its end (the job_status tool on a session of another
+// replica); ok is false for a job of this replica's, or a single server.
+func (j *jobRoutes) remoteJob(blocks *blockRoutes) func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration) (jobs.Status, bool, error) {
+	return func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration) (jobs.Status, bool, error) {
+		if j.peers == nil || strings.HasPrefix(id, j.peers.Prefix()) {
+			return jobs.Status{}, false, nil
+		}
+		var st jobs.Status
+		_, err := blocks.fetch(ctx, c, id, "/mcp"+JobsPath+"/"+id+"?wait="+wait.String(), maxManifestBytes, &st)
+		return st, true, err
+	}
 }

@@ -48,6 +48,7 @@ type Plugin struct {
 	streamable *transport.Streamable // Streamable HTTP
 	watch      *toolsWatch           // reloads an operator's tools.json (reload.go); nil without one
 	jobs       *jobs.Registry        // exports run apart from their calls; nil without a block store
+	jobRoutes  *jobRoutes            // their HTTP routes (jobroutes.go)
 
 	enabled      atomic.Bool
 	enabledSince atomic.Pointer[time.Time]
@@ -112,10 +113,11 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 			return nil, fmt.Errorf("mcp: %w", err)
 		}
 	}
+	p.jobRoutes = &jobRoutes{registry: p.jobs, peers: o.Peers}
 	p.tools = tools.New(engine, p.blocks, p.sessions, &tools.Options{Threshold: o.BlockThreshold, AnswerChars: o.AnswerChars,
 		PreviewRows: o.PreviewRows, PreviewBytes: o.PreviewBytes, PreviewCellBytes: o.PreviewCellBytes, Spill: o.Blocks != nil,
 		NoProfile: o.NoProfile, Workers: o.Workers, MaxWorkers: o.MaxWorkers, WorkerWait: o.WorkerWait, Observer: o.Observer, Logger: log,
-		Jobs: p.jobs})
+		Jobs: p.jobs, RemoteJob: p.jobRoutes.remoteJob(p.blocks)})
 	p.sse = transport.NewSSE(p.servers.getServer, p.sessions, &transport.SSEOptions{Enabled: p.Enabled, Peers: o.Peers,
 		Queue: o.SessionQueue, QueueBytes: o.SessionQueueBytes, WriteTimeout: o.WriteTimeout, Keepalive: o.Keepalive, Logger: log})
 	p.streamable = transport.NewStreamable(p.servers.getServer, p.sessions, &transport.StreamableOptions{
@@ -197,7 +199,7 @@ func (p *Plugin) Mount(r gin.IRouter, meter gin.HandlerFunc) {
 	g.POST("/messages/", p.sse.Message)
 	g.POST("/messages", p.sse.Message)
 	p.blocks.mount(g, meter)
-	(&jobRoutes{registry: p.jobs, peers: p.blocks.peers}).mount(g, meter)
+	p.jobRoutes.mount(g, meter)
 	// A group's routes: its sessions' SSE messages go to /mcp/messages,
 	// as every session's do.
 	group := g.Group("/:group", p.servers.pick)

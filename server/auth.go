@@ -288,8 +288,10 @@ func (a *authenticator) authenticate(c *gin.Context) {
 // replicaRoutes are the routes a replica's signature is accepted on, GET
 // only: a transfer's manifest and its blocks, the block transport routes
 // the MCP plugin mounts (mcp.BlocksPath) and cluster.Peers.Fetch reads
-// when a tool call on one replica reads a block another one holds.
-var replicaRoutes = []string{"/mcp/blocks/:id", "/mcp/blocks/:id/:n"}
+// when a tool call on one replica reads a block another one holds; and a
+// job's status (mcp.JobsPath), which job_status reads on the replica that
+// runs the job.
+var replicaRoutes = []string{"/mcp/blocks/:id", "/mcp/blocks/:id/:n", "/mcp/jobs/:id"}
 
 // replicaCaller is the caller another replica signed into a request
 // (signed, or sigErr when the signature is bad). A signature is a
@@ -302,7 +304,7 @@ func (a *authenticator) replicaCaller(c *gin.Context, authz string, signed lakeg
 	switch {
 	case c.Request.Method != http.MethodGet || !slices.Contains(replicaRoutes, c.FullPath()):
 		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth,
-			Message: "a replica's signature is accepted on block reads only", Hint: a.hint}
+			Message: "a replica's signature is accepted on block reads and job status only", Hint: a.hint}
 	case authz != "" || (c.Request.TLS != nil && len(c.Request.TLS.PeerCertificates) > 0):
 		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth,
 			Message: "a request carries one credential: a bearer token, a client certificate or a replica's signature, not several", Hint: a.hint}

@@ -107,8 +107,10 @@ var _ host.Workers = mcpWorkers{}
 
 func (w mcpWorkers) Acquire(ctx context.Context) (func(), error) {
 	caller, _ := lakegate.CallerFrom(ctx)
-	if err := w.l.allow(caller.Subject); err != nil {
-		return nil, err
+	if !host.Paid(ctx) {
+		if err := w.l.allow(caller.Subject); err != nil {
+			return nil, err
+		}
 	}
 	return w.l.admit(ctx, caller.Subject, workMCP)
 }

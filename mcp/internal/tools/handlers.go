@@ -42,12 +42,18 @@ func handlers() map[string]toolHandler {
 		"query_time_series": typed(runTimeSeries),
 		"explain":           typed(runExplain),
 		"get_result_block":  typed(getResultBlock),
-		"job_status":        typed(jobStatus),
-		"cancel_job":        typed(cancelJob),
+		"job_status":        withoutWorker(typed(jobStatus)),
+		"cancel_job":        withoutWorker(typed(cancelJob)),
 		// sql runs an operator-declared statement; its code is made per
 		// tool by sqlHandler.
 		"sql": sqlHandler(nil),
 	}
+}
+
+// withoutWorker marks h as doing no database work (toolHandler.noWorker).
+func withoutWorker(h toolHandler) toolHandler {
+	h.noWorker = true
+	return h
 }
 
 func handlerNames() []string {

@@ -12,6 +12,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/jobs"
 	"github.com/lakegate/lakegate/mcp/internal/wire"
 	"github.com/lakegate/lakegate/query"
@@ -38,7 +39,8 @@ func (ts *Set) result(ctx context.Context, c call, st *query.Stmt, f query.Forma
 	}
 	jc := c
 	jc.timeout = ts.jobs.Timeout()
-	status, err := ts.jobs.Start(ctx, c.Subject, c.tool, func(ctx context.Context, watch func(jobs.Meter)) (any, error) {
+	// The call took the caller's rate-limit token: the job takes none.
+	status, err := ts.jobs.Start(host.WithPaid(ctx), c.Subject, c.tool, func(ctx context.Context, watch func(jobs.Meter)) (any, error) {
 		jc.watch = watch
 		var a *answer
 		start := time.Now()
@@ -107,7 +109,13 @@ func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
 	case jobs.Running:
 		fmt.Fprintf(&b, "Call job_status with job_id %q and wait_s %d to wait for its end (it answers at once when the job ends); cancel_job stops it.", st.ID, int(maxJobWait.Seconds()))
 	case jobs.Done:
-		// The export's answer, under the job's line.
+		// The export's answer, under the job's line (a job of another
+		// replica: where its result is).
+		if r, ok := st.Result.(map[string]any); ok {
+			if tr, ok := r["transfer"].(map[string]any); ok {
+				fmt.Fprintf(&b, "Its rows are in transfer %v (%v rows, %v blocks); read them with get_result_block.", tr["transfer_id"], tr["rows"], len(anySlice(tr["blocks"])))
+			}
+		}
 		if r, ok := st.Result.(exportResult); ok && r.res != nil && len(r.res.Content) > 0 {
 			if text, ok := r.res.Content[0].(*mcpsdk.TextContent); ok {
 				b.WriteString(text.Text)
@@ -130,10 +138,19 @@ func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode tool result: %w", err)
 	}
-	if r, ok := st.Result.(exportResult); ok && r.res != nil && st.State == jobs.Done {
-		// Done: the export's own structured answer, with the job.
-		data, err = withJob(r.res.StructuredContent, st)
-		if err != nil {
+	// Done: the export's own structured answer (kept here, or read from
+	// the replica that ran it), with the job.
+	var done any
+	switch r := st.Result.(type) {
+	case exportResult:
+		if r.res != nil {
+			done = r.res.StructuredContent
+		}
+	case map[string]any:
+		done = r
+	}
+	if st.State == jobs.Done && done != nil {
+		if data, err = withJob(done, st); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -184,6 +201,14 @@ func jobStatus(ctx context.Context, ts *Set, c call, in jobIn) (output, error) {
 		return nil, errNoJobs
 	}
 	wait := time.Duration(min(max(in.WaitS, 0), maxJobWait.Seconds()) * float64(time.Second))
+	if ts.remoteJob != nil {
+		if st, ok, err := ts.remoteJob(ctx, c.Caller, in.JobID, wait); ok {
+			if err != nil {
+				return nil, err
+			}
+			return jobOut{Status: st}, nil
+		}
+	}
 	st, err := ts.jobs.Wait(ctx, c.Caller, in.JobID, wait)
 	if err != nil {
 		return nil, err
@@ -206,3 +231,8 @@ func cancelJob(ctx context.Context, ts *Set, c call, in jobIn) (output, error) {
 
 var errNoJobs = &lakegate.Error{Kind: lakegate.KindNotFound, Message: "this server runs no jobs",
 	Hint: "exports answer when their rows are written"}
+
+func anySlice(v any) []any {
+	s, _ := v.([]any)
+	return s
+}

@@ -39,6 +39,9 @@ type Set struct {
 	log      *slog.Logger
 	index    rowIndex       // rows of the blocks of recent transfers (window.go)
 	jobs     *jobs.Registry // exports run as jobs (jobs.go); nil: none
+	// remoteJob reads another replica's job (Options.RemoteJob); nil: a
+	// single server.
+	remoteJob func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration) (jobs.Status, bool, error)
 
 	// declaredMu guards declared and roles, which a reload of tools.json
 	// replaces (reload.go).
@@ -115,6 +118,9 @@ type Options struct {
 	// Jobs runs exports apart from their calls; nil: an export answers
 	// when its rows are written.
 	Jobs *jobs.Registry
+	// RemoteJob, in a cluster, reads a job another replica runs, waiting
+	// up to wait for its end; ok false when id is this replica's.
+	RemoteJob func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration) (st jobs.Status, ok bool, err error)
 }
 
 // New makes the Set that runs tool calls on engine, sending large
@@ -128,13 +134,14 @@ func New(engine Engine, blocks Blocks, sessions Sessions, opts *Options) *Set {
 		engine: engine,
 		answers: answerOptions{threshold: o.Threshold, chars: o.AnswerChars, previewRows: o.PreviewRows, previewBytes: o.PreviewBytes,
 			previewCellBytes: o.PreviewCellBytes, spill: o.Spill, noProfile: o.NoProfile},
-		blocks:   blocks,
-		sessions: sessions,
-		workers:  o.Workers,
-		observer: o.Observer,
-		log:      o.Logger,
-		jobs:     o.Jobs,
-		calls:    map[string]*host.ToolStats{},
+		blocks:    blocks,
+		sessions:  sessions,
+		workers:   o.Workers,
+		observer:  o.Observer,
+		log:       o.Logger,
+		jobs:      o.Jobs,
+		remoteJob: o.RemoteJob,
+		calls:     map[string]*host.ToolStats{},
 	}
 	if ts.log == nil {
 		ts.log = slog.New(slog.DiscardHandler)
@@ -228,10 +235,15 @@ func (ts *Set) handle(t tool) mcpsdk.ToolHandler {
 		reserved, err := ts.sessions.AdmitReply(ctx, req.Session, req.GetExtra(), want, least)
 		if err == nil {
 			c := call{Caller: caller, timeout: t.timeout, args: t.args, inline: ts.inlineBound(reserved, len(req.Params.Arguments)), tool: t.name}
-			err = ts.withWorker(ctx, func() (err error) {
+			run := func() (err error) {
 				out, err = h.run(ctx, ts, c, req.Params.Arguments)
 				return err
-			})
+			}
+			if h.noWorker {
+				err = run()
+			} else {
+				err = ts.withWorker(ctx, run)
+			}
 		}
 		var res *mcpsdk.CallToolResult
 		var rows int64
@@ -475,6 +487,10 @@ type toolHandler struct {
 	run func(ctx context.Context, ts *Set, c call, args json.RawMessage) (output, error)
 	// args are the arguments the input type has; nil: any (a map).
 	args []string
+	// noWorker: the handler does no database work (it reads a job's
+	// state, or waits for it), so it takes no worker slot and no share
+	// of the caller's limits.
+	noWorker bool
 }
 
 // output is a tool's result: it renders itself as the tool result, and
