@@ -13,6 +13,7 @@ import (
 	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/jobs"
 	"github.com/lakegate/lakegate/mcp/internal/route"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
 // JobsPath is where the jobs' HTTP routes are mounted, under /mcp: a
@@ -37,25 +38,33 @@ func (j *jobRoutes) mount(g gin.IRouter, meter gin.HandlerFunc) {
 	g.DELETE(JobsPath+"/:id", meter, j.cancel)
 }
 
-var errNoJobs = &lakegate.Error{Kind: lakegate.KindNotFound, Message: "this server runs no jobs",
-	Hint: "exports answer when their rows are written"}
-
 func (j *jobRoutes) list(c *gin.Context) {
 	if j.registry == nil {
-		route.Fail(c, errNoJobs)
+		route.Fail(c, wire.ErrNoJobs)
 		return
 	}
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	c.JSON(http.StatusOK, gin.H{"jobs": j.registry.List(caller)})
 }
 
-func (j *jobRoutes) get(c *gin.Context) {
-	id := c.Param("id")
+// local is the job id of a route this replica answers: false when the
+// request went on to the replica that runs the job, or was answered that
+// there are no jobs here.
+func (j *jobRoutes) local(c *gin.Context) (id string, ok bool) {
+	id = c.Param("id")
 	if route.Forward(j.peers, c, id) {
-		return
+		return "", false
 	}
 	if j.registry == nil {
-		route.Fail(c, errNoJobs)
+		route.Fail(c, wire.ErrNoJobs)
+		return "", false
+	}
+	return id, true
+}
+
+func (j *jobRoutes) get(c *gin.Context) {
+	id, ok := j.local(c)
+	if !ok {
 		return
 	}
 	var wait time.Duration
@@ -83,12 +92,8 @@ func (j *jobRoutes) get(c *gin.Context) {
 }
 
 func (j *jobRoutes) cancel(c *gin.Context) {
-	id := c.Param("id")
-	if route.Forward(j.peers, c, id) {
-		return
-	}
-	if j.registry == nil {
-		route.Fail(c, errNoJobs)
+	id, ok := j.local(c)
+	if !ok {
 		return
 	}
 	caller, _ := lakegate.CallerFrom(c.Request.Context())

@@ -198,7 +198,7 @@ type jobIn struct {
 // wait_s (at most maxJobWait) has passed.
 func jobStatus(ctx context.Context, ts *Set, c call, in jobIn) (output, error) {
 	if ts.jobs == nil {
-		return nil, errNoJobs
+		return nil, wire.ErrNoJobs
 	}
 	wait := time.Duration(min(max(in.WaitS, 0), maxJobWait.Seconds()) * float64(time.Second))
 	if ts.remoteJob != nil {
@@ -220,7 +220,7 @@ func jobStatus(ctx context.Context, ts *Set, c call, in jobIn) (output, error) {
 // deleted), or as it had ended.
 func cancelJob(ctx context.Context, ts *Set, c call, in jobIn) (output, error) {
 	if ts.jobs == nil {
-		return nil, errNoJobs
+		return nil, wire.ErrNoJobs
 	}
 	st, err := ts.jobs.Cancel(ctx, c.Caller, in.JobID)
 	if err != nil {
@@ -228,9 +228,6 @@ func cancelJob(ctx context.Context, ts *Set, c call, in jobIn) (output, error) {
 	}
 	return jobOut{Status: st}, nil
 }
-
-var errNoJobs = &lakegate.Error{Kind: lakegate.KindNotFound, Message: "this server runs no jobs",
-	Hint: "exports answer when their rows are written"}
 
 func anySlice(v any) []any {
 	s, _ := v.([]any)

@@ -37,6 +37,11 @@ var ErrBlockStorage = errors.New("block storage failed")
 // without a block store.
 var ErrNoBlockStore = errors.New("no block store")
 
+// ErrNoJobs is the answer about a job on a server that runs none (it has
+// no block store).
+var ErrNoJobs = &lakegate.Error{Kind: lakegate.KindNotFound, Message: "this server runs no jobs",
+	Hint: "exports answer when their rows are written"}
+
 // BlockErr maps the block store's errors into the taxonomy.
 func BlockErr(err error) error {
 	var be *blocktransport.BudgetError
