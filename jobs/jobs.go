@@ -47,6 +47,12 @@ const (
 	DefaultMaxPerOwner = 4
 )
 
+// maxEndedPerOwner bounds the ended jobs kept for one subject: past it
+// the oldest are forgotten before their time, so that what the registry
+// holds (each done job keeps its answer) is bounded whatever a subject
+// starts.
+const maxEndedPerOwner = 64
+
 // Options tune a Registry; the zero value of each field is its default.
 type Options struct {
 	// Timeout bounds one job's run (job_timeout).
@@ -188,9 +194,21 @@ func (r *Registry) Start(ctx context.Context, owner, tool string, run Run) (Stat
 		return Status{}, errClosed
 	}
 	running := 0
+	var ended []*job
 	for _, j := range r.jobs {
-		if j.owner == owner && j.status().State == Running {
+		if j.owner != owner {
+			continue
+		}
+		if st := j.status(); st.State == Running {
 			running++
+		} else {
+			ended = append(ended, j)
+		}
+	}
+	if len(ended) >= maxEndedPerOwner {
+		slices.SortFunc(ended, func(a, b *job) int { return a.created.Compare(b.created) })
+		for _, j := range ended[:len(ended)-maxEndedPerOwner+1] {
+			delete(r.jobs, j.id)
 		}
 	}
 	if running >= r.opts.MaxPerOwner {

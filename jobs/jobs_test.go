@@ -209,3 +209,34 @@ func TestIDPrefix(t *testing.T) {
 		t.Error("a prefix that is not hex: accepted")
 	}
 }
+
+// A subject's ended jobs are bounded: past the bound the oldest are
+// forgotten; the running ones never are.
+func TestEndedJobsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry(t, Options{})
+		block := func(ctx context.Context, _ func(Meter)) (any, error) { <-ctx.Done(); return nil, ctx.Err() }
+		running, _ := r.Start(t.Context(), "alice", "q", block)
+		var first Status
+		for i := range maxEndedPerOwner + 10 {
+			st, err := r.Start(t.Context(), "alice", "q", func(context.Context, func(Meter)) (any, error) { return "ok", nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = st
+			}
+			synctest.Wait()
+			time.Sleep(time.Millisecond)
+		}
+		if n := len(r.List(alice)); n != maxEndedPerOwner+1 {
+			t.Errorf("got %d jobs kept, want %d ended and the running one", n, maxEndedPerOwner)
+		}
+		if _, err := r.Get(alice, first.ID); lakegate.KindOf(err) != lakegate.KindNotFound {
+			t.Errorf("the oldest ended job: got %v, want forgotten", err)
+		}
+		if st, err := r.Get(alice, running.ID); err != nil || st.State != Running {
+			t.Errorf("the running job: got %+v %v", st, err)
+		}
+	})
+}
