@@ -143,13 +143,13 @@ func (c adminClient) do(ctx context.Context, method, path string) ([]byte, error
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	tlsConf, err := c.tls.config()
+	tr, err := c.tls.transport(func(tr *http.Transport) { tr.Proxy = http.ProxyFromEnvironment })
 	if err != nil {
 		return nil, err
 	}
-	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConf}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	hc := &http.Client{Transport: tr}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, c.redact(err)
 	}

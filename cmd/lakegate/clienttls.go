@@ -5,10 +5,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"reflect"
+	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -63,6 +67,60 @@ func (f tlsFlags) config() (*tls.Config, error) {
 		return nil, errors.New("--key needs --cert")
 	}
 	return conf, nil
+}
+
+// transport is an HTTP transport with the flags' TLS settings (configure
+// adjusts it), which explains a connection a server cuts for want of a
+// client certificate (certRefusal).
+func (f tlsFlags) transport(configure func(*http.Transport)) (http.RoundTripper, error) {
+	conf, err := f.config()
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{TLSClientConfig: conf}
+	if configure != nil {
+		configure(tr)
+	}
+	if f.certFile != "" {
+		return tr, nil
+	}
+	asked := &atomic.Bool{}
+	conf.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		asked.Store(true)
+		return &tls.Certificate{}, nil // none: as without the callback
+	}
+	return certRefusal{base: tr, asked: asked}, nil
+}
+
+// certRefusal turns a connection cut after a TLS handshake in which the
+// server asked for a client certificate this client does not have into
+// the certificate_required alert: under TLS 1.3 the server checks the
+// certificate only after the client has finished its handshake, and the
+// client may see the cut (a reset, an EOF, HTTP/2's "client conn could
+// not be established") before the alert. So the failure is final, not
+// retried, and explain names the flags to pass.
+type certRefusal struct {
+	base  *http.Transport
+	asked *atomic.Bool
+}
+
+func (t certRefusal) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil && t.asked.Load() && cutAfterHandshake(err) {
+		if _, ok := tlsAlert(err); !ok {
+			err = fmt.Errorf("%w: %w", err, alertCertificateRequired)
+		}
+	}
+	return resp, err
+}
+
+// CloseIdleConnections closes the transport's idle connections.
+func (t certRefusal) CloseIdleConnections() { t.base.CloseIdleConnections() }
+
+// cutAfterHandshake reports whether err is a connection cut short.
+func cutAfterHandshake(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "client conn could not be established")
 }
 
 // explain adds the next step to a failure that looks like a server

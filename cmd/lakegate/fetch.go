@@ -83,13 +83,13 @@ func runFetch(ctx context.Context, f fetchFlags, id string, stdout, stderr io.Wr
 	if _, err := serverURL(f.server); err != nil {
 		return err
 	}
-	tlsConf, err := f.tls.config()
+	// As many idle connections as blocks in flight: over HTTP/1.1 the
+	// default two would close and reopen connections between blocks.
+	tr, err := f.tls.transport(func(tr *http.Transport) { tr.ForceAttemptHTTP2, tr.MaxIdleConnsPerHost = true, f.parallel })
 	if err != nil {
 		return err
 	}
-	// As many idle connections as blocks in flight: over HTTP/1.1 the
-	// default two would close and reopen connections between blocks.
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConf, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: f.parallel}}
+	hc := &http.Client{Transport: tr}
 	defer hc.CloseIdleConnections()
 	if f.sql != "" {
 		if id, err = startExport(ctx, f, hc, stderr); err != nil {
@@ -98,6 +98,10 @@ func runFetch(ctx context.Context, f fetchFlags, id string, stdout, stderr io.Wr
 	}
 	blocksClient := hc
 	if f.http3 {
+		tlsConf, err := f.tls.config()
+		if err != nil {
+			return err
+		}
 		blocksClient = blocktransport.NewHTTP3(tlsConf)
 		defer blocktransport.CloseHTTP3(blocksClient)
 	}
