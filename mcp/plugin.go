@@ -182,7 +182,8 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 
 const instructions = "lakegate serves SQL databases read-only. Start with list_databases, " +
 	"then list_tables and describe_table; use query for structured questions and run_sql " +
-	"for one SELECT. Results are capped by max_rows (see truncated); large ones come back as blocks (see get_result_block)."
+	"for one SELECT. Results are capped by max_rows (see truncated); large ones come back as blocks (see get_result_block). " +
+	"An export (export: true) runs as a job: follow it with job_status (wait_s 25), stop it with cancel_job."
 
 // Mount registers the MCP routes on r, which must already authenticate
 // callers (lakegate.WithCaller on the request context). meter, when not
