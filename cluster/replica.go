@@ -105,11 +105,11 @@ func (p *Peers) Caller(r *http.Request) (c lakegate.Caller, ok bool, err error) 
 	return lakegate.Caller{Subject: sc.Subject, Roles: sc.Roles}, true, nil
 }
 
-// Fetch GETs path (a block route: a transfer's manifest or one of its
-// blocks) from the replica that owns id, for caller c, signed as a reader
-// (the owner accepts the signature on its block routes only). A transfer
-// of no known replica is not found.
-func (p *Peers) Fetch(ctx context.Context, c lakegate.Caller, id, path string) (*http.Response, error) {
+// Send requests path with method (a block route: a transfer's manifest
+// or one of its blocks; a job's route) from the replica that owns id, for
+// caller c, signed as a reader (the owner accepts the signature on those
+// routes only). An id of no known replica is not found.
+func (p *Peers) Send(ctx context.Context, c lakegate.Caller, method, id, path string) (*http.Response, error) {
 	if len(id) < PrefixLen {
 		return nil, lakegate.Errorf(lakegate.KindNotFound, "no such transfer")
 	}
@@ -121,7 +121,7 @@ func (p *Peers) Fetch(ctx context.Context, c lakegate.Caller, id, path string) (
 	path, query, _ := strings.Cut(path, "?") // a query goes on unescaped
 	u := target.JoinPath(path)
 	u.RawQuery = query
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -170,8 +170,9 @@ type Peers interface {
 	// Forward sends r, a request for id, to the replica that owns it and
 	// reports whether it did; false: id is this replica's or unknown.
 	Forward(w http.ResponseWriter, r *http.Request, id string) bool
-	// Fetch GETs path (which may end in a ?query) from the replica that
-	// owns id on behalf of c (a tool call reading a block, or a job's
-	// status, another replica holds).
-	Fetch(ctx context.Context, c lakegate.Caller, id, path string) (*http.Response, error)
+	// Send requests path (which may end in a ?query) with method from the
+	// replica that owns id on behalf of c: a tool call reading a block
+	// another replica holds (GET), or a job another replica runs (GET its
+	// status, DELETE to cancel it).
+	Send(ctx context.Context, c lakegate.Caller, method, id, path string) (*http.Response, error)
 }

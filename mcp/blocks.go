@@ -243,7 +243,7 @@ func (b *blockRoutes) serveAll(w http.ResponseWriter, r *http.Request, c lakegat
 }
 
 // remote reads block n of a transfer another replica of the cluster
-// holds, on c's behalf (host.Peers.Fetch): its manifest, then the
+// holds, on c's behalf (host.Peers.Send): its manifest, then the
 // block, checked against the manifest's SHA-256. The owner checks that c
 // may read it.
 func (b *blockRoutes) remote(ctx context.Context, c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error) {
@@ -271,7 +271,12 @@ const maxManifestBytes = 16 << 20
 // most limit bytes), or decodes it into v when v is not nil. An error
 // answer is returned as the owner's error.
 func (b *blockRoutes) fetch(ctx context.Context, c lakegate.Caller, id, path string, limit int64, v any) ([]byte, error) {
-	resp, err := b.peers.Fetch(ctx, c, id, path)
+	return b.send(ctx, c, http.MethodGet, id, path, limit, v)
+}
+
+// send is fetch with another method than GET.
+func (b *blockRoutes) send(ctx context.Context, c lakegate.Caller, method, id, path string, limit int64, v any) ([]byte, error) {
+	resp, err := b.peers.Send(ctx, c, method, id, path)
 	if err != nil {
 		return nil, err
 	}

@@ -107,14 +107,19 @@ func (j *jobRoutes) cancel(c *gin.Context) {
 
 // remoteJob reads job id from the replica that runs it, waiting up to
 // wait for its end (the job_status tool on a session of another
-// replica); ok is false for a job of this replica's, or a single server.
-func (j *jobRoutes) remoteJob(blocks *blockRoutes) func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration) (jobs.Status, bool, error) {
-	return func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration) (jobs.Status, bool, error) {
+// replica), or cancels it there (cancel_job); ok is false for a job of
+// this replica's, or a single server.
+func (j *jobRoutes) remoteJob(blocks *blockRoutes) func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration, cancel bool) (jobs.Status, bool, error) {
+	return func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration, cancel bool) (jobs.Status, bool, error) {
 		if j.peers == nil || strings.HasPrefix(id, j.peers.Prefix()) {
 			return jobs.Status{}, false, nil
 		}
+		method, path := http.MethodGet, "/mcp"+JobsPath+"/"+id+"?wait="+wait.String()
+		if cancel {
+			method, path = http.MethodDelete, "/mcp"+JobsPath+"/"+id
+		}
 		var st jobs.Status
-		_, err := blocks.fetch(ctx, c, id, "/mcp"+JobsPath+"/"+id+"?wait="+wait.String(), maxManifestBytes, &st)
+		_, err := blocks.send(ctx, c, method, id, path, maxManifestBytes, &st)
 		return st, true, err
 	}
 }

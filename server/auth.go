@@ -287,11 +287,14 @@ func (a *authenticator) authenticate(c *gin.Context) {
 
 // replicaRoutes are the routes a replica's signature is accepted on, GET
 // only: a transfer's manifest and its blocks, the block transport routes
-// the MCP plugin mounts (mcp.BlocksPath) and cluster.Peers.Fetch reads
+// the MCP plugin mounts (mcp.BlocksPath) and cluster.Peers.Send reads
 // when a tool call on one replica reads a block another one holds; and a
-// job's status (mcp.JobsPath), which job_status reads on the replica that
-// runs the job.
+// job (mcp.JobsPath), which job_status reads and cancel_job cancels
+// (DELETE) on the replica that runs it.
 var replicaRoutes = []string{"/mcp/blocks/:id", "/mcp/blocks/:id/:n", "/mcp/jobs/:id"}
+
+// replicaJobRoute is the one route a replica's signature may DELETE.
+const replicaJobRoute = "/mcp/jobs/:id"
 
 // replicaCaller is the caller another replica signed into a request
 // (signed, or sigErr when the signature is bad). A signature is a
@@ -302,7 +305,8 @@ var replicaRoutes = []string{"/mcp/blocks/:id", "/mcp/blocks/:id/:n", "/mcp/jobs
 // the cluster's key can read blocks as a caller, never administer.
 func (a *authenticator) replicaCaller(c *gin.Context, authz string, signed lakegate.Caller, sigErr error) (lakegate.Caller, error) {
 	switch {
-	case c.Request.Method != http.MethodGet || !slices.Contains(replicaRoutes, c.FullPath()):
+	case !slices.Contains(replicaRoutes, c.FullPath()) ||
+		(c.Request.Method != http.MethodGet && (c.Request.Method != http.MethodDelete || c.FullPath() != replicaJobRoute)):
 		return lakegate.Caller{}, &lakegate.Error{Kind: lakegate.KindAuth,
 			Message: "a replica's signature is accepted on block reads and job status only", Hint: a.hint}
 	case authz != "" || (c.Request.TLS != nil && len(c.Request.TLS.PeerCertificates) > 0):

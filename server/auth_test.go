@@ -257,6 +257,10 @@ func TestReplicaSignatureRoutes(t *testing.T) {
 		{name: "block, forged", method: "GET", path: "/mcp/blocks/0a0b0c0dffff/0", signature: "forged", wantCode: http.StatusUnauthorized, wantMsg: "not valid"},
 		{name: "block, HEAD", method: "HEAD", path: "/mcp/blocks/0a0b0c0dffff/0", signature: "alice:reader", wantCode: http.StatusUnauthorized},
 		{name: "block, signature and bearer", method: "GET", path: "/mcp/blocks/0a0b0c0dffff/0", signature: "alice:reader", tok: reader, wantCode: http.StatusUnauthorized, wantMsg: "one credential"},
+		// A job's route, read or cancelled for its caller.
+		{name: "job, signed reader", method: "GET", path: "/mcp/jobs/0a0b0c0dffff", signature: "alice:reader", wantCode: http.StatusNotFound},
+		{name: "job cancel, signed reader", method: "DELETE", path: "/mcp/jobs/0a0b0c0dffff", signature: "alice:reader", wantCode: http.StatusNotFound},
+		{name: "jobs list, signed", method: "GET", path: "/mcp/jobs", signature: "alice:reader", wantCode: http.StatusUnauthorized, wantMsg: "block reads and job status only"},
 		// Everywhere else a signature is refused, with or without a bearer.
 		{name: "admin switch", method: "POST", path: "/admin/mcp/disable", signature: "root:admin", wantCode: http.StatusUnauthorized, wantMsg: "block reads and job status only"},
 		{name: "admin status", method: "GET", path: "/admin/mcp/status", signature: "root:admin,reader", wantCode: http.StatusUnauthorized, wantMsg: "block reads and job status only"},

@@ -108,7 +108,7 @@ func (r testReplica) Gather(ctx context.Context, authorization, path string) [][
 	return bodies
 }
 
-func (r testReplica) Fetch(context.Context, lakegate.Caller, string, string) (*http.Response, error) {
+func (r testReplica) Send(context.Context, lakegate.Caller, string, string, string) (*http.Response, error) {
 	return nil, errors.New("no block reads between test replicas")
 }
 

@@ -202,7 +202,7 @@ func jobStatus(ctx context.Context, ts *Set, c call, in jobIn) (output, error) {
 	}
 	wait := time.Duration(min(max(in.WaitS, 0), maxJobWait.Seconds()) * float64(time.Second))
 	if ts.remoteJob != nil {
-		if st, ok, err := ts.remoteJob(ctx, c.Caller, in.JobID, wait); ok {
+		if st, ok, err := ts.remoteJob(ctx, c.Caller, in.JobID, wait, false); ok {
 			if err != nil {
 				return nil, err
 			}
@@ -221,6 +221,14 @@ func jobStatus(ctx context.Context, ts *Set, c call, in jobIn) (output, error) {
 func cancelJob(ctx context.Context, ts *Set, c call, in jobIn) (output, error) {
 	if ts.jobs == nil {
 		return nil, wire.ErrNoJobs
+	}
+	if ts.remoteJob != nil {
+		if st, ok, err := ts.remoteJob(ctx, c.Caller, in.JobID, 0, true); ok {
+			if err != nil {
+				return nil, err
+			}
+			return jobOut{Status: st}, nil
+		}
 	}
 	st, err := ts.jobs.Cancel(ctx, c.Caller, in.JobID)
 	if err != nil {

@@ -41,7 +41,7 @@ type Set struct {
 	jobs     *jobs.Registry // exports run as jobs (jobs.go); nil: none
 	// remoteJob reads another replica's job (Options.RemoteJob); nil: a
 	// single server.
-	remoteJob func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration) (jobs.Status, bool, error)
+	remoteJob func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration, cancel bool) (jobs.Status, bool, error)
 
 	// declaredMu guards declared and roles, which a reload of tools.json
 	// replaces (reload.go).
@@ -119,8 +119,9 @@ type Options struct {
 	// when its rows are written.
 	Jobs *jobs.Registry
 	// RemoteJob, in a cluster, reads a job another replica runs, waiting
-	// up to wait for its end; ok false when id is this replica's.
-	RemoteJob func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration) (st jobs.Status, ok bool, err error)
+	// up to wait for its end, or cancels it there; ok false when id is
+	// this replica's.
+	RemoteJob func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration, cancel bool) (st jobs.Status, ok bool, err error)
 }
 
 // New makes the Set that runs tool calls on engine, sending large
