@@ -44,7 +44,11 @@ func (j *jobRoutes) list(c *gin.Context) {
 		return
 	}
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
-	c.JSON(http.StatusOK, gin.H{"jobs": j.registry.List(caller)})
+	list := j.registry.List(caller)
+	for i := range list {
+		list[i].Result = nil // a job's own route has it: the list stays small
+	}
+	c.JSON(http.StatusOK, gin.H{"jobs": list})
 }
 
 // local is the job id of a route this replica answers: false when the

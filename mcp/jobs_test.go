@@ -87,7 +87,8 @@ func TestExportJob(t *testing.T) {
 		return resp.StatusCode, body
 	}
 	var list struct{ Jobs []jobs.Status }
-	if code, body := get("alice", "/jobs"); code != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list.Jobs) != 1 || list.Jobs[0].State != jobs.Cancelled {
+	if code, body := get("alice", "/jobs"); code != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list.Jobs) != 1 ||
+		list.Jobs[0].State != jobs.Cancelled || list.Jobs[0].Result != nil {
 		t.Errorf("GET /mcp/jobs: got %d %s", code, body)
 	}
 	if code, body := get("alice", "/jobs/"+job.ID+"?wait=2s"); code != http.StatusOK || !strings.Contains(string(body), `"state":"cancelled"`) {
@@ -112,5 +113,13 @@ func TestExportJob(t *testing.T) {
 	}
 	if len(done.Content) < 2 {
 		t.Errorf("the done job: got %d contents, want the text and the block links", len(done.Content))
+	}
+	// The list leaves results out; the job's own route has its result.
+	if code, body := get("alice", "/jobs"); code != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list.Jobs) != 2 ||
+		list.Jobs[0].State != jobs.Done || list.Jobs[0].Result != nil {
+		t.Errorf("GET /mcp/jobs after the export: got %d %s", code, body)
+	}
+	if code, body := get("alice", "/jobs/"+list.Jobs[0].ID); code != http.StatusOK || !strings.Contains(string(body), `"transfer_id"`) {
+		t.Errorf("GET /mcp/jobs/{id} of the done export: got %d %s, want its result", code, body)
 	}
 }
