@@ -225,7 +225,10 @@ func TestStandbyFreshness(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = e.pool.Exec(context.Background(), "DROP TABLE IF EXISTS freshness_probe") })
 	var behind fresh
-	testutil.Eventually(t, 30*time.Second, "a read on the standby lagging", func() bool { behind = read(); return onStandby(behind) && behind.LagS > 1 })
+	// Two seconds behind, so that as_of is a second before the read
+	// whatever the request's own latency (a lag just over one second put
+	// as_of a few milliseconds after asked - 1s).
+	testutil.Eventually(t, 30*time.Second, "a read on the standby lagging", func() bool { behind = read(); return onStandby(behind) && behind.LagS > 2 })
 	if !behind.AsOf.Before(behind.asked.Add(-time.Second)) {
 		t.Errorf("got as_of %v, lag_s %.1f for a read at %v, want as_of the lag before it", behind.AsOf, behind.LagS, behind.asked)
 	}
