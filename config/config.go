@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/lakegate/lakegate/jobs"
 )
 
 // Defaults of the settings that have one.
@@ -30,6 +28,8 @@ const (
 	DefaultMaxWorkers       = 10
 	DefaultKeepalive        = 30 * time.Second
 	DefaultStatementTimeout = 30 * time.Second
+	DefaultJobTimeout       = time.Hour
+	DefaultJobsPerSubject   = 4
 	DefaultRowLimit         = 100
 	DefaultMaxRowLimit      = 10_000_000
 	DefaultMaxRowBytes      = 16 << 20
@@ -348,8 +348,8 @@ func Default() Config {
 		MaxQueriesPerSubject:     DefaultMaxQueriesPerSubject,
 		MetricsAuth:              true,
 		StatementTimeout:         Duration(DefaultStatementTimeout),
-		JobTimeout:               Duration(jobs.DefaultTimeout),
-		MaxJobsPerSubject:        jobs.DefaultMaxPerOwner,
+		JobTimeout:               Duration(DefaultJobTimeout),
+		MaxJobsPerSubject:        DefaultJobsPerSubject,
 		MaxStandbyLag:            Duration(10 * time.Second),
 		DefaultRowLimit:          DefaultRowLimit,
 		MaxRowLimit:              DefaultMaxRowLimit,

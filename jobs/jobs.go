@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/config"
 )
 
 // State is where a job is.
@@ -42,9 +43,9 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultTimeout     = time.Hour
-	DefaultKeep        = 15 * time.Minute
-	DefaultMaxPerOwner = 4
+	DefaultTimeout     = config.DefaultJobTimeout
+	DefaultKeep        = config.DefaultBlockTTL
+	DefaultMaxPerOwner = config.DefaultJobsPerSubject
 )
 
 // maxEndedPerOwner bounds the ended jobs kept for one subject: past it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -155,12 +156,7 @@ func (c *catalog) sync(ctx context.Context) {
 func (c *catalog) registered() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	uris := make([]string, 0, len(c.uris))
-	for uri := range c.uris {
-		uris = append(uris, uri)
-	}
-	slices.Sort(uris)
-	return uris
+	return slices.Sorted(maps.Keys(c.uris))
 }
 
 // attach adds lakegate://databases, the table schema template and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -38,12 +39,7 @@ type protoServer struct {
 func (s *protoServer) toolNames() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	names := make([]string, 0, len(s.offered))
-	for n := range s.offered {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(s.offered))
 }
 
 // withdraw removes the tools the server offers that keep does not hold.

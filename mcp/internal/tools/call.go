@@ -1,0 +1,90 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/jobs"
+)
+
+// One tool call as the Set runs it: the declared tool, its handler and
+// output, who calls it, and the bound on the text it answers.
+
+// tool is one declared tool as the Set runs it (see Spec.run).
+type tool struct {
+	name string
+	// timeout is the tool's own statement timeout (zero: the engine's).
+	timeout time.Duration
+	args    *argsSchema
+	handler toolHandler
+}
+
+// A toolHandler runs one tool's calls. Its arguments are checked against
+// the tool's input schema and decoded once into the handler's input type
+// (typed); its output renders itself as the tool result.
+type toolHandler struct {
+	run func(ctx context.Context, ts *Set, c call, args json.RawMessage) (output, error)
+	// args are the arguments the input type has; nil: any (a map).
+	args []string
+	// noWorker: the handler does no database work (it reads a job's
+	// state, or waits for it), so it takes no worker slot and no share
+	// of the caller's limits.
+	noWorker bool
+}
+
+// output is a tool's result: it renders itself as the tool result, and
+// says how many rows it holds (for the Observer).
+type output interface {
+	result() (res *mcpsdk.CallToolResult, rows int64, err error)
+}
+
+// call is who calls a tool, the tool's own statement timeout (zero: the
+// engine's) and its arguments' schema.
+type call struct {
+	lakegate.Caller
+	timeout time.Duration
+	args    *argsSchema
+	// inline bounds the bytes of an inline answer (at most
+	// mcp_block_threshold; less on a session slow to read its replies).
+	inline int64
+	// tool is the tool's name; watch, for a call run as a job, is given
+	// the meter of its rows.
+	tool  string
+	watch func(jobs.Meter)
+}
+
+// clampText cuts the text of res to chars bytes at a line end, saying so:
+// no answer floods a model's context. Query answers fit already (they
+// cut to their rows); this holds the others (a long table list, a wide
+// table's description, a whole block) to the same bound.
+func clampText(res *mcpsdk.CallToolResult, chars int) {
+	used := 0
+	for _, c := range res.Content {
+		t, ok := c.(*mcpsdk.TextContent)
+		if !ok {
+			continue
+		}
+		if used+len(t.Text) <= chars {
+			used += len(t.Text)
+			continue
+		}
+		note := fmt.Sprintf("\n# cut: the answer is %d characters, past the %d-character answer budget (mcp_answer_chars); "+
+			"ask for less of it (a narrower request, a window of rows)\n", used+len(t.Text), chars)
+		keep := max(0, chars-used-len(note))
+		if i := strings.LastIndexByte(t.Text[:keep], '\n'); i >= 0 {
+			keep = i
+		}
+		for keep > 0 && !utf8.RuneStart(t.Text[keep]) {
+			keep-- // no rune cut in two
+		}
+		t.Text = t.Text[:keep] + note
+		used = chars
+	}
+}
