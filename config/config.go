@@ -29,6 +29,7 @@ const (
 	DefaultKeepalive        = 30 * time.Second
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultJobTimeout       = time.Hour
+	DefaultJobAfter         = 5 * time.Second
 	DefaultJobsPerSubject   = 4
 	DefaultRowLimit         = 100
 	DefaultMaxRowLimit      = 10_000_000
@@ -271,6 +272,9 @@ type Config struct {
 	// JobTimeout bounds a job (an export run apart from its call), which
 	// statement_timeout does not.
 	JobTimeout Duration `json:"job_timeout" help:"longest a job (an export) may run"`
+	// MCPJobAfter turns a query tool call still running after it into a
+	// job; 0 turns that off. It acts only below statement_timeout.
+	MCPJobAfter Duration `json:"mcp_job_after" help:"a query tool call running this long goes on as a job (0: never)"`
 	// MaxJobsPerSubject bounds the jobs one subject has running at once.
 	MaxJobsPerSubject int `json:"max_jobs_per_subject" help:"jobs one subject may have running at once"`
 	DefaultRowLimit   int `json:"default_row_limit" help:"rows returned when a request names no limit"`
@@ -349,6 +353,7 @@ func Default() Config {
 		MetricsAuth:              true,
 		StatementTimeout:         Duration(DefaultStatementTimeout),
 		JobTimeout:               Duration(DefaultJobTimeout),
+		MCPJobAfter:              Duration(DefaultJobAfter),
 		MaxJobsPerSubject:        DefaultJobsPerSubject,
 		MaxStandbyLag:            Duration(10 * time.Second),
 		DefaultRowLimit:          DefaultRowLimit,

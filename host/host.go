@@ -146,6 +146,11 @@ type SessionInfo struct {
 	Calls   int64 `json:"calls"`
 	Running int   `json:"running"`
 	Bytes   int64 `json:"bytes"`
+	// Held is what a legacy SSE session holds for its client now (replies
+	// reserved, queued or being written), PeakHeld the most it held at
+	// once: a client slow to read holds at most mcp_session_queue_bytes.
+	Held     int64 `json:"held_bytes,omitempty"`
+	PeakHeld int64 `json:"peak_held_bytes,omitempty"`
 }
 
 // TransferInfo describes one committed block transfer.
@@ -175,4 +180,16 @@ type Peers interface {
 	// another replica holds (GET), or a job another replica runs (GET its
 	// status, DELETE to cancel it).
 	Send(ctx context.Context, c lakegate.Caller, method, id, path string) (*http.Response, error)
+}
+
+// Downloads hands a file to the person behind a client rather than to
+// the model: a link the person opens in a browser, with no token in it,
+// bound to its caller, used once and soon expired (the console's download
+// tickets). The host that has them lends them to the plugin
+// (server.DownloadTaker).
+type Downloads interface {
+	// SQLDownload checks a statement for c as the REST API would and
+	// returns the absolute URL of a CSV download of every row, and when
+	// the link expires.
+	SQLDownload(ctx context.Context, c lakegate.Caller, database, sql string, params []any) (url string, expires time.Time, err error)
 }

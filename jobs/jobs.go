@@ -121,6 +121,7 @@ type job struct {
 	created         time.Time
 	cancel          context.CancelCauseFunc
 	meter           atomic.Pointer[Meter]
+	hidden          bool // held, not yet shown (Hold); guarded by the registry's mu
 
 	mu      sync.Mutex
 	state   State
@@ -187,17 +188,103 @@ var errClosed = lakegate.ErrShuttingDown
 // the trace) but not its end: it outlives the caller's request or session
 // and ends with a cancel, the timeout, or Close.
 func (r *Registry) Start(ctx context.Context, owner, tool string, run Run) (Status, error) {
+	j, err := r.start(ctx, owner, tool, run, false)
+	if err != nil {
+		return Status{}, err
+	}
+	return j.status(), nil
+}
+
+// Hold runs run as a job of owner's that no one sees until it has run for
+// after: a run that ends sooner answers as a call would (its result and
+// error; the job is forgotten, never shown), and ctx ending first cancels
+// it, since until then it is the caller's call. A run still going after
+// that long is shown, and Hold returns its status with shown true, as
+// Start would have. A held job becomes a job even past MaxPerOwner: it
+// already runs, on the worker its call took.
+func (r *Registry) Hold(ctx context.Context, owner, tool string, after time.Duration, run Run) (result any, st Status, shown bool, err error) {
+	j, err := r.start(ctx, owner, tool, run, true)
+	if err != nil {
+		return nil, Status{}, false, err
+	}
+	t := time.NewTimer(after)
+	defer t.Stop()
+	select {
+	case <-j.changed:
+	case <-ctx.Done():
+		j.cancel(context.Cause(ctx))
+		<-j.changed
+	case <-t.C:
+		r.mu.Lock()
+		r.tidyLocked(owner, time.Now().UTC())
+		j.hidden = false
+		r.mu.Unlock()
+		return nil, j.status(), true, nil
+	}
+	r.mu.Lock()
+	delete(r.jobs, j.id)
+	r.mu.Unlock()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.state == Done {
+		return j.result, Status{}, false, nil
+	}
+	return nil, Status{}, false, j.err
+}
+
+// start registers and runs a job; a hidden one neither counts against
+// MaxPerOwner nor is found until shown.
+func (r *Registry) start(ctx context.Context, owner, tool string, run Run, hidden bool) (*job, error) {
 	now := time.Now().UTC()
 	r.mu.Lock()
-	r.sweepLocked(now)
 	if r.closed {
 		r.mu.Unlock()
-		return Status{}, errClosed
+		return nil, errClosed
 	}
-	running := 0
+	// A held job is the caller's call until shown: it neither sweeps (a
+	// call's cost stays flat) nor counts.
+	if !hidden {
+		if err := r.admitLocked(owner, now); err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	ctx, stop := context.WithTimeoutCause(ctx, r.opts.Timeout, errTimeout(r.opts.Timeout))
+	j := &job{id: r.newID(), owner: owner, tool: tool, created: now, cancel: cancel, hidden: hidden, state: Running, changed: make(chan struct{})}
+	r.jobs[j.id] = j
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		defer stop()
+		result, err := run(ctx, func(m Meter) { j.meter.Store(&m) })
+		if err == nil && ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		j.end(result, err, context.Cause(ctx))
+	}()
+	return j, nil
+}
+
+// admitLocked refuses a job past MaxPerOwner running ones of owner's,
+// after tidyLocked. r.mu is held.
+func (r *Registry) admitLocked(owner string, now time.Time) error {
+	if running := r.tidyLocked(owner, now); running >= r.opts.MaxPerOwner {
+		return &lakegate.Error{Kind: lakegate.KindRateLimited,
+			Message: fmt.Sprintf("%d jobs of yours are running, the most at once", running),
+			Hint:    "wait for one to end (job_status) or cancel one (cancel_job)", RetryAfter: 5 * time.Second}
+	}
+	return nil
+}
+
+// tidyLocked sweeps, forgets owner's oldest ended jobs past the bound,
+// room kept for one more, and counts owner's running jobs. r.mu is held.
+func (r *Registry) tidyLocked(owner string, now time.Time) (running int) {
+	r.sweepLocked(now)
 	var ended []*job
 	for _, j := range r.jobs {
-		if j.owner != owner {
+		if j.owner != owner || j.hidden {
 			continue
 		}
 		if st := j.status(); st.State == Running {
@@ -212,28 +299,7 @@ func (r *Registry) Start(ctx context.Context, owner, tool string, run Run) (Stat
 			delete(r.jobs, j.id)
 		}
 	}
-	if running >= r.opts.MaxPerOwner {
-		r.mu.Unlock()
-		return Status{}, &lakegate.Error{Kind: lakegate.KindRateLimited,
-			Message: fmt.Sprintf("%d jobs of yours are running, the most at once", running),
-			Hint:    "wait for one to end (job_status) or cancel one (cancel_job)", RetryAfter: 5 * time.Second}
-	}
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	ctx, stop := context.WithTimeoutCause(ctx, r.opts.Timeout, errTimeout(r.opts.Timeout))
-	j := &job{id: r.newID(), owner: owner, tool: tool, created: now, cancel: cancel, state: Running, changed: make(chan struct{})}
-	r.jobs[j.id] = j
-	r.wg.Add(1)
-	r.mu.Unlock()
-	go func() {
-		defer r.wg.Done()
-		defer stop()
-		result, err := run(ctx, func(m Meter) { j.meter.Store(&m) })
-		if err == nil && ctx.Err() != nil {
-			err = context.Cause(ctx)
-		}
-		j.end(result, err, context.Cause(ctx))
-	}()
-	return j.status(), nil
+	return running
 }
 
 // errTimeout is the cause of a job stopped by its timeout.
@@ -301,7 +367,7 @@ func (r *Registry) lookup(c lakegate.Caller, id string) (*job, error) {
 	defer r.mu.Unlock()
 	r.sweepLocked(time.Now().UTC())
 	j, ok := r.jobs[id]
-	if !ok || (j.owner != c.Subject && !c.HasRole(lakegate.RoleAdmin)) {
+	if !ok || j.hidden || (j.owner != c.Subject && !c.HasRole(lakegate.RoleAdmin)) {
 		return nil, errNotFound(id)
 	}
 	return j, nil
@@ -355,7 +421,7 @@ func (r *Registry) List(c lakegate.Caller) []Status {
 	r.sweepLocked(time.Now().UTC())
 	var js []*job
 	for _, j := range r.jobs {
-		if j.owner == c.Subject || c.HasRole(lakegate.RoleAdmin) {
+		if !j.hidden && (j.owner == c.Subject || c.HasRole(lakegate.RoleAdmin)) {
 			js = append(js, j)
 		}
 	}

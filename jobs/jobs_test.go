@@ -240,3 +240,68 @@ func TestEndedJobsBounded(t *testing.T) {
 		}
 	})
 }
+
+// A held job that ends within its wait answers as a call, and was never
+// seen; one that runs longer is shown at the wait's end, found by its
+// owner, and runs on apart from its caller; a caller gone before then
+// cancels it; a held job becomes a job past MaxPerOwner.
+func TestHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry(t, Options{MaxPerOwner: 1})
+		// Quick: answered as a call.
+		res, _, shown, err := r.Hold(t.Context(), "alice", "run_sql", 5*time.Second, func(ctx context.Context, _ func(Meter)) (any, error) {
+			time.Sleep(time.Second)
+			return "rows", nil
+		})
+		if res != "rows" || shown || err != nil || len(r.List(alice)) != 0 {
+			t.Fatalf("quick: got %v shown %v %v, jobs %v; want the result, no job", res, shown, err, r.List(alice))
+		}
+		_, _, _, err = r.Hold(t.Context(), "alice", "run_sql", 5*time.Second, func(context.Context, func(Meter)) (any, error) {
+			return nil, errors.New("syntax")
+		})
+		if err == nil || err.Error() != "syntax" || len(r.List(alice)) != 0 {
+			t.Fatalf("quick failure: got %v, want its error, no job", err)
+		}
+		// Slow: shown after 5 s, twice (past MaxPerOwner 1), and the
+		// caller's end does not stop it.
+		ctx, cancel := context.WithCancel(t.Context())
+		release := make(chan struct{})
+		slow := func(ctx context.Context, _ func(Meter)) (any, error) {
+			select {
+			case <-release:
+				return "late rows", nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		start := time.Now()
+		_, st, shown, err := r.Hold(ctx, "alice", "run_sql", 5*time.Second, slow)
+		if !shown || err != nil || st.State != Running || time.Since(start) != 5*time.Second {
+			t.Fatalf("slow: got %+v shown %v %v after %v, want a running job at 5s", st, shown, err, time.Since(start))
+		}
+		if _, _, shown, err := r.Hold(ctx, "alice", "query", 5*time.Second, slow); !shown || err != nil {
+			t.Fatalf("second slow: shown %v %v, want a job past MaxPerOwner", shown, err)
+		}
+		cancel()
+		close(release)
+		got, err := r.Wait(t.Context(), alice, st.ID, time.Minute)
+		if err != nil || got.State != Done || got.Result != "late rows" {
+			t.Errorf("shown job: got %+v %v, want done with its result", got, err)
+		}
+		if n := len(r.List(alice)); n != 2 {
+			t.Errorf("jobs listed: %d, want 2", n)
+		}
+		// A caller gone within the wait cancels the held run.
+		ctx, cancel = context.WithCancel(t.Context())
+		time.AfterFunc(time.Second, cancel)
+		stopped := false
+		_, _, shown, err = r.Hold(ctx, "alice", "run_sql", 5*time.Second, func(ctx context.Context, _ func(Meter)) (any, error) {
+			<-ctx.Done()
+			stopped = true
+			return nil, ctx.Err()
+		})
+		if shown || !errors.Is(err, context.Canceled) || !stopped {
+			t.Errorf("caller gone: shown %v, %v, run stopped %v; want cancelled", shown, err, stopped)
+		}
+	})
+}

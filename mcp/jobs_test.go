@@ -12,6 +12,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/lakegate/lakegate/jobs"
@@ -121,5 +122,50 @@ func TestExportJob(t *testing.T) {
 	}
 	if code, body := get("alice", "/jobs/"+list.Jobs[0].ID); code != http.StatusOK || !strings.Contains(string(body), `"transfer_id"`) {
 		t.Errorf("GET /mcp/jobs/{id} of the done export: got %d %s, want its result", code, body)
+	}
+}
+
+// TestSlowCallBecomesJob: a query call still running after mcp_job_after
+// answers then with a job, which ends with the call's own answer; a quick
+// call answers inline and leaves no job; a client gone within the wait
+// stops its call.
+func TestSlowCallBecomesJob(t *testing.T) {
+	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	const after = 300 * time.Millisecond
+	p, _ := newTestPlugin(t, Options{Blocks: store, JobAfter: after})
+	srv := serveHTTP(t, p)
+	cs := connectStreamable(t, srv.URL, "alice", "2025-11-25", nil)
+
+	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
+		"database": "iot", "sql": "SELECT count(*) AS n FROM devices"}})
+	if err != nil || res.IsError {
+		t.Fatal(res, err)
+	}
+	var meta ResultMeta
+	raw, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(raw, &meta)
+	alice := lakegate.Caller{Subject: "alice"}
+	if meta.Mode != ModeInline || len(p.jobs.List(alice)) != 0 {
+		t.Errorf("a quick call: mode %q, jobs %v; want inline, no job", meta.Mode, p.jobs.List(alice))
+	}
+
+	slow := "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000000) SELECT count(*) AS n FROM c"
+	start := time.Now()
+	text, job, isErr := jobCall(t, cs, "run_sql", map[string]any{"database": "iot", "sql": slow})
+	took := time.Since(start)
+	if isErr || job.State != jobs.Running || !strings.Contains(text, "ran past 300ms") || !strings.Contains(text, "job_status") {
+		t.Fatalf("a slow call: got %q %+v, want a running job", text, job)
+	}
+	t.Logf("the slow call answered with its job after %v", took.Round(time.Millisecond))
+	text, st, isErr := jobCall(t, cs, "job_status", map[string]any{"job_id": job.ID, "wait_s": 25})
+	for !isErr && st.State == jobs.Running {
+		text, st, isErr = jobCall(t, cs, "job_status", map[string]any{"job_id": job.ID, "wait_s": 25})
+	}
+	if isErr || st.State != jobs.Done || !strings.Contains(text, "5000000") {
+		t.Errorf("the job's end: got %q %+v, want the count", text, st)
 	}
 }

@@ -76,6 +76,10 @@ type Options struct {
 	// Exports run as jobs only with a block store.
 	JobTimeout        time.Duration
 	MaxJobsPerSubject int
+	// JobAfter turns a query tool call still running after it into a job
+	// (mcp_job_after; the setting's default is 5s). Zero: never; nor does a
+	// call whose statement timeout is not longer.
+	JobAfter time.Duration
 	// AllowedOrigins lists the browser origins ("https://app.example.com")
 	// allowed on the HTTP MCP routes; a request carrying any other Origin
 	// header is refused with 403. Requests without Origin are allowed.
@@ -130,6 +134,7 @@ func OptionsFrom(cfg config.Config) Options {
 		AllowedOrigins:        cfg.MCPAllowedOrigins,
 		JobTimeout:            time.Duration(cfg.JobTimeout),
 		MaxJobsPerSubject:     cfg.MaxJobsPerSubject,
+		JobAfter:              time.Duration(cfg.MCPJobAfter),
 	}
 }
 

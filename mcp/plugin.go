@@ -117,7 +117,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	p.tools = tools.New(engine, p.blocks, p.sessions, &tools.Options{Threshold: o.BlockThreshold, AnswerChars: o.AnswerChars,
 		PreviewRows: o.PreviewRows, PreviewBytes: o.PreviewBytes, PreviewCellBytes: o.PreviewCellBytes, Spill: o.Blocks != nil,
 		NoProfile: o.NoProfile, Workers: o.Workers, MaxWorkers: o.MaxWorkers, WorkerWait: o.WorkerWait, Observer: o.Observer, Logger: log,
-		Jobs: p.jobs, RemoteJob: p.jobRoutes.remoteJob(p.blocks)})
+		Jobs: p.jobs, JobAfter: o.JobAfter, RemoteJob: p.jobRoutes.remoteJob(p.blocks)})
 	p.sse = transport.NewSSE(p.servers.getServer, p.sessions, &transport.SSEOptions{Enabled: p.Enabled, Peers: o.Peers,
 		Queue: o.SessionQueue, QueueBytes: o.SessionQueueBytes, WriteTimeout: o.WriteTimeout, Keepalive: o.Keepalive, Logger: log})
 	p.streamable = transport.NewStreamable(p.servers.getServer, p.sessions, &transport.StreamableOptions{
@@ -345,10 +345,9 @@ func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lake
 	return transport.ServeStdio(ctx, ps.Server, p.sessions, p.log, t, caller)
 }
 
-// SessionBytes reports the bytes the SSE session id holds for its client
-// now (replies reserved, queued or being written) and the most it held
-// at once; ok is false when no such SSE session is open.
-func (p *Plugin) SessionBytes(id string) (now, peak int64, ok bool) { return p.sessions.Held(id) }
+// TakeDownloads is server.DownloadTaker: the host's download links, which
+// run_sql hands to the person behind a client (deliver "person").
+func (p *Plugin) TakeDownloads(d host.Downloads) { p.tools.TakeDownloads(d) }
 
 // capabilities declares a list as changing only where it does: the tools
 // when an operator's tools.json is watched (reloading), the prompts only

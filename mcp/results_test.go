@@ -212,7 +212,7 @@ func TestResultsBlockStorageFailure(t *testing.T) {
 		!strings.Contains(text, "block storage is full or not writable") {
 		t.Errorf("got %s, want a failed job naming the block storage", text)
 	}
-	if !strings.Contains(logs.String(), `"level":"ERROR","msg":"export job failed"`) {
+	if !strings.Contains(logs.String(), `"level":"ERROR","msg":"job failed"`) {
 		t.Errorf("no ERROR log line for the job in:\n%s", logs.String())
 	}
 }

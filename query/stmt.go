@@ -74,6 +74,9 @@ func (s *Stmt) WithTimeout(d time.Duration) *Stmt {
 	return &c
 }
 
+// Timeout is the statement timeout s runs under.
+func (s *Stmt) Timeout() time.Duration { return s.timeout }
+
 // Args are the bind parameters of the statement, in order.
 func (s *Stmt) Args() []any { return s.args }
 

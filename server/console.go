@@ -2,12 +2,16 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -43,6 +47,30 @@ type console struct {
 	limits    *Limits
 	log       *slog.Logger
 	tickets   tickets
+	// base is where a person's browser reaches this server (SQLDownload's
+	// links), set by serving.
+	base atomic.Pointer[string]
+}
+
+// serving sets where a person's browser reaches the server: publicURL,
+// else the address it serves on (localhost for an unspecified IP).
+func (cs *console) serving(publicURL string, addr net.Addr, tls bool) {
+	base := strings.TrimRight(publicURL, "/")
+	if base == "" {
+		scheme := "http://"
+		if tls {
+			scheme = "https://"
+		}
+		host, port, err := net.SplitHostPort(addr.String())
+		if err != nil {
+			return
+		}
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = "localhost"
+		}
+		base = scheme + net.JoinHostPort(host, port)
+	}
+	cs.base.Store(&base)
 }
 
 // mount adds the console's page, assets and downloads to r, and its JSON
@@ -313,18 +341,15 @@ func (cs *console) issueTicket(c *gin.Context) {
 	t := &ticket{caller: cl}
 	switch {
 	case req.SQL != nil && req.Transfer == "":
-		r := *req.SQL
-		if r.Cursor != "" || r.Limit != 0 {
+		if req.SQL.Cursor != "" || req.SQL.Limit != 0 {
 			fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "a download has every row: limit and cursor do not apply",
 				Hint: `send {"sql": {"database": "...", "sql": "SELECT ...", "params": [...]}}`})
 			return
 		}
-		r.Limit = query.NoLimit
-		if _, err := cs.engine.PrepareSQL(c.Request.Context(), cl, r); err != nil {
+		if t.sql, err = cs.checkSQLDownload(c.Request.Context(), cl, *req.SQL); err != nil {
 			fail(c, err)
 			return
 		}
-		t.sql = &r
 	case req.Transfer != "" && req.SQL == nil:
 		mine := cs.plugin.transfers.Transfers(cl)
 		i := slices.IndexFunc(mine, func(ti host.TransferInfo) bool { return ti.ID == req.Transfer })
@@ -339,16 +364,55 @@ func (cs *console) issueTicket(c *gin.Context) {
 			Hint: `send {"sql": {"database": "...", "sql": "SELECT ..."}} or {"transfer": "ID"}`})
 		return
 	}
+	path, err := cs.issue(t)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"url": path, "expires": t.expires.UTC()})
+}
+
+// checkSQLDownload checks r for cl as POST /rest/sql would, for every row.
+func (cs *console) checkSQLDownload(ctx context.Context, cl lakegate.Caller, r query.SQLRequest) (*query.SQLRequest, error) {
+	r.Limit, r.Cursor = query.NoLimit, ""
+	if _, err := cs.engine.PrepareSQL(ctx, cl, r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// issue stores t and returns the path of its download.
+func (cs *console) issue(t *ticket) (string, error) {
 	prefix := ""
 	if cs.replicas != nil {
 		prefix = cs.replicas.Prefix()
 	}
 	name, err := cs.tickets.issue(t, prefix, time.Now())
 	if err != nil {
-		fail(c, err)
-		return
+		return "", err
 	}
-	c.JSON(http.StatusOK, gin.H{"url": "/console/download/" + name, "expires": t.expires.UTC()})
+	return "/console/download/" + name, nil
+}
+
+// SQLDownload is host.Downloads: a ticket for the CSV of every row of a
+// statement, as the console's own downloads, at an absolute URL (the
+// person's browser opens it): public_url, else the address the server
+// listens on.
+func (cs *console) SQLDownload(ctx context.Context, c lakegate.Caller, database, sql string, params []any) (string, time.Time, error) {
+	r, err := cs.checkSQLDownload(ctx, c, query.SQLRequest{Database: database, SQL: sql, Params: params})
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	t := &ticket{caller: c, sql: r}
+	path, err := cs.issue(t)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	base := cs.base.Load()
+	if base == nil {
+		return "", time.Time{}, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the server is not serving yet"}
+	}
+	return *base + path, t.expires.UTC(), nil
 }
 
 // redeemTicket makes the ticket's caller the request's, or refuses.

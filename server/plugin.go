@@ -71,6 +71,13 @@ type ToolsReloader interface {
 	ReloadTools() (host.ToolsInfo, error)
 }
 
+// DownloadTaker is a plugin that hands downloads to the person behind a
+// client (an MCP elicitation of a URL): New lends it the console's
+// download tickets.
+type DownloadTaker interface {
+	TakeDownloads(host.Downloads)
+}
+
 // mounted is the plugin as the server holds it: the Plugin and each
 // capability it offers, found once (nil: not offered), with what the
 // admin switch needs.

@@ -144,6 +144,9 @@ func New(cfg config.Config, engine *query.Engine, plugin Plugin, opts *Options) 
 	}
 	s.console = &console{version: s.opts.Version, engine: engine, plugin: s.plugin, replicas: s.opts.Replicas,
 		idleAfter: time.Duration(cfg.MCPSessionIdleAfter), metrics: s.metrics, limits: s.limits, log: s.log}
+	if d, ok := plugin.(DownloadTaker); ok {
+		d.TakeDownloads(s.console)
+	}
 	// Last: with a JWKS URL it starts a refresh that Close ends.
 	v, err := newVerifier(cfg, s.log)
 	if err != nil {
@@ -247,6 +250,7 @@ func (s *Server) routes() *gin.Engine {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base, cancelBase := context.WithCancelCause(context.Background())
 	defer cancelBase(nil)
+	s.console.serving(s.cfg.PublicURL, ln.Addr(), s.tls != nil)
 	ln = newConnLimiter(ln, s.cfg.MaxConnections, s.cfg.MaxConnectionsPerAddress, s.tls, s.log, s.metrics)
 	hs := &http.Server{
 		Handler:     busyWhileHandling(s.router),

@@ -318,6 +318,7 @@ var _ interface {
 	server.SessionHolder
 	server.TransferHolder
 	server.ToolsReloader
+	server.DownloadTaker
 } = (*mcp.Plugin)(nil)
 
 // openPlugin opens the query engine and the block store and builds the MCP plugin on them. The caller owns the three

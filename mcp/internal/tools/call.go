@@ -24,6 +24,8 @@ type tool struct {
 	timeout time.Duration
 	args    *argsSchema
 	handler toolHandler
+	// confirm asks the person to confirm each call first (elicit.go).
+	confirm bool
 }
 
 // A toolHandler runs one tool's calls. Its arguments are checked against
@@ -37,6 +39,10 @@ type toolHandler struct {
 	// state, or waits for it), so it takes no worker slot and no share
 	// of the caller's limits.
 	noWorker bool
+	// ask, if set, asks the person behind the client before the call is
+	// admitted (elicit.go): nil output and error to go on, else the
+	// call's answer (a question, or what the person's answer led to).
+	ask func(ctx context.Context, ts *Set, c call, args json.RawMessage) (output, error)
 }
 
 // output is a tool's result: it renders itself as the tool result, and
@@ -58,6 +64,14 @@ type call struct {
 	// the meter of its rows.
 	tool  string
 	watch func(jobs.Meter)
+	// worker is the pool slot the call holds (nil for a tool that takes
+	// none); a job that takes the call over keeps it.
+	worker *worker
+	// session is the client's: elicit.go asks its person. inputs and
+	// state are what a call asking for input comes back with.
+	session *mcpsdk.ServerSession
+	inputs  mcpsdk.InputResponseMap
+	state   string
 }
 
 // clampText cuts the text of res to chars bytes at a line end, saying so:

@@ -38,9 +38,9 @@ func handlers() map[string]toolHandler {
 		"list_tables":       typed(listTables),
 		"describe_table":    typed(describeTable),
 		"query":             typed(runQuery),
-		"run_sql":           typed(runSQL),
+		"run_sql":           asking(typed(runSQL), deliverFirst),
 		"query_time_series": typed(runTimeSeries),
-		"explain":           typed(runExplain),
+		"explain":           asking(typed(runExplain), confirmAnalyze),
 		"get_result_block":  typed(getResultBlock),
 		"job_status":        withoutWorker(typed(jobStatus)),
 		"cancel_job":        withoutWorker(typed(cancelJob)),
@@ -48,6 +48,12 @@ func handlers() map[string]toolHandler {
 		// tool by sqlHandler.
 		"sql": sqlHandler(nil),
 	}
+}
+
+// asking gives h what it asks the person first (toolHandler.ask).
+func asking(h toolHandler, ask func(ctx context.Context, ts *Set, c call, args json.RawMessage) (output, error)) toolHandler {
+	h.ask = ask
+	return h
 }
 
 // withoutWorker marks h as doing no database work (toolHandler.noWorker).
@@ -156,6 +162,9 @@ type sqlIn struct {
 	SQL      string `json:"sql"`
 	Params   []any  `json:"params"`
 	Cursor   string `json:"cursor"`
+	// Deliver "person" hands every row to the person behind the client as
+	// a download link (elicit.go), where the client can open one.
+	Deliver string `json:"deliver"`
 	resultArgs
 }
 
@@ -202,7 +211,7 @@ type timeSeriesIn struct {
 	Cursor     string         `json:"cursor"`
 }
 
-func runTimeSeries(ctx context.Context, ts *Set, c call, in timeSeriesIn) (*answer, error) {
+func runTimeSeries(ctx context.Context, ts *Set, c call, in timeSeriesIn) (output, error) {
 	ae, err := analysis(ts.engine)
 	if err != nil {
 		return nil, err
@@ -214,7 +223,7 @@ func runTimeSeries(ctx context.Context, ts *Set, c call, in timeSeriesIn) (*answ
 	if err != nil {
 		return nil, err
 	}
-	return ts.answer(ctx, c, st, query.FormatNDJSON, false, 0)
+	return ts.result(ctx, c, st, query.FormatNDJSON, false, 0)
 }
 
 type explainIn struct {
@@ -222,6 +231,16 @@ type explainIn struct {
 	SQL      string `json:"sql"`
 	Analyze  bool   `json:"analyze"`
 	Format   string `json:"format"`
+}
+
+// confirmAnalyze: EXPLAIN ANALYZE runs the query to its end, so the
+// person confirms it.
+func confirmAnalyze(ctx context.Context, ts *Set, c call, args json.RawMessage) (output, error) {
+	var in explainIn
+	if json.Unmarshal(args, &in) != nil || !in.Analyze {
+		return nil, nil
+	}
+	return ts.confirm(ctx, c, fmt.Sprintf("Run EXPLAIN ANALYZE on %s? It runs the query to its end: %s", in.Database, clip(in.SQL, 300)))
 }
 
 type planOut struct{ *query.Plan }
@@ -241,7 +260,7 @@ func runExplain(ctx context.Context, ts *Set, c call, in explainIn) (planOut, er
 // checked against its typed parameters and bound in declared order, and
 // the statement runs like run_sql (validated, read-only, timeout, row cap).
 func sqlHandler(tool *query.SQLTool) toolHandler {
-	return typed(func(ctx context.Context, ts *Set, c call, in map[string]any) (*answer, error) {
+	return typed(func(ctx context.Context, ts *Set, c call, in map[string]any) (output, error) {
 		var dialect query.Dialect
 		for _, db := range ts.engine.Databases() {
 			if db.Name == tool.Database() {
@@ -259,7 +278,7 @@ func sqlHandler(tool *query.SQLTool) toolHandler {
 		if err != nil {
 			return nil, err
 		}
-		return ts.answer(ctx, c, st, query.FormatNDJSON, false, 0)
+		return ts.result(ctx, c, st, query.FormatNDJSON, false, 0)
 	})
 }
 

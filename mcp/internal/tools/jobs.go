@@ -18,63 +18,94 @@ import (
 	"github.com/lakegate/lakegate/query"
 )
 
-// An export runs as a job: the call answers at once with the job's id,
-// and the rows go to a block transfer under the job's own timeout
-// (job_timeout, not statement_timeout), on a worker of the caller's
-// share, whether or not the session that asked is still there. The agent
-// follows it with job_status (a wait of up to maxJobWait, so that it polls
-// rarely) and stops it with cancel_job; done, job_status answers what the
-// export would have answered inline: the preview, the profile and the
-// transfer.
+// Long work runs as a job: the call answers at once with the job's id,
+// and the work goes on under the job's own timeout (job_timeout, not
+// statement_timeout), on the worker the call took, whether or not the
+// session that asked is still there. An export is a job from the start
+// (its rows go to a block transfer); any other query call becomes one
+// when it has run for mcp_job_after without an answer, by the server's
+// own clock. The agent follows a job with job_status (a wait of up to
+// maxJobWait, so that it polls rarely) and stops it with cancel_job; done,
+// job_status answers what the call would have answered inline.
 
 // maxJobWait bounds job_status's wait: under the minute MCP clients give
 // a call, with room to spare.
 const maxJobWait = 25 * time.Second
 
-// result answers st: as an export job when export asks for blocks and the
-// server runs jobs, else as answer does.
+// result answers st: as an export job when export asks for blocks; inline
+// when the server runs no jobs; else inline if it ends within
+// mcp_job_after, and as a job from then on.
 func (ts *Set) result(ctx context.Context, c call, st *query.Stmt, f query.Format, export bool, chars int) (output, error) {
-	if !export || ts.jobs == nil {
+	if c.timeout > 0 {
+		st = st.WithTimeout(c.timeout)
+	}
+	held := !export && ts.jobAfter > 0 && ts.jobAfter < st.Timeout()
+	if ts.jobs == nil || !export && !held {
 		return ts.answer(ctx, c, st, f, export, chars)
 	}
 	jc := c
 	jc.timeout = ts.jobs.Timeout()
-	// The call took the caller's rate-limit token: the job takes none.
-	status, err := ts.jobs.Start(host.WithPaid(ctx), c.Subject, c.tool, func(ctx context.Context, watch func(jobs.Meter)) (any, error) {
+	release := c.worker.keep()
+	run := func(ctx context.Context, watch func(jobs.Meter)) (any, error) {
+		defer release()
 		jc.watch = watch
-		var a *answer
 		start := time.Now()
-		err := ts.withWorker(ctx, func() (err error) {
-			a, err = ts.answer(ctx, jc, st, f, true, chars)
-			return err
-		})
-		log := ts.log.With(lakegate.LogTool, c.tool, lakegate.LogSubject, c.Subject, lakegate.LogDuration, time.Since(start).Milliseconds())
-		if err != nil {
-			level := slog.LevelInfo
-			if errors.Is(err, wire.ErrBlockStorage) {
-				level = slog.LevelError // the operator's to fix, not the caller's
-			}
-			log.Log(ctx, level, "export job failed", "kind", string(lakegate.KindOf(err)), "error", err.Error())
-			return nil, err
+		a, err := ts.answer(ctx, jc, st, f, export, chars)
+		if !held || time.Since(start) >= ts.jobAfter {
+			logJob(ctx, ts.log.With(lakegate.LogTool, c.tool, lakegate.LogSubject, c.Subject, lakegate.LogDuration, time.Since(start).Milliseconds()), a, err)
 		}
-		log.Info("export job done", "rows", a.RowCount)
-		res, _, err := a.result()
 		if err != nil {
 			return nil, err
 		}
-		return exportResult{res}, nil
-	})
+		res, rows, err := a.result()
+		if err != nil {
+			return nil, err
+		}
+		return doneResult{res, rows}, nil
+	}
+	if !held {
+		// The call took the caller's rate-limit token: the job takes none.
+		status, err := ts.jobs.Start(host.WithPaid(ctx), c.Subject, c.tool, run)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		return jobOut{Status: status, started: true}, nil
+	}
+	res, status, shown, err := ts.jobs.Hold(host.WithPaid(ctx), c.Subject, c.tool, ts.jobAfter, run)
 	if err != nil {
 		return nil, err
 	}
-	return jobOut{Status: status, started: true}, nil
+	if shown {
+		return jobOut{Status: status, started: true, after: ts.jobAfter}, nil
+	}
+	return res.(doneResult), nil
 }
 
-// exportResult is a done export's answer, kept with its job: the text and
-// links a model reads, and as JSON the structured content.
-type exportResult struct{ res *mcpsdk.CallToolResult }
+// logJob logs a job's end.
+func logJob(ctx context.Context, log *slog.Logger, a *answer, err error) {
+	if err != nil {
+		level := slog.LevelInfo
+		if errors.Is(err, wire.ErrBlockStorage) {
+			level = slog.LevelError // the operator's to fix, not the caller's
+		}
+		log.Log(ctx, level, "job failed", "kind", string(lakegate.KindOf(err)), "error", err.Error())
+		return
+	}
+	log.Info("job done", "rows", a.RowCount)
+}
 
-func (e exportResult) MarshalJSON() ([]byte, error) {
+// doneResult is a done job's answer, kept with it: the text and links a
+// model reads, and as JSON the structured content.
+type doneResult struct {
+	res  *mcpsdk.CallToolResult
+	rows int64
+}
+
+// result is the answer of a call that ended before it became a job.
+func (d doneResult) result() (*mcpsdk.CallToolResult, int64, error) { return d.res, d.rows, nil }
+
+func (e doneResult) MarshalJSON() ([]byte, error) {
 	if e.res == nil || e.res.StructuredContent == nil {
 		return []byte("null"), nil
 	}
@@ -85,7 +116,8 @@ func (e exportResult) MarshalJSON() ([]byte, error) {
 // and, structured, the status in a result's shape (mode "job").
 type jobOut struct {
 	jobs.Status
-	started bool // the answer of the call that started it
+	started bool          // the answer of the call that started it
+	after   time.Duration // started: the call ran this long first (0: an export)
 }
 
 func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
@@ -97,6 +129,8 @@ func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
 	}
 	took = took.Round(100 * time.Millisecond)
 	switch {
+	case o.started && o.after > 0:
+		fmt.Fprintf(&b, "The call ran past %v, so it goes on as job %s (%s): its answer comes with the job's end.\n", o.after, st.ID, st.Tool)
 	case o.started:
 		fmt.Fprintf(&b, "Started job %s (%s export): the rows go to a block transfer; nothing is answered inline.\n", st.ID, st.Tool)
 	case st.State == jobs.Running:
@@ -116,7 +150,7 @@ func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
 				fmt.Fprintf(&b, "Its rows are in transfer %v (%v rows, %v blocks); read them with get_result_block.", tr["transfer_id"], tr["rows"], len(anySlice(tr["blocks"])))
 			}
 		}
-		if r, ok := st.Result.(exportResult); ok && r.res != nil && len(r.res.Content) > 0 {
+		if r, ok := st.Result.(doneResult); ok && r.res != nil && len(r.res.Content) > 0 {
 			if text, ok := r.res.Content[0].(*mcpsdk.TextContent); ok {
 				b.WriteString(text.Text)
 				content = r.res.Content[1:]
@@ -134,7 +168,7 @@ func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
 	case jobs.Expired:
 		b.WriteString("Its result has expired, and its transfer is deleted: run the export again.")
 	}
-	data, err := json.Marshal(jobMeta{Columns: []query.ResultColumn{}, Mode: modeJob, Job: st})
+	data, err := json.Marshal(statusMeta{Columns: []query.ResultColumn{}, Mode: modeJob, Job: &st})
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode tool result: %w", err)
 	}
@@ -142,7 +176,7 @@ func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
 	// the replica that ran it), with the job.
 	var done any
 	switch r := st.Result.(type) {
-	case exportResult:
+	case doneResult:
 		if r.res != nil {
 			done = r.res.StructuredContent
 		}
@@ -163,14 +197,15 @@ func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
 // modeJob is the mode of a result a job produces (ResultMeta.Mode).
 const modeJob = "job"
 
-// jobMeta is a job's status in a result's shape, so that it meets the
-// query tools' output schema.
-type jobMeta struct {
+// statusMeta is an answer without rows (a job's status, a download
+// handed to the person) in a result's shape, so that it meets the query
+// tools' output schema.
+type statusMeta struct {
 	Columns   []query.ResultColumn `json:"columns"`
 	RowCount  int64                `json:"row_count"`
 	Truncated bool                 `json:"truncated"`
 	Mode      string               `json:"mode"`
-	Job       jobs.Status          `json:"job"`
+	Job       *jobs.Status         `json:"job,omitempty"`
 }
 
 // withJob adds the job's status (without its result, which is the rest)

@@ -54,7 +54,10 @@ type Spec struct {
 	// Roles, when set, are the roles that see the tool in tools/list and
 	// may call it (an admin, every role); to anyone else it does not
 	// exist. Empty: every caller.
-	Roles   []string `json:"roles,omitempty"`
+	Roles []string `json:"roles,omitempty"`
+	// Confirm asks the person behind the client to confirm each call
+	// before it runs, where the client can ask (MCP elicitation, form).
+	Confirm bool `json:"confirm,omitempty"`
 	timeout time.Duration
 	sqlTool *query.SQLTool
 	args    *argsSchema
@@ -67,7 +70,7 @@ func (t Spec) run() tool {
 	if t.sqlTool != nil {
 		h = sqlHandler(t.sqlTool)
 	}
-	return tool{name: t.Name, timeout: t.timeout, args: t.args, handler: h}
+	return tool{name: t.Name, timeout: t.timeout, args: t.args, handler: h, confirm: t.Confirm}
 }
 
 // Tool is the declared tool as clients see it in tools/list.

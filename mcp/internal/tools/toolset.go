@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,6 +38,10 @@ type Set struct {
 	log      *slog.Logger
 	index    rowIndex       // rows of the blocks of recent transfers (window.go)
 	jobs     *jobs.Registry // exports run as jobs (jobs.go); nil: none
+	jobAfter time.Duration  // a query call running this long becomes a job
+	// downloads are the host's, lent after New (TakeDownloads): a
+	// host.Downloads, or nothing.
+	downloads atomic.Value
 	// remoteJob reads another replica's job (Options.RemoteJob); nil: a
 	// single server.
 	remoteJob func(ctx context.Context, c lakegate.Caller, id string, wait time.Duration, cancel bool) (jobs.Status, bool, error)
@@ -116,6 +121,9 @@ type Options struct {
 	// Jobs runs exports apart from their calls; nil: an export answers
 	// when its rows are written.
 	Jobs *jobs.Registry
+	// JobAfter turns a query call still running after it into a job (0:
+	// never).
+	JobAfter time.Duration
 	// RemoteJob, in a cluster, reads a job another replica runs, waiting
 	// up to wait for its end, or cancels it there; ok false when id is
 	// this replica's.
@@ -139,6 +147,7 @@ func New(engine Engine, blocks Blocks, sessions Sessions, opts *Options) *Set {
 		observer:  o.Observer,
 		log:       o.Logger,
 		jobs:      o.Jobs,
+		jobAfter:  o.JobAfter,
 		remoteJob: o.RemoteJob,
 		calls:     map[string]*host.ToolStats{},
 	}
@@ -154,6 +163,9 @@ func New(engine Engine, blocks Blocks, sessions Sessions, opts *Options) *Set {
 // Handler is what serves the calls of the declared tool t: its handler
 // with the protocol's side channels (progress, a log line a call).
 func (ts *Set) Handler(t Spec) mcpsdk.ToolHandler { return observe(t.Name, ts.handle(t.run())) }
+
+// TakeDownloads lends the Set the host's downloads (run_sql's deliver).
+func (ts *Set) TakeDownloads(d host.Downloads) { ts.downloads.Store(d) }
 
 // WorkerUse reports the use of the workers tool calls run in.
 func (ts *Set) WorkerUse() host.WorkerStatus { return ts.workers.Use() }
@@ -215,30 +227,36 @@ func (ts *Set) handle(t tool) mcpsdk.ToolHandler {
 		}
 		ctx, stop := ts.untilCallerGone(ctx, req)
 		defer stop()
-		var out output
-		// Admitted by the bytes its reply can take before it runs, then
-		// given a worker: a call waiting for bytes holds no worker.
-		// On a session whose client is slow to read, the inline bound
-		// shrinks to what its budget has room for (a larger result goes
-		// to blocks).
-		want, least := ts.callReplyBounds(req)
-		reserved, err := ts.sessions.AdmitReply(ctx, req.Session, req.GetExtra(), want, least)
-		if err == nil {
-			c := call{Caller: caller, timeout: t.timeout, args: t.args, inline: ts.inlineBound(reserved, len(req.Params.Arguments)), tool: t.name}
-			run := func() (err error) {
-				out, err = h.run(ctx, ts, c, req.Params.Arguments)
-				return err
+		c := call{Caller: caller, timeout: t.timeout, args: t.args, tool: t.name,
+			session: req.Session, inputs: req.Params.InputResponses, state: req.Params.RequestState}
+		// First what the person is asked (elicit.go), which may answer the
+		// call: it holds no reply bytes and no worker while they decide.
+		out, err := ts.ask(ctx, t, c, req.Params.Arguments)
+		if out == nil && err == nil {
+			// Admitted by the bytes its reply can take before it runs,
+			// then given a worker: a call waiting for bytes holds no
+			// worker. On a session whose client is slow to read, the
+			// inline bound shrinks to what its budget has room for (a
+			// larger result goes to blocks).
+			want, least := ts.callReplyBounds(req)
+			var reserved int64
+			reserved, err = ts.sessions.AdmitReply(ctx, req.Session, req.GetExtra(), want, least)
+			c.inline = ts.inlineBound(reserved, len(req.Params.Arguments))
+			if err == nil && !h.noWorker {
+				c.worker, err = ts.acquire(ctx)
 			}
-			if h.noWorker {
-				err = run()
-			} else {
-				err = ts.withWorker(ctx, run)
+			if err == nil {
+				out, err = h.run(ctx, ts, c, req.Params.Arguments)
+				c.worker.done()
 			}
 		}
 		var res *mcpsdk.CallToolResult
 		var rows int64
 		if err == nil {
 			res, rows, err = out.result()
+		}
+		if err == nil && res.InputRequests != nil {
+			return res, nil // a question for the person: the call comes back
 		}
 		if err == nil {
 			clampText(res, ts.answers.chars)
@@ -258,17 +276,6 @@ func (ts *Set) handle(t tool) mcpsdk.ToolHandler {
 		log.InfoContext(ctx, "tool call")
 		return res, nil
 	}
-}
-
-// withWorker runs fn holding a slot of ts.workers: the host's shared pool,
-// which also applies its per-subject limits, or the plugin's own.
-func (ts *Set) withWorker(ctx context.Context, fn func() error) error {
-	release, err := ts.workers.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	return fn()
 }
 
 // untilCallerGone returns ctx cancelled also when the client that made

@@ -48,3 +48,38 @@ func (w *localWorkers) Acquire(ctx context.Context) (func(), error) {
 func (w *localWorkers) Use() host.WorkerStatus {
 	return host.WorkerStatus{Max: cap(w.slots), InUse: len(w.slots), Waiting: int(w.waiting.Load())}
 }
+
+// worker is the slot of ts.workers a tool call holds: the host's shared
+// pool, which also applies its per-subject limits, or the plugin's own. A
+// job that takes the call over keeps it until the job ends.
+type worker struct {
+	release func()
+	kept    bool
+}
+
+// acquire takes a worker for a call.
+func (ts *Set) acquire(ctx context.Context) (*worker, error) {
+	release, err := ts.workers.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &worker{release: sync.OnceFunc(release)}, nil
+}
+
+// done releases the call's worker, unless a job keeps it. Nil (a tool
+// that takes none) does nothing.
+func (w *worker) done() {
+	if w != nil && !w.kept {
+		w.release()
+	}
+}
+
+// keep hands the worker to a job, which calls the returned release when
+// it ends; done then leaves it. Nil gives a release that does nothing.
+func (w *worker) keep() func() {
+	if w == nil {
+		return func() {}
+	}
+	w.kept = true
+	return w.release
+}

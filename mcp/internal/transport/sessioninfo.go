@@ -43,7 +43,9 @@ func (r *Sessions) List() []host.SessionInfo {
 	}
 	out := make([]host.SessionInfo, 0, len(r.sse)+len(r.streams))
 	for id, c := range r.sse {
-		out = append(out, sessionInfo(id, c.caller.Subject, "sse", &c.act, c.act.lastCall, init[id]))
+		si := sessionInfo(id, c.caller.Subject, "sse", &c.act, c.act.lastCall, init[id])
+		si.Held, si.PeakHeld = c.out.held()
+		out = append(out, si)
 	}
 	for id, s := range r.streams {
 		out = append(out, sessionInfo(id, s.subject, "streamable", &s.act, s.lastUsed, init[id]))

@@ -469,15 +469,3 @@ func (r *Sessions) Gone(req *mcpsdk.CallToolRequest) <-chan struct{} {
 	}
 	return cn.closed
 }
-
-// Held reports the bytes the SSE session id holds for its client now
-// (replies reserved, queued or being written) and the most it held at
-// once; ok is false when no such SSE session is open.
-func (r *Sessions) Held(id string) (now, peak int64, ok bool) {
-	c := r.sseSession(id)
-	if c == nil {
-		return 0, 0, false
-	}
-	now, peak = c.out.held()
-	return now, peak, true
-}
