@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go/http3"
@@ -61,7 +62,13 @@ type Client struct {
 	// Retrying, when set, is called before each wait for a retry. Fetch
 	// calls it from several goroutines at once.
 	Retrying func(Retry)
+	// FollowInterval is how often Fetch asks again for the manifest of a
+	// transfer still being written (default DefaultFollowInterval).
+	FollowInterval time.Duration
 }
+
+// DefaultFollowInterval is Client.FollowInterval's default.
+const DefaultFollowInterval = 500 * time.Millisecond
 
 // NewHTTP3 returns an http.Client that speaks HTTP/3 (QUIC) only, with
 // tlsConf (nil: the system roots). Close its transport with CloseHTTP3.
@@ -245,12 +252,14 @@ func rangeStart(v string) int64 {
 }
 
 // Fetch writes the whole result of transfer id to w, in order, fetching
-// Parallel blocks at a time and checking every block and the whole. Each
-// request is retried as Attempts says; a block that fails is fetched
-// again alone (never a block already checked), and a 429 pauses every
-// request of the fetch for the wait the server names. When a request
-// fails for good, Fetch stops the others and returns its error; w may
-// then hold a prefix of the result.
+// Parallel blocks at a time and checking every block and the whole. A
+// transfer still being written is followed: its sealed blocks are fetched
+// at once, and its manifest asked again (every FollowInterval) until it
+// is complete. Each request is retried as Attempts says; a block that
+// fails is fetched again alone (never a block already checked), and a 429
+// pauses every request of the fetch for the wait the server names. When a
+// request fails for good, Fetch stops the others and returns its error; w
+// may then hold a prefix of the result.
 func (c *Client) Fetch(ctx context.Context, id string, w io.Writer) (*Manifest, error) {
 	p := &pacer{}
 	m, err := c.manifest(ctx, p, id)
@@ -272,44 +281,68 @@ func (c *Client) Fetch(ctx context.Context, id string, w io.Writer) (*Manifest, 
 		data []byte
 		err  error
 	}
-	results := make([]chan result, len(m.Blocks))
-	for i := range results {
-		results[i] = make(chan result, 1)
+	type fetch struct {
+		b   Block
+		out chan result
 	}
-	// held bounds the blocks fetched but not yet written. Slots are taken
-	// in block order, so the block the writer waits for always has one.
-	held := make(chan struct{}, 2*parallel)
-	jobs := make(chan int)
-	go func() {
+	// order holds the blocks dispatched but not yet written, in order:
+	// it bounds the blocks held in memory to about twice Parallel.
+	order := make(chan fetch, 2*parallel)
+	jobs := make(chan fetch)
+	// The feeder dispatches the manifest's blocks and, while the transfer
+	// is being written, asks for the manifest again; final is the
+	// complete manifest (or feedErr why there is none), read once order
+	// is closed.
+	var final *Manifest
+	var feedErr error
+	var known atomic.Int64 // bytes of the blocks known so far
+	known.Store(m.Bytes)
+	wg.Go(func() {
+		defer close(order)
 		defer close(jobs)
-		for n := range m.Blocks {
-			select {
-			case held <- struct{}{}:
-			case <-ctx.Done():
+		next := 0
+		for {
+			for ; next < len(m.Blocks); next++ {
+				f := fetch{b: m.Blocks[next], out: make(chan result, 1)}
+				select {
+				case order <- f:
+				case <-ctx.Done():
+					return
+				}
+				select {
+				case jobs <- f:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if m.Complete {
+				final = m
 				return
 			}
-			select {
-			case jobs <- n:
-			case <-ctx.Done():
+			if err := sleep(ctx, c.followInterval()); err != nil {
 				return
 			}
+			if m, feedErr = c.manifest(ctx, p, id); feedErr != nil {
+				return
+			}
+			known.Store(m.Bytes)
 		}
-	}()
+	})
 	for range parallel {
 		wg.Go(func() {
-			for n := range jobs {
-				data, err := c.block(ctx, p, id, m.Blocks[n])
-				results[n] <- result{data, err}
+			for f := range jobs {
+				data, err := c.block(ctx, p, id, f.b)
+				f.out <- result{data, err}
 			}
 		})
 	}
 
 	total := sha256.New()
 	var done int64
-	for n := range m.Blocks {
+	for f := range order {
 		var r result
 		select {
-		case r = <-results[n]:
+		case r = <-f.out:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -321,13 +354,28 @@ func (c *Client) Fetch(ctx context.Context, id string, w io.Writer) (*Manifest, 
 		}
 		total.Write(r.data)
 		done += int64(len(r.data))
-		<-held
 		if c.Progress != nil {
-			c.Progress(done, m.Bytes)
+			c.Progress(done, known.Load())
 		}
 	}
-	if got := hex.EncodeToString(total.Sum(nil)); got != m.SHA256 {
-		return nil, fmt.Errorf("transfer %s: %w", id, &ChecksumError{Want: m.SHA256, Got: got})
+	wg.Wait() // the feeder has ended: final and feedErr are set
+	switch {
+	case feedErr != nil:
+		return nil, feedErr
+	case final == nil:
+		return nil, ctx.Err()
 	}
-	return m, nil
+	if got := hex.EncodeToString(total.Sum(nil)); got != final.SHA256 {
+		return nil, fmt.Errorf("transfer %s: %w", id, &ChecksumError{Want: final.SHA256, Got: got})
+	}
+	return final, nil
+}
+
+// followInterval is how often Fetch asks again for the manifest of a
+// transfer being written.
+func (c *Client) followInterval() time.Duration {
+	if c.FollowInterval > 0 {
+		return c.FollowInterval
+	}
+	return DefaultFollowInterval
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // hit is one request the flaky server saw.
@@ -311,5 +313,92 @@ func TestRetryAfterHeader(t *testing.T) {
 		if got := retryAfter(tc.in, now); got != tc.want {
 			t.Errorf("retryAfter(%q): got %v, want %v", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestFetchFollowsWriting: a transfer being written shows its sealed
+// blocks (each readable, with its sum; a later block is not sealed yet;
+// the whole is refused), and Fetch follows it: it writes the first block
+// while the rest is still to come, and ends with every byte, checked, once
+// the transfer is committed. Aborted under a following Fetch, the fetch
+// fails instead of waiting.
+func TestFetchFollowsWriting(t *testing.T) {
+	s := open(t, Options{BlockSize: 512})
+	f, srv := newFlaky(t, s, nil)
+	defer srv.Client().CloseIdleConnections()
+	w, err := s.Create("alice", "ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := records(300)
+	var all []byte
+	put := func(from, to int) {
+		for _, r := range recs[from:to] {
+			if _, err := w.Write(r); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, r...)
+		}
+	}
+	put(0, 100)
+	testutil.Eventually(t, 5*time.Second, "sealed blocks", func() bool {
+		m, _, err := s.Lookup(w.ID())
+		return err == nil && len(m.Blocks) >= 2
+	})
+	m, owner, _ := s.Lookup(w.ID())
+	if m.Complete || owner != "alice" || m.SHA256 != "" || m.Blocks[0].SHA256 == "" {
+		t.Errorf("being written: got %+v, want its sealed blocks and no end", m)
+	}
+	if _, _, err := s.ReadBlock(w.ID(), 0); err != nil {
+		t.Errorf("a sealed block: %v", err)
+	}
+	if _, _, err := s.OpenBlock(w.ID(), 50); !errors.Is(err, ErrNotSealed) {
+		t.Errorf("a block not yet written: got %v, want ErrNotSealed", err)
+	}
+	if err := s.ServeAll(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil), w.ID()); !errors.Is(err, ErrWriting) {
+		t.Errorf("the whole, being written: got %v, want ErrWriting", err)
+	}
+
+	c := &Client{BaseURL: srv.URL + "/mcp/blocks", DecodeError: lakegate.DecodeError, HTTP: srv.Client(), FollowInterval: 10 * time.Millisecond}
+	firstBytes := make(chan struct{})
+	var once sync.Once
+	c.Progress = func(int64, int64) { once.Do(func() { close(firstBytes) }) }
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Fetch(t.Context(), w.ID(), &out)
+		done <- err
+	}()
+	select {
+	case <-firstBytes:
+	case err := <-done:
+		t.Fatalf("fetch ended before the transfer did: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no block fetched while the transfer was written")
+	}
+	put(100, 300)
+	final, err := w.Commit(300, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	if !bytes.Equal(out.Bytes(), all) || !final.Complete {
+		t.Errorf("fetched %d bytes, want the %d of the transfer", out.Len(), len(all))
+	}
+
+	// Aborted while followed (its manifest asked for twice more): the
+	// fetch fails.
+	w2, _ := s.Create("alice", "ndjson")
+	asked := len(f.hitsOf(-1))
+	go func() {
+		_, err := c.Fetch(t.Context(), w2.ID(), io.Discard)
+		done <- err
+	}()
+	testutil.Eventually(t, 10*time.Second, "the fetch follows", func() bool { return len(f.hitsOf(-1)) >= asked+2 })
+	w2.Abort()
+	if err := <-done; err == nil {
+		t.Error("fetch of an aborted transfer: got no error")
 	}
 }

@@ -10,7 +10,11 @@ import (
 var (
 	ErrNotFound = errors.New("blocktransport: no such transfer")
 	ErrNoBlock  = errors.New("blocktransport: no such block")
-	ErrClosed   = errors.New("blocktransport: store closed")
+	// ErrNotSealed is a block of a transfer being written that is not
+	// written yet; ErrWriting, a transfer asked for whole before its end.
+	ErrNotSealed = errors.New("blocktransport: block not written yet")
+	ErrWriting   = errors.New("blocktransport: transfer still being written")
+	ErrClosed    = errors.New("blocktransport: store closed")
 )
 
 // BudgetError says a write would pass a byte budget.

@@ -46,7 +46,11 @@ func (s *Store) ServeBlock(w http.ResponseWriter, r *http.Request, id string, n 
 	h := w.Header()
 	h.Set("Content-Type", MIMEType(m.Format))
 	h.Set("ETag", `"`+b.SHA256+`"`)
-	h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(m.Expires.Sub(s.opts.Now()).Seconds())))
+	left := s.opts.TTL // a sealed block of a transfer being written lives at least this long
+	if m.Complete {
+		left = m.Expires.Sub(s.opts.Now())
+	}
+	h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(left.Seconds())))
 	h.Set("X-Block-Sha256", b.SHA256)
 	http.ServeContent(w, r, "", m.Created, f)
 	return nil
@@ -60,6 +64,9 @@ func (s *Store) ServeAll(w http.ResponseWriter, r *http.Request, id string) erro
 	m, _, err := s.Lookup(id)
 	if err != nil {
 		return err
+	}
+	if !m.Complete {
+		return ErrWriting
 	}
 	h := w.Header()
 	h.Set("Content-Type", MIMEType(m.Format))

@@ -28,11 +28,14 @@ const (
 	DefaultTTL       = 15 * time.Minute
 )
 
-// Manifest describes one committed transfer: what a client needs to fetch
-// its blocks and check them.
+// Manifest describes one transfer: what a client needs to fetch its
+// blocks and check them. A transfer still being written has Complete
+// false and lists only its sealed blocks (each final, with its sum),
+// without Rows, SHA256 or Expires: a client fetches those and asks again.
 type Manifest struct {
-	ID     string `json:"transfer_id"`
-	Format string `json:"format"`
+	ID       string `json:"transfer_id"`
+	Format   string `json:"format"`
+	Complete bool   `json:"complete"`
 	// Columns is the caller's description of the columns, passed through.
 	Columns json.RawMessage `json:"columns,omitempty"`
 	Rows    int64           `json:"rows"`
@@ -102,6 +105,7 @@ type Store struct {
 
 	mu        sync.Mutex
 	transfers map[string]*transfer // committed
+	writing   map[string]*transfer // being written: their sealed blocks
 	pending   int                  // transfers being written
 	used      int64
 	usedBy    map[string]int64
@@ -144,7 +148,7 @@ func Open(o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{opts: o, log: o.Logger, transfers: map[string]*transfer{}, usedBy: map[string]int64{},
+	s := &Store{opts: o, log: o.Logger, transfers: map[string]*transfer{}, writing: map[string]*transfer{}, usedBy: map[string]int64{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -333,20 +337,46 @@ func (s *Store) Create(owner, format string) (*Writer, error) {
 	now := s.opts.Now().UTC()
 	w := &Writer{s: s, owner: owner, dir: dir, hashq: make(chan hashItem, hashQueue), hashed: make(chan hashSums, 1),
 		m: Manifest{ID: id, Format: format, Created: now, Blocks: []Block{}}}
-	go hashLoop(w.hashq, w.hashed)
+	s.mu.Lock()
+	s.writing[id] = &transfer{owner: owner, dir: dir, manifest: Manifest{ID: id, Format: format, Created: now, Blocks: []Block{}}}
+	s.mu.Unlock()
+	go hashLoop(w.hashq, w.hashed, func(b Block) { s.sealed(id, b) })
 	return w, nil
 }
 
-// Lookup returns the manifest of a committed, unexpired transfer and its
-// owner. Unknown and expired ids are ErrNotFound.
+// sealed makes block b of transfer id, being written, readable: its
+// file is whole and its sum known.
+func (s *Store) sealed(id string, b Block) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.writing[id]; ok {
+		t.manifest.Blocks = append(t.manifest.Blocks, b)
+		t.manifest.Bytes += b.Size
+	}
+}
+
+// findLocked is transfer id, committed and unexpired or being written. s.mu is
+// held.
+func (s *Store) findLocked(id string) (*transfer, bool) {
+	if t, ok := s.transfers[id]; ok && s.opts.Now().Before(t.manifest.Expires) {
+		return t, true
+	}
+	t, ok := s.writing[id]
+	return t, ok
+}
+
+// Lookup returns the manifest of a transfer and its owner: committed
+// and unexpired, or being written (Complete false, its sealed blocks).
+// Unknown and expired ids are ErrNotFound.
 func (s *Store) Lookup(id string) (*Manifest, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.transfers[id]
-	if !ok || !s.opts.Now().Before(t.manifest.Expires) {
+	t, ok := s.findLocked(id)
+	if !ok {
 		return nil, "", ErrNotFound
 	}
 	m := t.manifest
+	m.Blocks = slices.Clone(m.Blocks)
 	return &m, t.owner, nil
 }
 
@@ -396,14 +426,19 @@ func (s *Store) Delete(id string) error {
 	return nil
 }
 
-// OpenBlock opens block n of transfer id for reading. The file stays
-// readable after the transfer expires while it is open.
+// OpenBlock opens block n of transfer id for reading: committed, or a
+// sealed block of one being written (a later one is ErrNotSealed). The
+// file stays readable after the transfer expires while it is open.
 func (s *Store) OpenBlock(id string, n int) (*os.File, Block, error) {
 	s.mu.Lock()
-	t, ok := s.transfers[id]
-	if !ok || !s.opts.Now().Before(t.manifest.Expires) {
+	t, ok := s.findLocked(id)
+	if !ok {
 		s.mu.Unlock()
 		return nil, Block{}, ErrNotFound
+	}
+	if n >= len(t.manifest.Blocks) && !t.manifest.Complete && n >= 0 {
+		s.mu.Unlock()
+		return nil, Block{}, ErrNotSealed
 	}
 	if n < 0 || n >= len(t.manifest.Blocks) {
 		s.mu.Unlock()

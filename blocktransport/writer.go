@@ -31,19 +31,25 @@ type hashSums struct {
 var chunkPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // hashLoop hashes the writes of one transfer until q is closed, then
-// sends the sums of the blocks and of the whole.
-func hashLoop(q <-chan hashItem, out chan<- hashSums) {
+// sends the sums of the blocks and of the whole; sealed is told of each
+// block as its sum is known.
+func hashLoop(q <-chan hashItem, out chan<- hashSums, sealed func(Block)) {
 	total, block := sha256.New(), sha256.New()
 	var sums hashSums
+	var size int64
 	for it := range q {
 		if it.data != nil {
 			total.Write(*it.data)
 			block.Write(*it.data)
+			size += int64(len(*it.data))
 			chunkPool.Put(it.data)
 		}
 		if it.endBlock {
-			sums.blocks = append(sums.blocks, hex.EncodeToString(block.Sum(nil)))
+			sum := hex.EncodeToString(block.Sum(nil))
+			sealed(Block{N: len(sums.blocks), Size: size, SHA256: sum})
+			sums.blocks = append(sums.blocks, sum)
 			block.Reset()
+			size = 0
 		}
 	}
 	sums.total = hex.EncodeToString(total.Sum(nil))
@@ -181,9 +187,11 @@ func (w *Writer) Commit(rows int64, columns json.RawMessage) (*Manifest, error) 
 	w.m.Columns = columns
 	w.m.SHA256 = sums.total
 	w.m.Expires = w.m.Created.Add(w.s.opts.TTL)
+	w.m.Complete = true
 	s := w.s
 	s.mu.Lock()
 	s.pending--
+	delete(s.writing, w.m.ID)
 	if s.closed {
 		s.releaseLocked(w.owner, w.m.Bytes)
 		s.mu.Unlock()
@@ -215,6 +223,7 @@ func (w *Writer) Abort() {
 	s := w.s
 	s.mu.Lock()
 	s.pending--
+	delete(s.writing, w.m.ID)
 	s.releaseLocked(w.owner, w.m.Bytes) // Bytes grows only after a reserve
 	s.stats.Aborted++
 	s.mu.Unlock()

@@ -107,6 +107,11 @@ func TestFetchDefaultLimits(t *testing.T) {
 	}
 	blocks, _ := strconv.Atoi(m[3])
 	t.Logf("4M rows exported and fetched in %.2f s (%s blocks, %s bytes): %s", took.Seconds(), m[3], m[4], strings.TrimSpace(stderr))
+	// The export runs for seconds: its blocks are fetched as its job
+	// writes them.
+	if !strings.Contains(stderr, "fetched as it is written") {
+		t.Errorf("the export's blocks were fetched only after its end: %s", stderr)
+	}
 	if m[2] != strconv.Itoa(rows) || blocks <= 100 {
 		t.Errorf("got %s rows in %d blocks, want %d rows in more blocks than the burst of 100", m[2], blocks, rows)
 	}

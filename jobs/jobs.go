@@ -75,6 +75,14 @@ type Meter interface {
 	Bytes() int64
 }
 
+// TransferMeter is a Meter that also names the block transfer the job
+// writes, once it has one: its sealed blocks are readable while the job
+// runs (Status.Transfer).
+type TransferMeter interface {
+	Meter
+	Transfer() string
+}
+
 // Progress is a Meter its owner sets.
 type Progress struct {
 	rows, bytes atomic.Int64
@@ -109,6 +117,9 @@ type Status struct {
 	// Rows and Bytes are the work done so far (at the end: in all).
 	Rows  int64 `json:"rows"`
 	Bytes int64 `json:"bytes"`
+	// Transfer is the block transfer the job writes, if it writes one
+	// (its Meter is a TransferMeter): readable block by block as it runs.
+	Transfer string `json:"transfer_id,omitempty"`
 	// Error is why a job failed or was cancelled.
 	Error *lakegate.ErrorBody `json:"error,omitempty"`
 	// Result is what a done job produced, until it expires.
@@ -137,6 +148,9 @@ func (j *job) status() Status {
 	st := Status{ID: j.id, Owner: j.owner, Tool: j.tool, State: j.state, Created: j.created, Result: j.result}
 	if m := j.meter.Load(); m != nil {
 		st.Rows, st.Bytes = (*m).Rows(), (*m).Bytes()
+		if tm, ok := (*m).(TransferMeter); ok {
+			st.Transfer = tm.Transfer()
+		}
 	}
 	if !j.ended.IsZero() {
 		ended := j.ended

@@ -56,9 +56,26 @@ func TestExportJob(t *testing.T) {
 	first.Close()
 
 	again := connectStreamable(t, srv.URL, "alice", "2025-11-25", nil)
+	var running jobs.Status
 	testutil.Eventually(t, 10*time.Second, "the job writes rows", func() bool {
-		_, st, _ := jobCall(t, again, "job_status", map[string]any{"job_id": job.ID})
-		return st.State == jobs.Running && st.Rows > 0 && st.Bytes > 0
+		_, running, _ = jobCall(t, again, "job_status", map[string]any{"job_id": job.ID})
+		return running.State == jobs.Running && running.Rows > 0 && running.Bytes > 0 && running.Transfer != ""
+	})
+	// Its sealed blocks are read while it runs.
+	testutil.Eventually(t, 10*time.Second, "a window of the transfer being written", func() bool {
+		res, err := again.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_result_block",
+			Arguments: map[string]any{"transfer_id": running.Transfer, "offset": 0, "limit": 5}})
+		if err != nil || res.IsError {
+			return false
+		}
+		var w struct {
+			Rows    int
+			Writing bool
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(raw, &w)
+		text := res.Content[0].(*mcpsdk.TextContent).Text
+		return w.Rows == 5 && w.Writing && strings.Contains(text, "still being written")
 	})
 	bob := connectStreamable(t, srv.URL, "bob", "2025-11-25", nil)
 	if text, _, isErr := jobCall(t, bob, "job_status", map[string]any{"job_id": job.ID}); !isErr || !strings.Contains(text, "not_found") {

@@ -91,11 +91,6 @@ func runFetch(ctx context.Context, f fetchFlags, id string, stdout, stderr io.Wr
 	}
 	hc := &http.Client{Transport: tr}
 	defer hc.CloseIdleConnections()
-	if f.sql != "" {
-		if id, err = startExport(ctx, f, hc, stderr); err != nil {
-			return err
-		}
-	}
 	blocksClient := hc
 	if f.http3 {
 		tlsConf, err := f.tls.config()
@@ -108,12 +103,16 @@ func runFetch(ctx context.Context, f fetchFlags, id string, stdout, stderr io.Wr
 	c := &blocktransport.Client{BaseURL: strings.TrimSuffix(f.server, "/") + mcp.BlocksPath, DecodeError: lakegate.DecodeError, Token: f.token, HTTP: blocksClient, Parallel: f.parallel}
 	var mu sync.Mutex // one line at a time on stderr
 	bar := isTerminal(stderr)
-	if bar {
-		start := time.Now()
-		c.Progress = func(done, total int64) {
-			mu.Lock()
+	start := time.Now()
+	var firstBytes time.Duration // when the first block was written out
+	c.Progress = func(done, total int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstBytes == 0 {
+			firstBytes = time.Since(start)
+		}
+		if bar {
 			drawProgress(stderr, done, total, time.Since(start))
-			mu.Unlock()
 		}
 	}
 	c.Retrying = func(r blocktransport.Retry) {
@@ -136,22 +135,33 @@ func runFetch(ctx context.Context, f fetchFlags, id string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	finish := func(err error) error { return err }
+	if f.sql != "" {
+		if id, finish, err = startExport(ctx, f, hc, stderr); err != nil {
+			return commit(err)
+		}
+	}
 	m, err := c.Fetch(ctx, id, w)
-	if err = commit(err); err != nil {
+	if err = commit(finish(err)); err != nil {
 		return err
 	}
-	if c.Progress != nil {
+	if bar {
 		fmt.Fprintln(stderr)
 	}
-	fmt.Fprintf(stderr, "lakegate fetch: transfer %s: %d rows, %d blocks, %d bytes, sha256 %s\n", m.ID, m.Rows, len(m.Blocks), m.Bytes, m.SHA256)
+	fmt.Fprintf(stderr, "lakegate fetch: transfer %s: %d rows, %d blocks, %d bytes, sha256 %s; first bytes out after %.3fs, all after %.3fs\n",
+		m.ID, m.Rows, len(m.Blocks), m.Bytes, m.SHA256, firstBytes.Seconds(), time.Since(start).Seconds())
 	return nil
 }
 
 // startExport runs f.sql through run_sql with export: true over /mcp and
-// returns the transfer id.
-func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.Writer) (string, error) {
+// returns the transfer id as soon as the export's job names it: the
+// blocks are fetched as they are written. The caller passes the fetch's
+// error to finish, which ends the session: interrupted, it cancels the job
+// (the command owned it); failed, it answers the job's own error when the
+// job failed (its transfer goes with it).
+func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.Writer) (id string, finish func(error) error, err error) {
 	if f.database == "" {
-		return "", errors.New("--sql needs --database")
+		return "", nil, errors.New("--sql needs --database")
 	}
 	// The token is added by the transport: never follow a redirect with it.
 	var refused atomic.Bool
@@ -161,108 +171,144 @@ func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.W
 	base := strings.TrimSuffix(f.server, "/")
 	cs, err := client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: authed}, nil)
 	if err != nil && refused.Load() {
-		return "", fmt.Errorf("connect to %s/mcp: %w; %s", base, err, tokenHint(base))
+		return "", nil, fmt.Errorf("connect to %s/mcp: %w; %s", base, err, tokenHint(base))
 	}
 	if err != nil {
-		return "", fmt.Errorf("connect to %s/mcp: %w", base, err)
+		return "", nil, fmt.Errorf("connect to %s/mcp: %w", base, err)
 	}
-	defer cs.Close()
 	start := time.Now()
 	var res *mcpsdk.CallToolResult
 	for attempt := 1; ; attempt++ {
 		res, err = cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
 			"database": f.database, "sql": f.sql, "export": true, "max_rows": 0, "format": f.format}})
 		if err != nil {
-			return "", fmt.Errorf("run_sql: %w", err)
+			cs.Close()
+			return "", nil, fmt.Errorf("run_sql: %w", err)
 		}
 		if !res.IsError {
 			break
 		}
-		text := ""
-		if len(res.Content) > 0 {
-			if tc, ok := res.Content[0].(*mcpsdk.TextContent); ok {
-				text = tc.Text
-			}
-		}
-		wait := rateLimitedWait(text)
+		wait := rateLimitedWait(firstText(res))
 		if wait <= 0 || attempt >= exportAttempts {
-			return "", fmt.Errorf("run_sql: %s", text)
+			cs.Close()
+			return "", nil, fmt.Errorf("run_sql: %s", firstText(res))
 		}
 		fmt.Fprintf(stderr, "lakegate fetch: run_sql: rate limited; retrying in %.1fs\n", wait.Seconds())
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return "", ctx.Err()
+			cs.Close()
+			return "", nil, ctx.Err()
 		case <-t.C:
 		}
 	}
-	res, err = followJob(ctx, cs, res, stderr)
+	j := &exportJob{cs: cs, stderr: stderr}
+	id, err = j.transfer(ctx, res)
 	if err != nil {
-		return "", err
+		return "", nil, j.finish(ctx, err)
 	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	var out struct {
-		RowCount int `json:"row_count"`
-		Transfer struct {
-			ID string `json:"transfer_id"`
-		} `json:"transfer"`
+	if j.id != "" && j.running {
+		fmt.Fprintf(stderr, "lakegate fetch: export job %s writes transfer %s, fetched as it is written; named in %.3fs\n", j.id, id, time.Since(start).Seconds())
+	} else {
+		fmt.Fprintf(stderr, "lakegate fetch: exported %d rows as transfer %s in %.3fs\n", j.rows, id, time.Since(start).Seconds())
 	}
-	if err := json.Unmarshal(raw, &out); err != nil || out.Transfer.ID == "" {
-		return "", errors.New("run_sql: the answer has no transfer")
-	}
-	fmt.Fprintf(stderr, "lakegate fetch: exported %d rows as transfer %s in %.3fs\n", out.RowCount, out.Transfer.ID, time.Since(start).Seconds())
-	return out.Transfer.ID, nil
+	return id, func(err error) error { return j.finish(ctx, err) }, nil
 }
 
-// jobState is what an export's answer says of the job it runs as.
+// exportJob follows the job an export answered with, on the session that
+// started it.
+type exportJob struct {
+	cs      *mcpsdk.ClientSession
+	stderr  io.Writer
+	id      string // the job's; "" when the export answered without one
+	running bool   // when its transfer was named
+	rows    int64  // done: the rows exported
+}
+
+// jobState is what an export's answer says of the job it runs as, and
+// once done of its transfer.
 type jobState struct {
 	Mode string `json:"mode"`
 	Job  struct {
-		ID    string `json:"job_id"`
-		State string `json:"state"`
-		Rows  int64  `json:"rows"`
+		ID       string `json:"job_id"`
+		State    string `json:"state"`
+		Rows     int64  `json:"rows"`
+		Transfer string `json:"transfer_id"`
 	} `json:"job"`
+	RowCount int64 `json:"row_count"`
+	Transfer struct {
+		ID string `json:"transfer_id"`
+	} `json:"transfer"`
 }
 
-// followJob waits for the job an export answered with (mode "job") to
-// end, asking job_status with the longest wait, and returns the done
-// job's answer: the export's. An answer that is no job is returned as it
-// is. Interrupted (ctx), the job is cancelled: the command owned it.
-func followJob(ctx context.Context, cs *mcpsdk.ClientSession, res *mcpsdk.CallToolResult, stderr io.Writer) (*mcpsdk.CallToolResult, error) {
+// transfer is the transfer of the export that answered res: as soon as
+// its running job names it (asking job_status with short waits), or that
+// of the done job.
+func (j *exportJob) transfer(ctx context.Context, res *mcpsdk.CallToolResult) (string, error) {
 	var st jobState
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, &st); err != nil || st.Mode != "job" {
-		return res, nil
-	}
-	id := st.Job.ID
-	for st.Job.State == "running" {
-		next, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "job_status", Arguments: map[string]any{"job_id": id, "wait_s": 25}})
-		if ctx.Err() != nil {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_, _ = cs.CallTool(cctx, &mcpsdk.CallToolParams{Name: "cancel_job", Arguments: map[string]any{"job_id": id}})
-			cancel()
-			return nil, ctx.Err()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("job_status: %w", err)
-		}
-		if next.IsError {
-			return nil, fmt.Errorf("job_status: %s", firstText(next))
-		}
-		res = next
+	for {
 		raw, _ := json.Marshal(res.StructuredContent)
 		if err := json.Unmarshal(raw, &st); err != nil {
-			return nil, fmt.Errorf("job_status: %w", err)
+			return "", fmt.Errorf("run_sql: %w", err)
 		}
-		if st.Job.State == "running" {
-			fmt.Fprintf(stderr, "lakegate fetch: export job %s running: %d rows so far\n", id, st.Job.Rows)
+		if st.Mode != "job" {
+			break // an answer with its transfer
 		}
+		j.id = st.Job.ID
+		if st.Job.State == "running" && st.Job.Transfer != "" {
+			j.running = true
+			return st.Job.Transfer, nil
+		}
+		if st.Job.State != "running" {
+			break
+		}
+		next, err := j.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "job_status", Arguments: map[string]any{"job_id": j.id, "wait_s": 1}})
+		if err != nil {
+			return "", fmt.Errorf("job_status: %w", err)
+		}
+		if next.IsError {
+			return "", fmt.Errorf("job_status: %s", firstText(next))
+		}
+		res = next
 	}
-	if st.Job.State != "done" {
-		return nil, fmt.Errorf("run_sql: the export job %s", strings.TrimPrefix(firstText(res), "Job "+id+" "))
+	if st.Mode == "job" && st.Job.State != "done" {
+		return "", fmt.Errorf("run_sql: the export job %s", strings.TrimPrefix(firstText(res), "Job "+j.id+" "))
 	}
-	return res, nil
+	if st.Transfer.ID == "" {
+		return "", errors.New("run_sql: the answer has no transfer")
+	}
+	j.rows = st.RowCount
+	return st.Transfer.ID, nil
+}
+
+// finish ends the session once the fetch has ended with err: interrupted
+// (ctx), the job is cancelled; a fetch that failed while the job ran
+// answers the job's error if the job failed.
+func (j *exportJob) finish(ctx context.Context, err error) error {
+	defer j.cs.Close()
+	if j.id == "" {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if ctx.Err() != nil {
+		_, _ = j.cs.CallTool(cctx, &mcpsdk.CallToolParams{Name: "cancel_job", Arguments: map[string]any{"job_id": j.id}})
+		return err
+	}
+	if err == nil || !j.running {
+		return err
+	}
+	res, cerr := j.cs.CallTool(cctx, &mcpsdk.CallToolParams{Name: "job_status", Arguments: map[string]any{"job_id": j.id, "wait_s": 2}})
+	if cerr != nil || res.IsError {
+		return err
+	}
+	var st jobState
+	raw, _ := json.Marshal(res.StructuredContent)
+	if json.Unmarshal(raw, &st) == nil && (st.Job.State == "failed" || st.Job.State == "cancelled") {
+		return fmt.Errorf("run_sql: the export job %s", strings.TrimPrefix(firstText(res), "Job "+j.id+" "))
+	}
+	return err
 }
 
 // firstText is a tool result's first text.

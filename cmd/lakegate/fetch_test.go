@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,11 @@ import (
 
 // TestFetch exports a demo table with `lakegate fetch --sql`, fetches the
 // same transfer again by id, and checks both files hold every row.
+// summaryLine is the line lakegate fetch ends with: the transfer and its
+// rows (an export's rows are fetched as its job writes them, or once it
+// is done).
+var summaryLine = regexp.MustCompile(`lakegate fetch: transfer ([0-9a-f]{32}): (\d+) rows`)
+
 func TestFetch(t *testing.T) {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
@@ -34,15 +40,16 @@ func TestFetch(t *testing.T) {
 		t.Fatalf("fetch --sql: %v; stderr: %s", err, errOut)
 	}
 	id := ""
-	if _, after, ok := strings.Cut(errOut, "as transfer "); ok {
-		id, _, _ = strings.Cut(after, " ")
+	summary := summaryLine.FindStringSubmatch(errOut)
+	if summary != nil {
+		id = summary[1]
 	}
 	a, err := os.ReadFile(first)
 	if err != nil || id == "" {
 		t.Fatalf("got file error %v and transfer %q; stderr: %s", err, id, errOut)
 	}
 	rows := bytes.Count(a, []byte("\n"))
-	if rows < 100 || !strings.Contains(errOut, "exported "+strconv.Itoa(rows)+" rows") {
+	if rows < 100 || summary[2] != strconv.Itoa(rows) {
 		t.Errorf("got %d rows in the file; stderr: %s", rows, errOut)
 	}
 

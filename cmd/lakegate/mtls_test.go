@@ -54,8 +54,9 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatalf("fetch --sql with a client certificate: %v; stderr: %s", err, errOut)
 	}
 	id := ""
-	if _, after, ok := strings.Cut(errOut, "as transfer "); ok {
-		id, _, _ = strings.Cut(after, " ")
+	summary := summaryLine.FindStringSubmatch(errOut)
+	if summary != nil {
+		id = summary[1]
 	}
 	a, err := os.ReadFile(first)
 	if err != nil || id == "" || bytes.Count(a, []byte("\n")) < 100 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -82,6 +83,19 @@ func (ts *Set) result(ctx context.Context, c call, st *query.Stmt, f query.Forma
 	return res.(doneResult), nil
 }
 
+// jobMeter is a job's progress: the query's rows and bytes, and once its
+// rows go to blocks the transfer they go to (jobs.TransferMeter).
+type jobMeter struct {
+	*query.Progress
+	transfer atomic.Value // string
+}
+
+// Transfer is the transfer the job writes; "" before it has one.
+func (m *jobMeter) Transfer() string {
+	id, _ := m.transfer.Load().(string)
+	return id
+}
+
 // logJob logs a job's end.
 func logJob(ctx context.Context, log *slog.Logger, a *answer, err error) {
 	if err != nil {
@@ -129,9 +143,9 @@ func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
 	}
 	took = took.Round(100 * time.Millisecond)
 	switch {
-	case o.started && o.after > 0:
+	case o.started && o.after > 0 && st.State == jobs.Running:
 		fmt.Fprintf(&b, "The call ran past %v, so it goes on as job %s (%s): its answer comes with the job's end.\n", o.after, st.ID, st.Tool)
-	case o.started:
+	case o.started && st.State == jobs.Running:
 		fmt.Fprintf(&b, "Started job %s (%s export): the rows go to a block transfer; nothing is answered inline.\n", st.ID, st.Tool)
 	case st.State == jobs.Running:
 		fmt.Fprintf(&b, "Job %s (%s) is running: %v so far, %d rows, %d bytes written.\n", st.ID, st.Tool, took, st.Rows, st.Bytes)
@@ -141,6 +155,9 @@ func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
 	var content []mcpsdk.Content
 	switch st.State {
 	case jobs.Running:
+		if st.Transfer != "" {
+			fmt.Fprintf(&b, "Its rows go to transfer %s, whose blocks can be read as they are written (get_result_block).\n", st.Transfer)
+		}
 		fmt.Fprintf(&b, "Call job_status with job_id %q and wait_s %d to wait for its end (it answers at once when the job ends); cancel_job stops it.", st.ID, int(maxJobWait.Seconds()))
 	case jobs.Done:
 		// The export's answer, under the job's line (a job of another

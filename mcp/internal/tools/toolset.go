@@ -382,8 +382,10 @@ func (ts *Set) answer(ctx context.Context, c call, st *query.Stmt, f query.Forma
 	}
 	prog := &query.Progress{}
 	reportRows(ctx, prog)
+	var meter *jobMeter
 	if c.watch != nil {
-		c.watch(prog)
+		meter = &jobMeter{Progress: prog}
+		c.watch(meter)
 	}
 	var sp *blockSpill
 	res, err := st.Auto(ctx, query.AutoOptions{
@@ -398,6 +400,9 @@ func (ts *Set) answer(ctx context.Context, c call, st *query.Stmt, f query.Forma
 			sp, err = ts.openSpill(ctx, c.Subject, f)
 			if sp != nil {
 				sp.profiled = !ts.answers.noProfile
+				if meter != nil {
+					meter.transfer.Store(sp.w.ID())
+				}
 			}
 			return sp, err
 		},

@@ -83,6 +83,9 @@ type windowText struct {
 	Offset     int    `json:"offset"`
 	Rows       int    `json:"rows"`
 	TotalRows  int64  `json:"total_rows"`
+	// Writing: the transfer is still being written (its job runs);
+	// TotalRows counts the rows of the blocks sealed so far.
+	Writing bool `json:"writing,omitempty"`
 	// NextOffset continues after these rows; absent at the end.
 	NextOffset *int `json:"next_offset,omitempty"`
 	text       []byte
@@ -124,7 +127,7 @@ func (ts *Set) window(ctx context.Context, c lakegate.Caller, id string, offset,
 			return nil, err
 		}
 		if w == nil {
-			w = &windowText{TransferID: m.ID, Format: m.Format, Offset: offset, TotalRows: m.Rows}
+			w = &windowText{TransferID: m.ID, Format: m.Format, Offset: offset, TotalRows: m.Rows, Writing: !m.Complete}
 			blocks = len(m.Blocks)
 			head = windowHead(m)
 		}
@@ -159,6 +162,18 @@ func (ts *Set) window(ctx context.Context, c lakegate.Caller, id string, offset,
 		w.Rows++
 	}
 	end := offset + w.Rows
+	if w.Writing {
+		// What is sealed is counted; more is to come.
+		w.TotalRows = int64(row)
+		w.NextOffset = &end
+		if w.Rows == 0 {
+			text = fmt.Appendf(text, "# no rows at offset %d yet: %d written so far (transfer %s is still being written); ask again\n", offset, row, id)
+		} else {
+			text = fmt.Appendf(text, "# rows %d to %d of the %d written so far (transfer %s is still being written); next: offset %d\n", offset, end-1, row, id, end)
+		}
+		w.text = text
+		return w, nil
+	}
 	if int64(end) < w.TotalRows {
 		w.NextOffset = &end
 	}
