@@ -165,6 +165,21 @@ type TransferInfo struct {
 	Expires time.Time `json:"expires"`
 }
 
+// JobInfo describes one job (an export, or a call that ran long) for
+// the console: jobs.Status without its result.
+type JobInfo struct {
+	ID       string     `json:"id"`
+	Owner    string     `json:"owner"`
+	Tool     string     `json:"tool"`
+	State    string     `json:"state"`
+	Created  time.Time  `json:"created"`
+	Ended    *time.Time `json:"ended,omitempty"`
+	Rows     int64      `json:"rows"`
+	Bytes    int64      `json:"bytes"`
+	Transfer string     `json:"transfer_id,omitempty"`
+	Error    string     `json:"error,omitempty"`
+}
+
 // Peers routes requests among the replicas of a cluster (cluster.Peers):
 // the ids of sessions and transfers begin with the prefix of the replica
 // that made them, and a request for another replica's id is forwarded

@@ -39,10 +39,12 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/jobs"
 )
 
 // consoleWait bounds each wait for the page. Generous: the test runs under
@@ -233,6 +235,27 @@ func TestConsole(t *testing.T) {
 		if status, body := get(t, e.base+"/mcp/blocks/"+id, admin); status != http.StatusNotFound {
 			t.Errorf("GET /mcp/blocks/%s after delete: %d %s, want 404", id, status, body)
 		}
+	})
+
+	t.Run("admin cancels a running job", func(t *testing.T) {
+		// Rows without end, until cancelled: a sum over 20,000 numbers
+		// each, far below the 10M-row cap in the test's time.
+		slow := "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) " +
+			"SELECT x, (SELECT sum(y) FROM generate_series(1, 20000 + x % 2) y) FROM c"
+		cs := e.connect(t, admin)
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql",
+			Arguments: map[string]any{"database": "iot", "sql": slow, "export": true}})
+		job, ok := jobOf(t, res)
+		if err != nil || !ok || job.State != jobs.Running {
+			t.Fatalf("the export: got %v %v, want a running job", res, err)
+		}
+		row := fmt.Sprintf(`#jobs-table tr[data-job-id=%s]`, jsString(job.ID))
+		b.click(t, "#nav-transfers")
+		b.visible(t, row)
+		b.waitText(t, row+" td:nth-child(4)", "running")
+		b.shot(t, "jobs")
+		b.confirm(t, row+" button.cancel-job")
+		b.waitText(t, row+" td:nth-child(4)", "cancelled")
 	})
 
 	t.Run("no errors in the page", func(t *testing.T) {

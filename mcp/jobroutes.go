@@ -127,3 +127,20 @@ func (j *jobRoutes) remoteJob(blocks *blockRoutes) func(ctx context.Context, c l
 		return st, true, err
 	}
 }
+
+// infos lists the jobs c may see, for the host's console (no results).
+func (j *jobRoutes) infos(c lakegate.Caller) []host.JobInfo {
+	if j.registry == nil {
+		return nil
+	}
+	list := j.registry.List(c)
+	out := make([]host.JobInfo, len(list))
+	for i, st := range list {
+		out[i] = host.JobInfo{ID: st.ID, Owner: st.Owner, Tool: st.Tool, State: string(st.State), Created: st.Created, Ended: st.Ended,
+			Rows: st.Rows, Bytes: st.Bytes, Transfer: st.Transfer}
+		if st.Error != nil {
+			out[i].Error = st.Error.Message
+		}
+	}
+	return out
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/lakegate/lakegate/jobs"
 	"github.com/lakegate/lakegate/mcp/internal/tools"
 	"github.com/lakegate/lakegate/mcp/internal/transport"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
 // Plugin is the MCP plugin, the composition root of its parts: the
@@ -343,6 +344,20 @@ func (p *Plugin) ServeStdio(ctx context.Context, t mcpsdk.Transport, caller lake
 		return errNoGroup(group, p.servers.groupNames())
 	}
 	return transport.ServeStdio(ctx, ps.Server, p.sessions, p.log, t, caller)
+}
+
+// Jobs is server.JobHolder: the jobs c may see (its own; an admin's: all)
+// on this replica, for the console.
+func (p *Plugin) Jobs(c lakegate.Caller) []host.JobInfo { return p.jobRoutes.infos(c) }
+
+// CancelJob is server.JobHolder: stops job id on this replica for its
+// owner or an admin.
+func (p *Plugin) CancelJob(ctx context.Context, c lakegate.Caller, id string) error {
+	if p.jobs == nil {
+		return wire.ErrNoJobs
+	}
+	_, err := p.jobs.Cancel(ctx, c, id)
+	return err
 }
 
 // TakeDownloads is server.DownloadTaker: the host's download links, which

@@ -90,6 +90,7 @@ func (cs *console) mount(r *gin.Engine, api *gin.RouterGroup, checkOrigin, meter
 	api.DELETE("/sessions/:id", requireRole(lakegate.RoleAdmin), cs.closeSession)
 	api.GET("/transfers", requireRole(lakegate.RoleReader), cs.transfers)
 	api.DELETE("/transfers/:id", requireRole(lakegate.RoleReader), cs.deleteTransfer)
+	api.DELETE("/jobs/:id", requireRole(lakegate.RoleReader), cs.cancelJob)
 	api.POST("/downloads", requireRole(lakegate.RoleReader), cs.issueTicket)
 }
 
@@ -277,14 +278,23 @@ func (cs *console) transfers(c *gin.Context) {
 		return
 	}
 	list := cs.plugin.transfers.Transfers(caller(c))
+	jobs := []host.JobInfo{}
+	if cs.plugin.jobs != nil {
+		jobs = append(jobs, cs.plugin.jobs.Jobs(caller(c))...)
+	}
 	for _, body := range cs.gather(c, "/console/api/transfers") {
-		var part struct{ Transfers []host.TransferInfo }
+		var part struct {
+			Transfers []host.TransferInfo
+			Jobs      []host.JobInfo
+		}
 		if json.Unmarshal(body, &part) == nil {
 			list = append(list, part.Transfers...)
+			jobs = append(jobs, part.Jobs...)
 		}
 	}
 	slices.SortFunc(list, func(a, b host.TransferInfo) int { return a.Created.Compare(b.Created) })
-	c.JSON(http.StatusOK, gin.H{"transfers": list})
+	slices.SortFunc(jobs, func(a, b host.JobInfo) int { return b.Created.Compare(a.Created) })
+	c.JSON(http.StatusOK, gin.H{"transfers": list, "jobs": jobs})
 }
 
 func (cs *console) deleteTransfer(c *gin.Context) {
@@ -302,6 +312,25 @@ func (cs *console) deleteTransfer(c *gin.Context) {
 	}
 	adminAction(cs.log, c, "delete block transfer", "transfer", id)
 	c.JSON(http.StatusOK, gin.H{"deleted": id})
+}
+
+// cancelJob stops a job of the caller's (an admin: anyone's), on the
+// replica that runs it.
+func (cs *console) cancelJob(c *gin.Context) {
+	if cs.plugin.jobs == nil {
+		fail(c, errLacks("jobs"))
+		return
+	}
+	id := c.Param("id")
+	if cs.forward(c, id) {
+		return
+	}
+	if err := cs.plugin.jobs.CancelJob(c.Request.Context(), caller(c), id); err != nil {
+		fail(c, err)
+		return
+	}
+	adminAction(cs.log, c, "cancel job", "job", id)
+	c.JSON(http.StatusOK, gin.H{"cancelled": id})
 }
 
 // downloadRequest is the body of POST /console/api/downloads: one of a

@@ -78,6 +78,16 @@ type DownloadTaker interface {
 	TakeDownloads(host.Downloads)
 }
 
+// JobHolder is a plugin that runs jobs for their owners (the console's
+// Transfers page lists and cancels them).
+type JobHolder interface {
+	// Jobs lists the jobs c may see (its own; an admin's: all), running
+	// and ended; CancelJob stops one of them (an ended one stays as it
+	// was), or answers a not_found error.
+	Jobs(c lakegate.Caller) []host.JobInfo
+	CancelJob(ctx context.Context, c lakegate.Caller, id string) error
+}
+
 // mounted is the plugin as the server holds it: the Plugin and each
 // capability it offers, found once (nil: not offered), with what the
 // admin switch needs.
@@ -88,6 +98,7 @@ type mounted struct {
 	sessions  SessionHolder
 	transfers TransferHolder
 	reloader  ToolsReloader
+	jobs      JobHolder
 	// shared is the switch shared among replicas (Options.Switch); nil:
 	// this replica only.
 	shared Switch
@@ -101,6 +112,7 @@ func newMounted(p Plugin, shared Switch, log *slog.Logger) *mounted {
 	m.sessions, _ = p.(SessionHolder)
 	m.transfers, _ = p.(TransferHolder)
 	m.reloader, _ = p.(ToolsReloader)
+	m.jobs, _ = p.(JobHolder)
 	return m
 }
 

@@ -319,6 +319,7 @@ var _ interface {
 	server.TransferHolder
 	server.ToolsReloader
 	server.DownloadTaker
+	server.JobHolder
 } = (*mcp.Plugin)(nil)
 
 // openPlugin opens the query engine and the block store and builds the MCP plugin on them. The caller owns the three
