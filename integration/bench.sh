@@ -139,6 +139,10 @@ LAKEGATE_BENCH_PROFILE=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -ru
 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^$' -bench 'ProfileReadings' -benchmem -benchtime 5x ./query/ | grep -E '^Benchmark'
 "$GO" test -run '^$' -bench '^BenchmarkProfile$' -benchmem ./query/ | grep -E '^Benchmark'
 
+echo "== an export of 40M generated rows as a job, fetched as it is written: wall, first bytes, server memory"
+LAKEGATE_BENCH_JOBS=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestBigExportJob$' -count=1 -v -timeout 30m ./integration/ \
+  | grep -E 'export job|resident|FAIL|^ok' || true
+
 echo "== server peak RSS (VmHWM) around result-heavy calls, each on a fresh server"
 LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestResultMemory$' -count=1 -v -timeout 20m ./integration/ \
   | grep -E 'peak RSS|FAIL|^ok' || true

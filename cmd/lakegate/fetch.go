@@ -236,8 +236,9 @@ type jobState struct {
 		Rows     int64  `json:"rows"`
 		Transfer string `json:"transfer_id"`
 	} `json:"job"`
-	RowCount int64 `json:"row_count"`
-	Transfer struct {
+	RowCount  int64 `json:"row_count"`
+	Truncated bool  `json:"truncated"`
+	Transfer  struct {
 		ID string `json:"transfer_id"`
 	} `json:"transfer"`
 }
@@ -279,7 +280,15 @@ func (j *exportJob) transfer(ctx context.Context, res *mcpsdk.CallToolResult) (s
 		return "", errors.New("run_sql: the answer has no transfer")
 	}
 	j.rows = st.RowCount
+	if st.Truncated {
+		j.warnCut(st.RowCount)
+	}
 	return st.Transfer.ID, nil
+}
+
+// warnCut says that the export stopped at the server's row cap.
+func (j *exportJob) warnCut(rows int64) {
+	fmt.Fprintf(j.stderr, "lakegate fetch: the export stopped at the server's row cap (%d rows, max_row_limit): the result is cut\n", rows)
 }
 
 // finish ends the session once the fetch has ended with err: interrupted
@@ -296,17 +305,25 @@ func (j *exportJob) finish(ctx context.Context, err error) error {
 		_, _ = j.cs.CallTool(cctx, &mcpsdk.CallToolParams{Name: "cancel_job", Arguments: map[string]any{"job_id": j.id}})
 		return err
 	}
-	if err == nil || !j.running {
+	if !j.running {
 		return err
 	}
+	// The job's end: why the transfer went, or whether the rows were cut
+	// at the server's row cap.
 	res, cerr := j.cs.CallTool(cctx, &mcpsdk.CallToolParams{Name: "job_status", Arguments: map[string]any{"job_id": j.id, "wait_s": 2}})
 	if cerr != nil || res.IsError {
 		return err
 	}
 	var st jobState
 	raw, _ := json.Marshal(res.StructuredContent)
-	if json.Unmarshal(raw, &st) == nil && (st.Job.State == "failed" || st.Job.State == "cancelled") {
+	if json.Unmarshal(raw, &st) != nil {
+		return err
+	}
+	switch {
+	case err != nil && (st.Job.State == "failed" || st.Job.State == "cancelled"):
 		return fmt.Errorf("run_sql: the export job %s", strings.TrimPrefix(firstText(res), "Job "+j.id+" "))
+	case err == nil && st.Truncated:
+		j.warnCut(st.RowCount)
 	}
 	return err
 }

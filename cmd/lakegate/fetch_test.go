@@ -15,13 +15,13 @@ import (
 	"github.com/lakegate/lakegate/internal/testutil"
 )
 
-// TestFetch exports a demo table with `lakegate fetch --sql`, fetches the
-// same transfer again by id, and checks both files hold every row.
 // summaryLine is the line lakegate fetch ends with: the transfer and its
 // rows (an export's rows are fetched as its job writes them, or once it
 // is done).
 var summaryLine = regexp.MustCompile(`lakegate fetch: transfer ([0-9a-f]{32}): (\d+) rows`)
 
+// TestFetch exports a demo table with `lakegate fetch --sql`, fetches the
+// same transfer again by id, and checks both files hold every row.
 func TestFetch(t *testing.T) {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
@@ -82,6 +82,28 @@ func TestFetch(t *testing.T) {
 	}
 	if _, _, err = run(t, env, "fetch", id, "--parallel", "0"); err == nil || !strings.Contains(err.Error(), "--parallel") {
 		t.Errorf("--parallel 0: got %v", err)
+	}
+}
+
+// TestFetchCutAtRowCap: an export that stops at the server's row cap
+// (max_row_limit) says so, though every row it has is fetched.
+func TestFetchCutAtRowCap(t *testing.T) {
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.MCPEnabled = true
+	cfg.MaxRowLimit = 1000
+	r := startServe(t, cfg)
+	m := r.await(t, &r.stdout, connectLine)
+	env := map[string]string{"LAKEGATE_SERVER": m[1], "LAKEGATE_TOKEN": m[2]}
+	out := filepath.Join(t.TempDir(), "cut.ndjson")
+	_, errOut, err := run(t, env, "fetch", "--database", "demo", "--sql", "SELECT * FROM readings ORDER BY id", "-o", out)
+	if err != nil {
+		t.Fatalf("fetch --sql: %v; stderr: %s", err, errOut)
+	}
+	b, _ := os.ReadFile(out)
+	if n := bytes.Count(b, []byte("\n")); n != 1000 || !strings.Contains(errOut, "stopped at the server's row cap (1000 rows") {
+		t.Errorf("got %d rows; stderr: %s; want 1000 and the cut said", n, errOut)
 	}
 }
 
