@@ -102,6 +102,7 @@ func TestBigExportJob(t *testing.T) {
 		t.Fatalf("got %d rows; want %d, fetched as the job wrote them:\n%s", lines.n, rows, log)
 	}
 	first := regexp.MustCompile(`first bytes out after ([0-9.]+)s`).FindStringSubmatch(log)
+	named := regexp.MustCompile(`named in ([0-9.]+)s`).FindStringSubmatch(log)
 	mu.Lock()
 	defer mu.Unlock()
 	var early, all int64
@@ -111,7 +112,7 @@ func TestBigExportJob(t *testing.T) {
 		}
 		all = max(all, s.rss)
 	}
-	t.Logf("export job of %d rows, fetched as written: wall %.1f s, first bytes out after %s s", rows, wall.Seconds(), first[1])
+	t.Logf("export job of %d rows, fetched as written: wall %.1f s; its transfer named after %s s, first bytes out after %s s", rows, wall.Seconds(), named[1], first[1])
 	t.Logf("server resident memory: %.1f MiB at start, peak %.1f MiB in the first tenth, %.1f MiB over the export (%.2f×), VmHWM %.1f MiB",
 		float64(atStart)/1024, float64(early)/1024, float64(all)/1024, float64(all)/float64(max(early, 1)), float64(peak)/1024)
 }
