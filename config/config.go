@@ -206,6 +206,12 @@ type Config struct {
 	// model can read. A larger result is cut to the rows that fit, with
 	// the way to the rest.
 	MCPAnswerChars int `json:"mcp_answer_chars" help:"most characters of text in one tool answer; past it, the rows that fit and the way to the rest"`
+	// MCPConfirmExportBytes and MCPElicitDownloadBytes act on a run_sql
+	// export the planner puts past them, where the client can ask its
+	// person: the person confirms it first, or gets it as a download link
+	// instead. 0 turns each off.
+	MCPConfirmExportBytes  int64 `json:"mcp_confirm_export_bytes" help:"an export the planner puts past this many bytes is confirmed by the person first (0: never)"`
+	MCPElicitDownloadBytes int64 `json:"mcp_elicit_download_bytes" help:"an export the planner puts past this many bytes goes to the person as a download link (0: never)"`
 	// MCPResultProfile profiles every result that goes to blocks (per
 	// column: counts, bounds, the values of a column with few).
 	MCPResultProfile bool `json:"mcp_result_profile" help:"profile each result that goes to blocks (per column: counts, bounds, few values); false saves CPU"`

@@ -45,6 +45,11 @@ type Options struct {
 	// footer; default 40,000): a result past it is cut to the rows that
 	// fit, with the way to the rest. A call may ask for less (max_chars).
 	AnswerChars int
+	// ConfirmExportBytes and ElicitDownloadBytes: a run_sql export the
+	// planner puts past them is confirmed by the person first, or goes to
+	// the person as a download link, where the client can ask (0: never).
+	ConfirmExportBytes  int64
+	ElicitDownloadBytes int64
 	// NoProfile leaves out the profile of results that go to blocks
 	// (mcp_result_profile false).
 	NoProfile bool
@@ -126,6 +131,8 @@ func OptionsFrom(cfg config.Config) Options {
 		BlockThreshold:        cfg.MCPBlockThreshold,
 		AnswerChars:           cfg.MCPAnswerChars,
 		NoProfile:             !cfg.MCPResultProfile,
+		ConfirmExportBytes:    cfg.MCPConfirmExportBytes,
+		ElicitDownloadBytes:   cfg.MCPElicitDownloadBytes,
 		MaxWorkers:            cfg.MCPMaxWorkers,
 		WorkerWait:            time.Duration(cfg.WorkerWait),
 		MaxSessions:           cfg.MCPMaxSessions,

@@ -118,7 +118,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	p.tools = tools.New(engine, p.blocks, p.sessions, &tools.Options{Threshold: o.BlockThreshold, AnswerChars: o.AnswerChars,
 		PreviewRows: o.PreviewRows, PreviewBytes: o.PreviewBytes, PreviewCellBytes: o.PreviewCellBytes, Spill: o.Blocks != nil,
 		NoProfile: o.NoProfile, Workers: o.Workers, MaxWorkers: o.MaxWorkers, WorkerWait: o.WorkerWait, Observer: o.Observer, Logger: log,
-		Jobs: p.jobs, JobAfter: o.JobAfter, RemoteJob: p.jobRoutes.remoteJob(p.blocks)})
+		Jobs: p.jobs, JobAfter: o.JobAfter, ConfirmExportBytes: o.ConfirmExportBytes, ElicitDownloadBytes: o.ElicitDownloadBytes, RemoteJob: p.jobRoutes.remoteJob(p.blocks)})
 	p.sse = transport.NewSSE(p.servers.getServer, p.sessions, &transport.SSEOptions{Enabled: p.Enabled, Peers: o.Peers,
 		Queue: o.SessionQueue, QueueBytes: o.SessionQueueBytes, WriteTimeout: o.WriteTimeout, Keepalive: o.Keepalive, Logger: log})
 	p.streamable = transport.NewStreamable(p.servers.getServer, p.sessions, &transport.StreamableOptions{

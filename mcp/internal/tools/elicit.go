@@ -116,14 +116,74 @@ func (ts *Set) ask(ctx context.Context, t tool, c call, args json.RawMessage) (o
 	return t.handler.ask(ctx, ts, c, args)
 }
 
-// deliverFirst is run_sql's ask: with deliver "person", the rows go to
-// the person as a download (deliver), where the client can hand one over.
-func deliverFirst(ctx context.Context, ts *Set, c call, args json.RawMessage) (output, error) {
+// askOptions say when an export asks the person: past confirmExport
+// bytes (the planner's estimate) they confirm it, past downloadExport it
+// goes to them as a download. 0: never.
+type askOptions struct {
+	confirmExport, downloadExport int64
+}
+
+// runSQLFirst is run_sql's ask: with deliver "person", the rows go to the
+// person as a download (deliver), where the client can hand one over; an
+// export may ask the person first (askExport).
+func runSQLFirst(ctx context.Context, ts *Set, c call, args json.RawMessage) (output, error) {
 	var in sqlIn
-	if err := c.args.decode(args, &in); err != nil || in.Deliver != deliverPerson {
+	if err := c.args.decode(args, &in); err != nil {
 		return nil, nil // a bad argument is the handler's to answer
 	}
-	return ts.deliver(ctx, c, in)
+	switch {
+	case in.Deliver == deliverPerson:
+		return ts.deliver(ctx, c, in)
+	case in.Export:
+		return ts.askExport(ctx, c, in)
+	}
+	return nil, nil
+}
+
+// askExport asks about an export the planner puts past the operator's
+// bounds, where the client can ask: past mcp_elicit_download_bytes the
+// rows go to the person as a download link instead (a person's file does
+// not belong in blocks an agent pages through); past
+// mcp_confirm_export_bytes the person confirms it first. Without an
+// estimate (SQLite, a planner error) nothing is asked.
+func (ts *Set) askExport(ctx context.Context, c call, in sqlIn) (output, error) {
+	_, lends := ts.downloads.Load().(host.Downloads)
+	download := ts.asks.downloadExport > 0 && lends && canElicit(c.session, "url")
+	confirm := ts.asks.confirmExport > 0 && canElicit(c.session, "form")
+	in.Export, in.MaxRows, in.Format = false, nil, "" // a download has every row, as CSV
+	switch {
+	case download && c.inputs[downloadInput] != nil:
+		return ts.deliver(ctx, c, in) // the person's answer
+	case confirm && c.inputs[confirmInput] != nil:
+		return ts.confirm(ctx, c, "")
+	case !download && !confirm:
+		return nil, nil
+	}
+	st, err := ts.engine.PrepareSQL(ctx, c.Caller, query.SQLRequest{Database: in.Database, SQL: in.SQL, Params: in.Params, Limit: query.NoLimit})
+	if err != nil {
+		return nil, nil // the handler answers it
+	}
+	size, ok := st.Estimate(ctx)
+	switch {
+	case !ok:
+		return nil, nil
+	case download && size > float64(ts.asks.downloadExport):
+		return ts.deliver(ctx, c, in)
+	case confirm && size > float64(ts.asks.confirmExport):
+		return ts.confirm(ctx, c, fmt.Sprintf("Export about %s from %s? The planner expects that much: %s", humanBytes(size), in.Database, clip(in.SQL, 300)))
+	}
+	return nil, nil
+}
+
+// humanBytes writes n bytes as a person reads them: "3.2 GB".
+func humanBytes(n float64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB"}
+	i := 0
+	for n >= 1000 && i < len(units)-1 {
+		n /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", n, units[i])
 }
 
 // clip is s cut to at most n bytes at a rune boundary, marked when cut.

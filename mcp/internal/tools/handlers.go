@@ -38,7 +38,7 @@ func handlers() map[string]toolHandler {
 		"list_tables":       typed(listTables),
 		"describe_table":    typed(describeTable),
 		"query":             typed(runQuery),
-		"run_sql":           asking(typed(runSQL), deliverFirst),
+		"run_sql":           asking(typed(runSQL), runSQLFirst),
 		"query_time_series": typed(runTimeSeries),
 		"explain":           asking(typed(runExplain), confirmAnalyze),
 		"get_result_block":  typed(getResultBlock),

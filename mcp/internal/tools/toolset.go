@@ -39,6 +39,7 @@ type Set struct {
 	index    rowIndex       // rows of the blocks of recent transfers (window.go)
 	jobs     *jobs.Registry // exports run as jobs (jobs.go); nil: none
 	jobAfter time.Duration  // a query call running this long becomes a job
+	asks     askOptions     // when an export asks the person (elicit.go)
 	// downloads are the host's, lent after New (TakeDownloads): a
 	// host.Downloads, or nothing.
 	downloads atomic.Value
@@ -124,6 +125,11 @@ type Options struct {
 	// JobAfter turns a query call still running after it into a job (0:
 	// never).
 	JobAfter time.Duration
+	// ConfirmExportBytes and ElicitDownloadBytes: a run_sql export the
+	// planner puts past them is confirmed by the person first, or goes to
+	// the person as a download link (elicit.go; 0: never).
+	ConfirmExportBytes  int64
+	ElicitDownloadBytes int64
 	// RemoteJob, in a cluster, reads a job another replica runs, waiting
 	// up to wait for its end, or cancels it there; ok false when id is
 	// this replica's.
@@ -148,6 +154,7 @@ func New(engine Engine, blocks Blocks, sessions Sessions, opts *Options) *Set {
 		log:       o.Logger,
 		jobs:      o.Jobs,
 		jobAfter:  o.JobAfter,
+		asks:      askOptions{confirmExport: o.ConfirmExportBytes, downloadExport: o.ElicitDownloadBytes},
 		remoteJob: o.RemoteJob,
 		calls:     map[string]*host.ToolStats{},
 	}
