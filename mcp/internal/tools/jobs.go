@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,10 @@ import (
 // maxJobWait, so that it polls rarely) and stops it with cancel_job; done,
 // job_status answers what the call would have answered inline.
 
+// jobLineRoom is what a job's answer keeps for the lines it puts above
+// the call's own answer.
+const jobLineRoom = 400
+
 // maxJobWait bounds job_status's wait: under the minute MCP clients give
 // a call, with room to spare.
 const maxJobWait = 25 * time.Second
@@ -46,7 +51,10 @@ func (ts *Set) result(ctx context.Context, c call, st *query.Stmt, f query.Forma
 	}
 	jc := c
 	jc.timeout = ts.jobs.Timeout()
-	release := c.worker.keep()
+	// Room in the answer for the job's line above it, so that the job's
+	// answer keeps the call's footer (its cursor) within the budget.
+	chars = min(cmp.Or(chars, ts.answers.chars), ts.answers.chars) - jobLineRoom
+	release := c.worker.keep() // once: the run releases it at its end
 	run := func(ctx context.Context, watch func(jobs.Meter)) (any, error) {
 		defer release()
 		jc.watch = watch
@@ -75,6 +83,7 @@ func (ts *Set) result(ctx context.Context, c call, st *query.Stmt, f query.Forma
 	}
 	res, status, shown, err := ts.jobs.Hold(host.WithPaid(ctx), c.Subject, c.tool, ts.jobAfter, run)
 	if err != nil {
+		release() // when the run never started (a closing registry)
 		return nil, err
 	}
 	if shown {
