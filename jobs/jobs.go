@@ -193,6 +193,9 @@ func New(o Options) (*Registry, error) {
 // Timeout is the bound of one job's run.
 func (r *Registry) Timeout() time.Duration { return r.opts.Timeout }
 
+// Keep is how long an ended job keeps its result.
+func (r *Registry) Keep() time.Duration { return r.opts.Keep }
+
 // errClosed is Start's answer once the registry is closing.
 var errClosed = lakegate.ErrShuttingDown
 

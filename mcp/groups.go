@@ -29,10 +29,11 @@ type protoServer struct {
 	*mcpsdk.Server
 	group string // "" for /mcp
 
-	mu      sync.Mutex
-	offered map[string]string // tool name → its declaration, as last added
-	prompts []string          // the prompts added
-	catalog bool              // whether the catalog's resources are added
+	mu       sync.Mutex
+	offered  map[string]string             // tool name → its declaration, as last added
+	handlers map[string]mcpsdk.ToolHandler // tool name → what serves its calls (tasks.go)
+	prompts  []string                      // the prompts added
+	catalog  bool                          // whether the catalog's resources are added
 }
 
 // toolNames lists the tools the server offers, sorted.
@@ -51,6 +52,7 @@ func (s *protoServer) withdraw(keep []tools.Spec) {
 		if !slices.ContainsFunc(keep, func(t tools.Spec) bool { return t.Name == n }) {
 			gone = append(gone, n)
 			delete(s.offered, n)
+			delete(s.handlers, n)
 		}
 	}
 	if len(gone) > 0 {
@@ -66,13 +68,14 @@ func (s *protoServer) offer(specs []tools.Spec, handler func(tools.Spec) mcpsdk.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.offered == nil {
-		s.offered = map[string]string{}
+		s.offered, s.handlers = map[string]string{}, map[string]mcpsdk.ToolHandler{}
 	}
 	for _, t := range specs {
 		decl, _ := json.Marshal(t)
 		if s.offered[t.Name] != string(decl) {
-			s.Server.AddTool(t.Tool(), handler(t))
-			s.offered[t.Name] = string(decl)
+			h := handler(t)
+			s.Server.AddTool(t.Tool(), h)
+			s.offered[t.Name], s.handlers[t.Name] = string(decl), h
 		}
 	}
 }
@@ -105,6 +108,29 @@ func (s *servers) group(name string) (*protoServer, bool) {
 	defer s.mu.RUnlock()
 	ps, ok := s.groups[name]
 	return ps, ok
+}
+
+// of is the protocol server that is srv (main or a group's), if any.
+func (s *servers) of(srv *mcpsdk.Server) (*protoServer, bool) {
+	if s.main.Server == srv {
+		return s.main, true
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, ps := range s.groups {
+		if ps.Server == srv {
+			return ps, true
+		}
+	}
+	return nil, false
+}
+
+// tool is what serves calls of the tool name the server offers.
+func (s *protoServer) tool(name string) (mcpsdk.ToolHandler, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.handlers[name]
+	return h, ok
 }
 
 // groupNames lists the declared groups, in their order.

@@ -119,10 +119,15 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		PreviewRows: o.PreviewRows, PreviewBytes: o.PreviewBytes, PreviewCellBytes: o.PreviewCellBytes, Spill: o.Blocks != nil,
 		NoProfile: o.NoProfile, Workers: o.Workers, MaxWorkers: o.MaxWorkers, WorkerWait: o.WorkerWait, Observer: o.Observer, Logger: log,
 		Jobs: p.jobs, JobAfter: o.JobAfter, ConfirmExportBytes: o.ConfirmExportBytes, ElicitDownloadBytes: o.ElicitDownloadBytes, RemoteJob: p.jobRoutes.remoteJob(p.blocks)})
+	// The Tasks extension's tasks are the jobs (tasks.go).
+	var tasks transport.Tasks
+	if p.jobs != nil {
+		tasks = &taskAnswers{registry: p.jobs, servers: p.servers, tools: p.tools}
+	}
 	p.sse = transport.NewSSE(p.servers.getServer, p.sessions, &transport.SSEOptions{Enabled: p.Enabled, Peers: o.Peers,
-		Queue: o.SessionQueue, QueueBytes: o.SessionQueueBytes, WriteTimeout: o.WriteTimeout, Keepalive: o.Keepalive, Logger: log})
+		Queue: o.SessionQueue, QueueBytes: o.SessionQueueBytes, WriteTimeout: o.WriteTimeout, Keepalive: o.Keepalive, Tasks: tasks, Logger: log})
 	p.streamable = transport.NewStreamable(p.servers.getServer, p.sessions, &transport.StreamableOptions{
-		SessionTimeout: o.SessionTimeout, Peers: o.Peers, StatelessDisabled: o.StatelessDisabled, Logger: log})
+		SessionTimeout: o.SessionTimeout, Peers: o.Peers, StatelessDisabled: o.StatelessDisabled, Tasks: tasks, Logger: log})
 
 	// build makes one protocol server: /mcp's (no group) or a group's.
 	var fixtures []string // the conformance fixtures' tools, on /mcp's server

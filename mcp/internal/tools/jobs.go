@@ -42,6 +42,15 @@ const maxJobWait = 25 * time.Second
 // when the server runs no jobs; else inline if it ends within
 // mcp_job_after, and as a job from then on.
 func (ts *Set) result(ctx context.Context, c call, st *query.Stmt, f query.Format, export bool, chars int) (output, error) {
+	if watch, ok := ctx.Value(inJobKey{}).(func(jobs.Meter)); ok {
+		// The call is a job's own run (a task): it runs here to its end,
+		// under the job's timeout.
+		c.watch = watch
+		if ts.jobs != nil {
+			c.timeout = ts.jobs.Timeout()
+		}
+		return ts.answer(ctx, c, st, f, export, chars)
+	}
 	if c.timeout > 0 {
 		st = st.WithTimeout(c.timeout)
 	}
@@ -117,6 +126,20 @@ func logJob(ctx context.Context, log *slog.Logger, a *answer, err error) {
 	}
 	log.Info("job done", "rows", a.RowCount)
 }
+
+// inJobKey marks the context of a tool call that is a job's own run.
+type inJobKey struct{}
+
+// InJob marks ctx as a job's own run of a tool call (a task of the MCP
+// Tasks extension): its query runs to its end under the job's timeout,
+// neither held nor started as another job, and watch is given its meter.
+func InJob(ctx context.Context, watch func(jobs.Meter)) context.Context {
+	return context.WithValue(ctx, inJobKey{}, watch)
+}
+
+// ToolResult is a done job's answer as a tool result (the Tasks
+// extension's tasks/result).
+func (d doneResult) ToolResult() *mcpsdk.CallToolResult { return d.res }
 
 // doneResult is a done job's answer, kept with it: the text and links a
 // model reads, and as JSON the structured content.

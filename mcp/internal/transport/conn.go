@@ -44,6 +44,11 @@ type conn struct {
 	act     activity // guarded by the Sessions's lock
 	mu      sync.Mutex
 	cause   error
+	// server is the protocol server the session is connected to; tasks,
+	// when the transport answers the Tasks extension, the replies it
+	// rewrites (tasks.go).
+	server *mcpsdk.Server
+	tasks  *sseTasks
 }
 
 var _ mcpsdk.Connection = (*conn)(nil)
@@ -74,6 +79,9 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // Write queues msg for the event stream. When the queue stays full for
 // writeTimeout the client is not reading: the session is closed.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if c.tasks != nil {
+		msg = c.tasks.rewrite(msg)
+	}
 	data, err := encodeFrame(msg)
 	if err != nil {
 		return err

@@ -48,6 +48,8 @@ type SSEOptions struct {
 	QueueBytes   int64
 	WriteTimeout time.Duration
 	Keepalive    time.Duration
+	// Tasks, if set, answers the Tasks extension's requests (tasks.go).
+	Tasks Tasks
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -85,7 +87,11 @@ func (h *SSE) Stream(c *gin.Context) {
 	// The session's protocol context carries the caller but not the
 	// request's cancellation: the session ends through sess.Close.
 	ctx := lakegate.WithCaller(context.WithoutCancel(c.Request.Context()), caller)
-	ss, err := h.getServer(c.Request).Connect(ctx, sseTransport{sess}, nil)
+	sess.server = h.getServer(c.Request)
+	if h.o.Tasks != nil {
+		sess.tasks = &sseTasks{}
+	}
+	ss, err := sess.server.Connect(ctx, sseTransport{sess}, nil)
 	if err != nil {
 		route.Fail(c, fmt.Errorf("connect mcp session: %w", err))
 		return
@@ -252,6 +258,13 @@ func (h *SSE) Message(c *gin.Context) {
 	}
 	for _, msg := range msgs {
 		tagMessage(msg, c.Request.Header)
+		if sess.tasks != nil {
+			if req, ok := taskMethod(msg); ok {
+				sess.answerTask(h.o.Tasks, req)
+				continue
+			}
+			sess.tasks.watch(msg)
+		}
 		if err := sess.deliver(c.Request.Context(), msg); err != nil {
 			if errors.Is(err, context.Canceled) {
 				return

@@ -32,9 +32,11 @@ const ModernRevision = "2026-07-28"
 // cluster, forwards another replica's sessions to it.
 type Streamable struct {
 	stateful, stateless http.Handler
+	getServer           func(*http.Request) *mcpsdk.Server
 	sessions            *Sessions
 	peers               host.Peers // nil: a single server
 	statelessDisabled   bool
+	tasks               Tasks // nil: no Tasks extension
 }
 
 // StreamableOptions tune a Streamable. The zero value of each field is
@@ -47,6 +49,9 @@ type StreamableOptions struct {
 	Peers host.Peers
 	// StatelessDisabled sends every request to the stateful handler.
 	StatelessDisabled bool
+	// Tasks, if set, answers the Tasks extension's requests on stateful
+	// sessions (tasks.go).
+	Tasks Tasks
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -74,9 +79,11 @@ func NewStreamable(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessi
 			Logger:                       log,
 			PropagateRequestCancellation: true,
 		})),
+		getServer:         getServer,
 		sessions:          sessions,
 		peers:             o.Peers,
 		statelessDisabled: o.StatelessDisabled,
+		tasks:             o.Tasks,
 	}
 }
 
@@ -110,6 +117,24 @@ func (s *Streamable) Serve(c *gin.Context) {
 		return // a session of another replica
 	}
 	var w http.ResponseWriter = c.Writer
+	if c.Request.Method == http.MethodPost && stateful && s.tasks != nil {
+		req, err := peekRequest(c.Request)
+		if err != nil {
+			route.Fail(c, err)
+			return
+		}
+		if req != nil {
+			if _, ok := taskMethod(req); ok {
+				s.answerTask(c, req)
+				return
+			}
+		}
+		if req != nil && (req.Method == "initialize" || req.Method == "tools/list") {
+			tr := &taskReplies{ResponseWriter: w, method: req.Method}
+			defer tr.flush()
+			w = tr
+		}
+	}
 	if c.Request.Method == http.MethodPost {
 		aliased, err := tagJSONRPCID(c.Request)
 		if err != nil {
@@ -117,7 +142,7 @@ func (s *Streamable) Serve(c *gin.Context) {
 			return
 		}
 		if aliased {
-			w = idRestorer{c.Writer}
+			w = idRestorer{w}
 		}
 		// A POST without a session id to the stateful handler opens a
 		// session: it counts against the session limits.

@@ -1,0 +1,70 @@
+package integration
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakegate/lakegate/blocktransport"
+)
+
+// TestTasksTypeScript: the official TypeScript SDK's experimental tasks
+// client (the MCP Tasks extension, 2025-11-25) over Streamable HTTP and
+// legacy SSE. The server declares the capability and every tool's
+// optional task support; a task-backed run_sql answers with a task at
+// once, reports its status, and gives the call's result through
+// tasks/result; tasks/list shows it; a task cancelled while it runs ends
+// cancelled and its stream says so.
+func TestTasksTypeScript(t *testing.T) {
+	env := nodeEnv(t)
+	e := start(t, envOptions{blocks: &blocktransport.Options{}})
+	tok := token("alice", "reader")
+	for _, tc := range []struct{ kind, path string }{{"http", "/mcp"}, {"sse", "/mcp/sse"}} {
+		t.Run(tc.kind, func(t *testing.T) {
+			out, err := runNode(t, env, time.Minute, "node", "tasks.mjs", e.base+tc.path, tok, tc.kind)
+			if err != nil {
+				t.Fatalf("node tasks.mjs: %v\n%s", err, out)
+			}
+			var got struct {
+				Capability struct {
+					Requests struct {
+						Tools struct {
+							Call *struct{} `json:"call"`
+						} `json:"tools"`
+					} `json:"requests"`
+					List   *struct{} `json:"list"`
+					Cancel *struct{} `json:"cancel"`
+				} `json:"capability"`
+				RunSQLTaskSupport string   `json:"runSQLTaskSupport"`
+				Messages          []string `json:"messages"`
+				TaskID            string   `json:"taskId"`
+				Text              string   `json:"text"`
+				Error             string   `json:"error"`
+				Listed            []string `json:"listed"`
+				CancelledStatus   string   `json:"cancelledStatus"`
+				CancelledError    string   `json:"cancelledError"`
+				CancelledResult   bool     `json:"cancelledResult"`
+			}
+			line := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
+			t.Logf("%s", line)
+			if err := json.Unmarshal([]byte(line), &got); err != nil {
+				t.Fatalf("node tasks.mjs: %v\n%s", err, out)
+			}
+			if got.Capability.Requests.Tools.Call == nil || got.Capability.List == nil || got.Capability.Cancel == nil || got.RunSQLTaskSupport != "optional" {
+				t.Errorf("declared: %s, want the tasks capability and run_sql's optional task support", line)
+			}
+			if len(got.Messages) < 3 || got.Messages[0] != "taskCreated" || got.Messages[len(got.Messages)-1] != "result" ||
+				!slices.Contains(got.Messages, "taskStatus:completed") || got.Error != "" || !strings.Contains(got.Text, "5000") {
+				t.Errorf("a task-backed call: %s, want taskCreated, its statuses, and the count of 5000 readings", line)
+			}
+			if !slices.Contains(got.Listed, got.TaskID) {
+				t.Errorf("tasks/list: %v, want the task %s", got.Listed, got.TaskID)
+			}
+			if got.CancelledStatus != "cancelled" || !strings.Contains(got.CancelledError, "cancelled") || got.CancelledResult {
+				t.Errorf("a cancelled task: %s", line)
+			}
+		})
+	}
+}
