@@ -25,7 +25,7 @@ type Probe struct {
 // as one opened by GET /mcp/sse. Its protocol context is ctx without its
 // cancellation, as a stream's is its request's.
 func (h *SSE) OpenProbe(ctx context.Context, server *mcpsdk.Server, caller lakegate.Caller) (*Probe, error) {
-	c, err := h.open(caller)
+	c, err := h.open(caller, server)
 	if err != nil {
 		return nil, err
 	}

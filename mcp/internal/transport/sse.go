@@ -76,7 +76,7 @@ func NewSSE(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessions, op
 // is closed (disable, slow client) or the server shuts down.
 func (h *SSE) Stream(c *gin.Context) {
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
-	sess, err := h.open(caller)
+	sess, err := h.open(caller, h.getServer(c.Request))
 	if err != nil {
 		route.Fail(c, err)
 		return
@@ -87,10 +87,6 @@ func (h *SSE) Stream(c *gin.Context) {
 	// The session's protocol context carries the caller but not the
 	// request's cancellation: the session ends through sess.Close.
 	ctx := lakegate.WithCaller(context.WithoutCancel(c.Request.Context()), caller)
-	sess.server = h.getServer(c.Request)
-	if h.o.Tasks != nil {
-		sess.tasks = &sseTasks{}
-	}
 	ss, err := sess.server.Connect(ctx, sseTransport{sess}, nil)
 	if err != nil {
 		route.Fail(c, fmt.Errorf("connect mcp session: %w", err))
@@ -279,12 +275,17 @@ func (h *SSE) Message(c *gin.Context) {
 	c.String(http.StatusAccepted, "Accepted")
 }
 
-// open registers a new SSE session for caller, within the limits.
-func (h *SSE) open(caller lakegate.Caller) (*conn, error) {
+// open registers a new SSE session of caller on server, within the
+// limits.
+func (h *SSE) open(caller lakegate.Caller, server *mcpsdk.Server) (*conn, error) {
 	if !h.sessions.ShuttingDown() && !h.o.Enabled() {
 		return nil, lakegate.Errorf(lakegate.KindUnavailable, "MCP is disabled on this server")
 	}
 	c := newConn(NewSessionID(h.o.Peers), caller, h.o.Queue, h.o.QueueBytes, h.o.WriteTimeout)
+	c.server = server
+	if h.o.Tasks != nil {
+		c.tasks = &sseTasks{}
+	}
 	if err := h.sessions.addSSE(c); err != nil {
 		return nil, err
 	}
