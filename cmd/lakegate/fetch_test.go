@@ -20,18 +20,24 @@ import (
 // is done).
 var summaryLine = regexp.MustCompile(`lakegate fetch: transfer ([0-9a-f]{32}): (\d+) rows`)
 
-// TestFetch exports a demo table with `lakegate fetch --sql`, fetches the
-// same transfer again by id, and checks both files hold every row.
-func TestFetch(t *testing.T) {
+// fetchServer serves the demo database with MCP on, as change sets, and
+// returns the environment lakegate fetch reaches it with.
+func fetchServer(t *testing.T, change func(*config.Config)) map[string]string {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.MCPEnabled = true
-	cfg.MCPBlockThreshold = 4096
-	cfg.MCPBlockSize = 2048
+	change(&cfg)
 	r := startServe(t, cfg)
 	m := r.await(t, &r.stdout, connectLine)
-	env := map[string]string{"LAKEGATE_SERVER": m[1], "LAKEGATE_TOKEN": m[2]}
+	return map[string]string{"LAKEGATE_SERVER": m[1], "LAKEGATE_TOKEN": m[2]}
+}
+
+// TestFetch exports a demo table with `lakegate fetch --sql`, fetches the
+// same transfer again by id, and checks both files hold every row.
+func TestFetch(t *testing.T) {
+	env := fetchServer(t, func(cfg *config.Config) { cfg.MCPBlockThreshold, cfg.MCPBlockSize = 4096, 2048 })
 	dir := t.TempDir()
 
 	first := filepath.Join(dir, "first.ndjson")
@@ -64,8 +70,8 @@ func TestFetch(t *testing.T) {
 	// A token of another secret (a make run server's, after a restart)
 	// is refused with where a good one comes from.
 	stale := testutil.Token("another-secret-0123456789abcdef0123", "agent", lakegate.RoleReader)
-	_, _, err = run(t, map[string]string{"LAKEGATE_SERVER": m[1], "LAKEGATE_TOKEN": stale}, "fetch", "--database", "demo", "--sql", "SELECT 1")
-	if err == nil || !strings.Contains(err.Error(), "the server at "+m[1]+" did not take the token") || strings.Contains(err.Error(), stale) {
+	_, _, err = run(t, map[string]string{"LAKEGATE_SERVER": env["LAKEGATE_SERVER"], "LAKEGATE_TOKEN": stale}, "fetch", "--database", "demo", "--sql", "SELECT 1")
+	if err == nil || !strings.Contains(err.Error(), "the server at "+env["LAKEGATE_SERVER"]+" did not take the token") || strings.Contains(err.Error(), stale) {
 		t.Errorf("stale token: got %v, want the token hint naming the server", err)
 	}
 
@@ -88,14 +94,7 @@ func TestFetch(t *testing.T) {
 // TestFetchCutAtRowCap: an export that stops at the server's row cap
 // (max_row_limit) says so, though every row it has is fetched.
 func TestFetchCutAtRowCap(t *testing.T) {
-	cfg := config.Default()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.DataDir = filepath.Join(t.TempDir(), "data")
-	cfg.MCPEnabled = true
-	cfg.MaxRowLimit = 1000
-	r := startServe(t, cfg)
-	m := r.await(t, &r.stdout, connectLine)
-	env := map[string]string{"LAKEGATE_SERVER": m[1], "LAKEGATE_TOKEN": m[2]}
+	env := fetchServer(t, func(cfg *config.Config) { cfg.MaxRowLimit = 1000 })
 	out := filepath.Join(t.TempDir(), "cut.ndjson")
 	_, errOut, err := run(t, env, "fetch", "--database", "demo", "--sql", "SELECT * FROM readings ORDER BY id", "-o", out)
 	if err != nil {
