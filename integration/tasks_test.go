@@ -14,7 +14,7 @@ import (
 // client (the MCP Tasks extension, 2025-11-25) over Streamable HTTP and
 // legacy SSE. The server declares the capability and every tool's
 // optional task support; a task-backed run_sql answers with a task at
-// once, reports its status, and gives the call's result through
+// once (keeping the ttl asked for), reports its status, and gives the call's result through
 // tasks/result; tasks/list shows it; a task cancelled while it runs ends
 // cancelled and its stream says so.
 func TestTasksTypeScript(t *testing.T) {
@@ -40,6 +40,7 @@ func TestTasksTypeScript(t *testing.T) {
 				RunSQLTaskSupport string   `json:"runSQLTaskSupport"`
 				Messages          []string `json:"messages"`
 				TaskID            string   `json:"taskId"`
+				TTL               int64    `json:"ttl"`
 				Text              string   `json:"text"`
 				Error             string   `json:"error"`
 				Listed            []string `json:"listed"`
@@ -58,6 +59,9 @@ func TestTasksTypeScript(t *testing.T) {
 			if len(got.Messages) < 3 || got.Messages[0] != "taskCreated" || got.Messages[len(got.Messages)-1] != "result" ||
 				!slices.Contains(got.Messages, "taskStatus:completed") || got.Error != "" || !strings.Contains(got.Text, "5000") {
 				t.Errorf("a task-backed call: %s, want taskCreated, its statuses, and the count of 5000 readings", line)
+			}
+			if got.TTL != 60000 {
+				t.Errorf("the task's ttl: got %d ms, want the 60000 asked for (under the server's)", got.TTL)
 			}
 			if !slices.Contains(got.Listed, got.TaskID) {
 				t.Errorf("tasks/list: %v, want the task %s", got.Listed, got.TaskID)

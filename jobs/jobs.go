@@ -124,6 +124,8 @@ type Status struct {
 	Error *lakegate.ErrorBody `json:"error,omitempty"`
 	// Result is what a done job produced, until it expires.
 	Result any `json:"result,omitempty"`
+	// Keep is how long the result is kept once the job ends.
+	Keep time.Duration `json:"-"`
 }
 
 // job is one job; mu guards the fields after progress.
@@ -132,7 +134,8 @@ type job struct {
 	created         time.Time
 	cancel          context.CancelCauseFunc
 	meter           atomic.Pointer[Meter]
-	hidden          bool // held, not yet shown (Hold); guarded by the registry's mu
+	hidden          bool          // held, not yet shown (Hold); guarded by the registry's mu
+	keep            time.Duration // how long its result is kept once it ends
 
 	mu      sync.Mutex
 	state   State
@@ -145,7 +148,7 @@ type job struct {
 func (j *job) status() Status {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	st := Status{ID: j.id, Owner: j.owner, Tool: j.tool, State: j.state, Created: j.created, Result: j.result}
+	st := Status{ID: j.id, Owner: j.owner, Tool: j.tool, State: j.state, Created: j.created, Result: j.result, Keep: j.keep}
 	if m := j.meter.Load(); m != nil {
 		st.Rows, st.Bytes = (*m).Rows(), (*m).Bytes()
 		if tm, ok := (*m).(TransferMeter); ok {
@@ -193,9 +196,6 @@ func New(o Options) (*Registry, error) {
 // Timeout is the bound of one job's run.
 func (r *Registry) Timeout() time.Duration { return r.opts.Timeout }
 
-// Keep is how long an ended job keeps its result.
-func (r *Registry) Keep() time.Duration { return r.opts.Keep }
-
 // errClosed is Start's answer once the registry is closing.
 var errClosed = lakegate.ErrShuttingDown
 
@@ -205,7 +205,14 @@ var errClosed = lakegate.ErrShuttingDown
 // the trace) but not its end: it outlives the caller's request or session
 // and ends with a cancel, the timeout, or Close.
 func (r *Registry) Start(ctx context.Context, owner, tool string, run Run) (Status, error) {
-	j, err := r.start(ctx, owner, tool, run, false)
+	return r.StartKeep(ctx, owner, tool, 0, run)
+}
+
+// StartKeep is Start for a job whose result is kept for keep once it
+// ends, when that is shorter than Options.Keep (0: Options.Keep): a
+// client that asks for less (a task's ttl) gets less.
+func (r *Registry) StartKeep(ctx context.Context, owner, tool string, keep time.Duration, run Run) (Status, error) {
+	j, err := r.start(ctx, owner, tool, run, false, keep)
 	if err != nil {
 		return Status{}, err
 	}
@@ -220,7 +227,7 @@ func (r *Registry) Start(ctx context.Context, owner, tool string, run Run) (Stat
 // Start would have. A held job becomes a job even past MaxPerOwner: it
 // already runs, on the worker its call took.
 func (r *Registry) Hold(ctx context.Context, owner, tool string, after time.Duration, run Run) (result any, st Status, shown bool, err error) {
-	j, err := r.start(ctx, owner, tool, run, true)
+	j, err := r.start(ctx, owner, tool, run, true, 0)
 	if err != nil {
 		return nil, Status{}, false, err
 	}
@@ -249,9 +256,13 @@ func (r *Registry) Hold(ctx context.Context, owner, tool string, after time.Dura
 	return nil, Status{}, false, j.err
 }
 
-// start registers and runs a job; a hidden one neither counts against
-// MaxPerOwner nor is found until shown.
-func (r *Registry) start(ctx context.Context, owner, tool string, run Run, hidden bool) (*job, error) {
+// start registers and runs a job, whose result is kept for keep (at most
+// Options.Keep; 0: that); a hidden one neither counts against MaxPerOwner
+// nor is found until shown.
+func (r *Registry) start(ctx context.Context, owner, tool string, run Run, hidden bool, keep time.Duration) (*job, error) {
+	if keep <= 0 || keep > r.opts.Keep {
+		keep = r.opts.Keep
+	}
 	now := time.Now().UTC()
 	r.mu.Lock()
 	if r.closed {
@@ -268,7 +279,8 @@ func (r *Registry) start(ctx context.Context, owner, tool string, run Run, hidde
 	}
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	ctx, stop := context.WithTimeoutCause(ctx, r.opts.Timeout, errTimeout(r.opts.Timeout))
-	j := &job{id: r.newID(), owner: owner, tool: tool, created: now, cancel: cancel, hidden: hidden, state: Running, changed: make(chan struct{})}
+	j := &job{id: r.newID(), owner: owner, tool: tool, created: now, cancel: cancel, hidden: hidden, keep: keep,
+		state: Running, changed: make(chan struct{})}
 	r.jobs[j.id] = j
 	r.wg.Add(1)
 	r.mu.Unlock()
@@ -359,9 +371,9 @@ func (r *Registry) sweepLocked(now time.Time) {
 		j.mu.Lock()
 		switch {
 		case j.state == Running:
-		case now.Sub(j.ended) >= 2*r.opts.Keep:
+		case now.Sub(j.ended) >= 2*j.keep:
 			delete(r.jobs, id)
-		case now.Sub(j.ended) >= r.opts.Keep && j.state != Expired:
+		case now.Sub(j.ended) >= j.keep && j.state != Expired:
 			j.state, j.result = Expired, nil
 		}
 		j.mu.Unlock()

@@ -305,3 +305,29 @@ func TestHold(t *testing.T) {
 		}
 	})
 }
+
+// A job started with a shorter keep expires after it, and is forgotten
+// after twice as long; a longer keep is the registry's.
+func TestStartKeep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry(t, Options{Keep: time.Hour})
+		quick := func(context.Context, func(Meter)) (any, error) { return "rows", nil }
+		short, _ := r.StartKeep(t.Context(), "alice", "run_sql", time.Minute, quick)
+		long, _ := r.StartKeep(t.Context(), "alice", "run_sql", 2*time.Hour, quick)
+		if short.Keep != time.Minute || long.Keep != time.Hour {
+			t.Errorf("keeps: got %v and %v, want 1m and the registry's 1h", short.Keep, long.Keep)
+		}
+		synctest.Wait()
+		time.Sleep(time.Minute + time.Second)
+		if st, _ := r.Get(alice, short.ID); st.State != Expired {
+			t.Errorf("after its keep: got %s, want expired", st.State)
+		}
+		if st, _ := r.Get(alice, long.ID); st.State != Done || st.Result != "rows" {
+			t.Errorf("the other: got %s %v, want done with its result", st.State, st.Result)
+		}
+		time.Sleep(time.Minute)
+		if _, err := r.Get(alice, short.ID); lakegate.KindOf(err) != lakegate.KindNotFound {
+			t.Errorf("after twice its keep: got %v, want forgotten", err)
+		}
+	})
+}

@@ -102,6 +102,9 @@ func (t *taskAnswers) call(ctx context.Context, caller lakegate.Caller, server *
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
+		Task      struct {
+			TTL float64 `json:"ttl"` // milliseconds
+		} `json:"task"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
@@ -116,7 +119,9 @@ func (t *taskAnswers) call(ctx context.Context, caller lakegate.Caller, server *
 	}
 	args := p.Arguments
 	// The POST that carried the call paid its rate-limit token.
-	st, err := t.registry.Start(host.WithPaid(ctx), caller.Subject, p.Name, func(ctx context.Context, watch func(jobs.Meter)) (any, error) {
+	// A ttl shorter than the server's is honoured; a longer one is not.
+	keep := time.Duration(max(p.Task.TTL, 0) * float64(time.Millisecond))
+	st, err := t.registry.StartKeep(host.WithPaid(ctx), caller.Subject, p.Name, keep, func(ctx context.Context, watch func(jobs.Meter)) (any, error) {
 		res, err := handler(tools.InJob(ctx, watch), &mcpsdk.CallToolRequest{Params: &mcpsdk.CallToolParamsRaw{Name: p.Name, Arguments: args}})
 		if err != nil {
 			return nil, err
@@ -162,7 +167,7 @@ func (t *taskAnswers) result(ctx context.Context, caller lakegate.Caller, id str
 // is a failed task; an expired one, failed with that said.
 func (t *taskAnswers) task(st jobs.Status) task {
 	out := task{TaskID: st.ID, CreatedAt: st.Created.Format(time.RFC3339Nano), LastUpdatedAt: st.Created.Format(time.RFC3339Nano),
-		TTL: t.registry.Keep().Milliseconds(), PollInterval: taskPollInterval.Milliseconds()}
+		TTL: st.Keep.Milliseconds(), PollInterval: taskPollInterval.Milliseconds()}
 	if st.Ended != nil {
 		out.LastUpdatedAt = st.Ended.Format(time.RFC3339Nano)
 	}

@@ -34,7 +34,10 @@ const stream = client.experimental.tasks.callToolStream(
   { task: { ttl: 60000 } },
 );
 for await (const m of stream) {
-  if (m.type === "taskCreated") out.taskId = m.task.taskId;
+  if (m.type === "taskCreated") {
+    out.taskId = m.task.taskId;
+    out.ttl = m.task.ttl;
+  }
   if (m.type === "result") out.text = m.result.content?.[0]?.text ?? "";
   if (m.type === "error") out.error = String(m.error);
   out.messages.push(m.type === "taskStatus" ? `taskStatus:${m.task.status}` : m.type);
