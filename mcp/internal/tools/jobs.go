@@ -98,7 +98,11 @@ func (ts *Set) result(ctx context.Context, c call, st *query.Stmt, f query.Forma
 	if shown {
 		return jobOut{Status: status, started: true, after: ts.jobAfter}, nil
 	}
-	return res.(doneResult), nil
+	out, ok := res.(doneResult)
+	if !ok {
+		return nil, lakegate.Errorf(lakegate.KindInternal, "the call ended without an answer")
+	}
+	return out, nil
 }
 
 // jobMeter is a job's progress: the query's rows and bytes, and once its
