@@ -70,8 +70,9 @@ func (f tlsFlags) config() (*tls.Config, error) {
 }
 
 // transport is an HTTP transport with the flags' TLS settings (configure
-// adjusts it), which explains a connection a server cuts for want of a
-// client certificate (certRefusal).
+// adjusts it), which explains a connection a server cuts after asking
+// for a client certificate: for want of one, or refusing the one given
+// (certRefusal).
 func (f tlsFlags) transport(configure func(*http.Transport)) (http.RoundTripper, error) {
 	conf, err := f.config()
 	if err != nil {
@@ -81,24 +82,30 @@ func (f tlsFlags) transport(configure func(*http.Transport)) (http.RoundTripper,
 	if configure != nil {
 		configure(tr)
 	}
-	if f.certFile != "" {
-		return tr, nil
-	}
 	asked := &atomic.Bool{}
-	conf.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	certs := conf.Certificates
+	conf.Certificates = nil
+	conf.GetClientCertificate = func(info *tls.CertificateRequestInfo) (*tls.Certificate, error) {
 		asked.Store(true)
-		return &tls.Certificate{}, nil // none: as without the callback
+		// As crypto/tls picks without the callback: the first certificate
+		// the server's request accepts, else none.
+		for i := range certs {
+			if info.SupportsCertificate(&certs[i]) == nil {
+				return &certs[i], nil
+			}
+		}
+		return &tls.Certificate{}, nil
 	}
 	return certRefusal{base: tr, asked: asked}, nil
 }
 
 // certRefusal turns a connection cut after a TLS handshake in which the
-// server asked for a client certificate this client does not have into
-// the certificate_required alert: under TLS 1.3 the server checks the
-// certificate only after the client has finished its handshake, and the
-// client may see the cut (a reset, an EOF, HTTP/2's "client conn could
-// not be established") before the alert. So the failure is final, not
-// retried, and explain names the flags to pass.
+// server asked for a client certificate (this client had none, or one the
+// server then refused) into the certificate_required alert: under TLS 1.3
+// the server checks the certificate only after the client has finished
+// its handshake, and the client may see the cut (a reset, an EOF,
+// HTTP/2's "client conn could not be established") before the alert. So
+// the failure is final, not retried, and explain names what to change.
 type certRefusal struct {
 	base  *http.Transport
 	asked *atomic.Bool
