@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -38,11 +37,7 @@ func jobCall(t *testing.T, cs *mcpsdk.ClientSession, tool string, args map[strin
 // cancel_job stops it and deletes its partial transfer.
 func TestExportJob(t *testing.T) {
 	dir := t.TempDir()
-	store, err := blocktransport.Open(blocktransport.Options{Dir: dir, BlockSize: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	store := openStore(t, blocktransport.Options{Dir: dir, BlockSize: 64 << 10})
 	p, _ := newTestPlugin(t, Options{Blocks: store})
 	srv := serveHTTP(t, p)
 	first := connectStreamable(t, srv.URL, "alice", "2025-11-25", nil)
@@ -147,11 +142,7 @@ func TestExportJob(t *testing.T) {
 // call answers inline and leaves no job; a client gone within the wait
 // stops its call.
 func TestSlowCallBecomesJob(t *testing.T) {
-	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	store := openStore(t, blocktransport.Options{Dir: t.TempDir()})
 	const after = 300 * time.Millisecond
 	p, _ := newTestPlugin(t, Options{Blocks: store, JobAfter: after})
 	srv := serveHTTP(t, p)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/blocktransport"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/query"
 )
@@ -221,4 +222,19 @@ func testRouter(p *Plugin) *gin.Engine {
 	})
 	p.Mount(authed, nil)
 	return r
+}
+
+// openStore opens a block store (o.Dir: a temporary directory when not
+// set), closed when the test ends.
+func openStore(t *testing.T, o blocktransport.Options) *blocktransport.Store {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	store, err := blocktransport.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	return store
 }

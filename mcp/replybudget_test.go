@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -210,11 +209,7 @@ func TestSessionAdmitsCallsByReplyBytes(t *testing.T) {
 // the session holds stays within its budget while its calls go on.
 func TestBusySessionShrinksInline(t *testing.T) {
 	const threshold = 1 << 20
-	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	store := openStore(t, blocktransport.Options{Dir: t.TempDir()})
 	// A 4 MiB budget; each call wants replyCopies (4) times the 1 MiB
 	// bound and needs at least 4 times 256 KiB (1 MiB); its reply (a
 	// 600 KiB row) holds ~0.6 MiB once queued. Each gets the room left

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -94,11 +93,7 @@ func followJob(t *testing.T, cs *mcpsdk.ClientSession, res *mcpsdk.CallToolResul
 // past it the rows go to blocks and the reply holds a preview bounded in
 // rows, bytes and cell length, with a marker on each cut cell.
 func TestResultsInlineAndBlocks(t *testing.T) {
-	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir(), BlockSize: 16 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	store := openStore(t, blocktransport.Options{Dir: t.TempDir(), BlockSize: 16 << 10})
 	p, _ := newTestPlugin(t, Options{Blocks: store, BlockThreshold: 8 << 10,
 		PreviewRows: 5, PreviewBytes: 2 << 10, PreviewCellBytes: 100})
 	srv := serveHTTP(t, p)
@@ -180,11 +175,7 @@ func TestResultsInlineAndBlocks(t *testing.T) {
 // storage, and the call is logged at ERROR for the operator.
 func TestResultsBlockStorageFailure(t *testing.T) {
 	dir := t.TempDir() + "/spool"
-	store, err := blocktransport.Open(blocktransport.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	store := openStore(t, blocktransport.Options{Dir: dir})
 	var logs testutil.Buffer
 	p, _ := newTestPlugin(t, Options{Blocks: store, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	srv := serveHTTP(t, p)
@@ -315,11 +306,7 @@ func TestAnswerBudget(t *testing.T) {
 	})
 
 	t.Run("with a block store", func(t *testing.T) {
-		store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir(), BlockSize: 4 << 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = store.Close(context.Background()) })
+		store := openStore(t, blocktransport.Options{Dir: t.TempDir(), BlockSize: 4 << 10})
 		p, _ := newTestPlugin(t, Options{AnswerChars: budget, Blocks: store, PreviewRows: 1000})
 		cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
 		text, meta, links := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT * FROM readings ORDER BY id", "max_rows": 0})
@@ -353,11 +340,7 @@ func TestAnswerBudget(t *testing.T) {
 // ends count as one; past the end there are no rows.
 func TestResultWindows(t *testing.T) {
 	const budget = 4000
-	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir(), BlockSize: 4 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	store := openStore(t, blocktransport.Options{Dir: t.TempDir(), BlockSize: 4 << 10})
 	p, _ := newTestPlugin(t, Options{AnswerChars: budget, Blocks: store})
 	cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
 	// windowText is a window's structured content, as a client reads it.
@@ -463,11 +446,7 @@ func TestResultWindows(t *testing.T) {
 // rows, by column, that agrees with the database's own aggregates, in the
 // structured content and, shortly, in the text.
 func TestResultProfile(t *testing.T) {
-	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	store := openStore(t, blocktransport.Options{Dir: t.TempDir()})
 	p, _ := newTestPlugin(t, Options{Blocks: store})
 	cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
 	text, meta, _ := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT id, status, note FROM readings", "export": true})
@@ -505,11 +484,7 @@ func TestResultProfile(t *testing.T) {
 // TestResultWithoutProfile: with mcp_result_profile off a result in
 // blocks comes without a profile, its rows all there.
 func TestResultWithoutProfile(t *testing.T) {
-	store, err := blocktransport.Open(blocktransport.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	store := openStore(t, blocktransport.Options{Dir: t.TempDir()})
 	p, _ := newTestPlugin(t, Options{Blocks: store, NoProfile: true})
 	cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
 	text, meta, _ := callSQL(t, cs, map[string]any{"database": "iot", "sql": "SELECT id, status FROM readings", "export": true})

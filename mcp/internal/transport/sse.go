@@ -284,7 +284,7 @@ func (h *SSE) open(caller lakegate.Caller, server *mcpsdk.Server) (*conn, error)
 	c := newConn(NewSessionID(h.o.Peers), caller, h.o.Queue, h.o.QueueBytes, h.o.WriteTimeout)
 	c.server = server
 	if h.o.Tasks != nil {
-		c.tasks = &sseTasks{}
+		c.tasks = newSSETasks()
 	}
 	if err := h.sessions.addSSE(c); err != nil {
 		return nil, err

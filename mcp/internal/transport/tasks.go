@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -173,12 +174,21 @@ func (w *taskReplies) flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *taskReplies) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// sseTasks is what a legacy SSE session keeps to add the Tasks extension
-// to the protocol server's replies: the methods of the requests whose
-// replies it rewrites (initialize, tools/list), by id.
+// maxTaskAnswers bounds the task requests an SSE session has waiting for
+// their answers at once (tasks/result waits for its task's end): each
+// holds a goroutine until then, and the POST that carried it is answered
+// at once.
+const maxTaskAnswers = 16
+
+// sseTasks is what a legacy SSE session keeps for the Tasks extension:
+// the methods of the requests whose replies it rewrites (initialize,
+// tools/list), by id, and the slots of its task answers.
 type sseTasks struct {
 	methods sync.Map // id text → method
+	slots   chan struct{}
 }
+
+func newSSETasks() *sseTasks { return &sseTasks{slots: make(chan struct{}, maxTaskAnswers)} }
 
 // watch notes msg's id when its reply is to be rewritten.
 func (t *sseTasks) watch(msg jsonrpc.Message) {
@@ -191,11 +201,11 @@ func (t *sseTasks) watch(msg jsonrpc.Message) {
 // request.
 func (t *sseTasks) rewrite(msg jsonrpc.Message) jsonrpc.Message {
 	r, ok := msg.(*jsonrpc.Response)
-	if !ok || r.Error != nil {
+	if !ok {
 		return msg
 	}
-	method, ok := t.methods.LoadAndDelete(idLogText(r.ID))
-	if !ok {
+	method, ok := t.methods.LoadAndDelete(idLogText(r.ID)) // an error reply ends the watch too
+	if !ok || r.Error != nil {
 		return msg
 	}
 	out := *r
@@ -205,10 +215,22 @@ func (t *sseTasks) rewrite(msg jsonrpc.Message) jsonrpc.Message {
 
 // answerTask answers a task request on the session's event stream, apart
 // from the POST that carried it (tasks/result waits for the task's end),
-// until the session closes.
+// until the session closes. Past maxTaskAnswers waiting, it is refused
+// at once.
 func (c *conn) answerTask(t Tasks, req *jsonrpc.Request) {
 	c.unanswered.Add(1) // as a delivered call: its answer is counted out
+	select {
+	case c.tasks.slots <- struct{}{}:
+	default:
+		resp := &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("this session has %d task requests waiting for their answers, the most at once: wait for them, or ask on another session", maxTaskAnswers)}}
+		if err := c.Write(context.Background(), resp); err != nil {
+			c.unanswered.Add(-1)
+		}
+		return
+	}
 	go func() {
+		defer func() { <-c.tasks.slots }()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {

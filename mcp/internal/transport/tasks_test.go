@@ -1,10 +1,17 @@
 package transport
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/testutil"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // withTasks adds the capability to initialize's result (empty or not) and
@@ -44,4 +51,51 @@ func TestTaskMethod(t *testing.T) {
 			t.Errorf("%+v: got %v, want %v", tc.msg, got, tc.want)
 		}
 	}
+}
+
+// blockingTasks answers every task request once release is closed.
+type blockingTasks struct{ release chan struct{} }
+
+func (b blockingTasks) Answer(ctx context.Context, _ lakegate.Caller, _ *mcpsdk.Server, _ *jsonrpc.Request) (any, error) {
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	return map[string]any{}, nil
+}
+
+// An SSE session holds at most maxTaskAnswers task requests waiting: the
+// next is refused at once on its stream; the waiting ones are answered
+// once their answers come, and their slots are free again. An error reply
+// to a watched request ends its watch.
+func TestSSETaskAnswersBounded(t *testing.T) {
+	c := newConn("s", lakegate.Caller{Subject: "alice"}, 64, 1<<20, time.Second)
+	c.tasks = newSSETasks()
+	defer c.Close()
+	tasks := blockingTasks{release: make(chan struct{})}
+	for i := range maxTaskAnswers + 1 {
+		id, _ := jsonrpc.MakeID(float64(i))
+		c.answerTask(tasks, &jsonrpc.Request{ID: id, Method: "tasks/result"})
+	}
+	data, ok := c.out.pop()
+	if !ok || !strings.Contains(string(frameBytes(t, data)), "the most at once") {
+		t.Fatalf("the request past the bound: got %v, want its refusal at once", ok)
+	}
+	close(tasks.release)
+	testutil.Eventually(t, 5*time.Second, "the waiting requests answered and their slots freed", func() bool {
+		return len(c.tasks.slots) == 0 && c.unanswered.Load() == 0
+	})
+
+	id, _ := jsonrpc.MakeID(float64(99))
+	c.tasks.watch(&jsonrpc.Request{ID: id, Method: "tools/list"})
+	c.tasks.rewrite(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: 1, Message: "no"}})
+	if _, ok := c.tasks.methods.Load(idLogText(id)); ok {
+		t.Error("an error reply left its request watched")
+	}
+}
+
+// frameBytes is a frame's parts, joined.
+func frameBytes(t *testing.T, f frame) []byte {
+	t.Helper()
+	return bytes.Join(f, nil)
 }
