@@ -24,7 +24,7 @@ func TestSlowSSEClientIsDropped(t *testing.T) {
 	tok := token("alice", "reader")
 	healthy := e.connect(t, tok)
 
-	endpoint, _ := stalledSSE(t, e, tok)
+	endpoint, _, _ := stalledSSE(t, e, tok)
 	if n := e.plugin.Status().Sessions["sse"]; n != 2 {
 		t.Fatalf("open sessions: got %d, want 2", n)
 	}
@@ -61,13 +61,14 @@ func TestSlowSSEClientIsDropped(t *testing.T) {
 }
 
 // stalledSSE opens an SSE stream by hand, reads the endpoint event, then
-// stops reading; it returns the message endpoint and the stream's reader,
-// for a test to read from later. A small receive buffer, set before
+// stops reading; it returns the message endpoint, the stream's reader,
+// for a test to read from later, and its connection, whose deadline (30 s
+// from the open) a later read phase sets again. A small receive buffer, set before
 // connecting so the TCP window stays small: the server's writes block
 // soon after the client stops reading. Not an ssetest.Stream: its
 // goroutine would go on reading (a whole event into its buffer before it
 // waits for Next).
-func stalledSSE(t *testing.T, e *env, tok string) (endpoint string, stream *ssetest.Reader) {
+func stalledSSE(t *testing.T, e *env, tok string) (endpoint string, stream *ssetest.Reader, conn net.Conn) {
 	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		return rc.Control(func(fd uintptr) {
@@ -94,7 +95,7 @@ func stalledSSE(t *testing.T, e *env, tok string) (endpoint string, stream *sset
 	if err != nil || ev.Name != "endpoint" {
 		t.Fatalf("reading the stream head: got %+v, %v; want the endpoint event", ev, err)
 	}
-	return e.base + ev.Data, stream
+	return e.base + ev.Data, stream, nc
 }
 
 // toolCalls reads lakegate_mcp_tool_calls_total of tool with outcome.
@@ -133,7 +134,7 @@ func TestSlowSSEReaderAdmittedByBytes(t *testing.T) {
 		o.WorkerWait = 200 * time.Millisecond
 	}})
 	tok := token("alice", "reader")
-	endpoint, stream := stalledSSE(t, e, tok)
+	endpoint, stream, conn := stalledSSE(t, e, tok)
 	id := strings.TrimPrefix(endpoint[strings.Index(endpoint, "session_id="):], "session_id=")
 
 	post(t, endpoint, tok, initialize("2025-06-18"))
@@ -148,7 +149,7 @@ func TestSlowSSEReaderAdmittedByBytes(t *testing.T) {
 	// Every call answered (queued for the stream, or written into the
 	// socket's buffers), none of the answers read.
 	var ok, refused float64
-	if !testutil.Within(30*time.Second, func() bool {
+	if !testutil.Within(time.Minute, func() bool {
 		ok, refused = toolCalls(t, e.base, "run_sql", "ok"), toolCalls(t, e.base, "run_sql", "rate_limited")
 		return ok+refused >= calls
 	}) {
@@ -172,7 +173,11 @@ func TestSlowSSEReaderAdmittedByBytes(t *testing.T) {
 		t.Errorf("bytes held for the stalled session: got at most %d, want at most %d", peak, budget)
 	}
 
-	// Now read: every answer arrives; each refusal says when to retry.
+	// Now read: every answer arrives; each refusal says when to retry. The
+	// reads get a minute of their own, whatever the calls took (under the
+	// race detector on a loaded machine the open's deadline ran out while
+	// they were still being answered).
+	_ = conn.SetDeadline(time.Now().Add(time.Minute))
 	results, refusals := 0, 0
 	for results+refusals < calls {
 		ev, err := stream.Next()
