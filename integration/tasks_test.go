@@ -72,3 +72,63 @@ func TestTasksTypeScript(t *testing.T) {
 		})
 	}
 }
+
+// The Tasks extension of the 2026-07-28 revision (SEP-2663), driven by its
+// official requester (@modelcontextprotocol/ext-tasks) over a modern-era
+// client on the stateless /mcp: the server declares the extension; a
+// quick call answers at once; an export answers with its task, which the
+// requester follows to its result (the export's transfer); another
+// subject does not find the task; a task cancelled while it runs ends
+// cancelled.
+func TestTasksExtension(t *testing.T) {
+	env := nodeEnv(t)
+	e := start(t, envOptions{blocks: &blocktransport.Options{}})
+	out, err := runNode(t, env, time.Minute, "node", "tasksext.mjs", e.base+"/mcp", token("alice", "reader"), token("bob", "reader"))
+	if err != nil {
+		t.Fatalf("node tasksext.mjs: %v\n%s", err, out)
+	}
+	var got struct {
+		Era       string          `json:"era"`
+		Extension json.RawMessage `json:"extension"`
+		Quick     struct {
+			Kind, Status, Text string
+		} `json:"quick"`
+		Export struct {
+			Kind       string   `json:"kind"`
+			TaskID     string   `json:"taskId"`
+			Updates    []string `json:"updates"`
+			Status     string   `json:"status"`
+			Structured struct {
+				Mode     string `json:"mode"`
+				Transfer struct {
+					Rows int64 `json:"rows"`
+				} `json:"transfer"`
+			} `json:"structured"`
+		} `json:"export"`
+		StrangerError string `json:"strangerError"`
+		Endless       struct {
+			Kind, Status string
+		} `json:"endless"`
+	}
+	line := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
+	t.Logf("%s", line)
+	if err := json.Unmarshal([]byte(line), &got); err != nil {
+		t.Fatalf("node tasksext.mjs: %v\n%s", err, out)
+	}
+	if got.Era != "modern" || string(got.Extension) != "{}" {
+		t.Errorf("era %q, extension %s: want the modern era and the extension declared", got.Era, got.Extension)
+	}
+	if got.Quick.Kind == "task" || got.Quick.Status != "completed" || !strings.Contains(got.Quick.Text, "5000") {
+		t.Errorf("a quick call: %+v, want its answer at once (5000 readings)", got.Quick)
+	}
+	if got.Export.Kind != "task" || got.Export.TaskID == "" || got.Export.Status != "completed" ||
+		got.Export.Structured.Transfer.Rows != 5000 || len(got.Export.Updates) == 0 || got.Export.Updates[len(got.Export.Updates)-1] != "completed" {
+		t.Errorf("an export: %+v, want a task followed to its transfer of 5000 rows", got.Export)
+	}
+	if !strings.Contains(got.StrangerError, "not found") && !strings.Contains(got.StrangerError, "no job") {
+		t.Errorf("another subject's tasks/get: %q, want not found", got.StrangerError)
+	}
+	if got.Endless.Kind != "task" || got.Endless.Status != "cancelled" {
+		t.Errorf("a cancelled task: %+v, want a task ending cancelled", got.Endless)
+	}
+}

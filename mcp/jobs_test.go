@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -175,5 +176,101 @@ func TestSlowCallBecomesJob(t *testing.T) {
 	}
 	if isErr || st.State != jobs.Done || !strings.Contains(text, "5000000") {
 		t.Errorf("the job's end: got %q %+v, want the count", text, st)
+	}
+}
+
+// A client of the 2026-07-28 Tasks extension that declares it with a call
+// gets a call running past mcp_job_after answered with its task, and
+// follows the task with tasks/get to the call's own answer; a quick call
+// answers at once, and a call without the declaration answers as before.
+func TestSlowCallBecomesTask(t *testing.T) {
+	store := openStore(t, blocktransport.Options{Dir: t.TempDir()})
+	const after = 300 * time.Millisecond
+	p, _ := newTestPlugin(t, Options{Blocks: store, JobAfter: after})
+	srv := serveHTTP(t, p)
+	post := func(method string, params map[string]any, declare bool) map[string]json.RawMessage {
+		t.Helper()
+		meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+			"io.modelcontextprotocol/clientInfo": map[string]string{"name": "test", "version": "1"}}
+		caps := map[string]any{}
+		if declare {
+			caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
+		}
+		meta["io.modelcontextprotocol/clientCapabilities"] = caps
+		params["_meta"] = meta
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		if name, ok := params["name"].(string); ok {
+			req.Header.Set("Mcp-Name", name)
+		}
+		resp, err := clientFor("alice").Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if i := bytes.LastIndex(data, []byte("data: ")); i >= 0 {
+			data = data[i+len("data: "):] // the last event of a stream: the answer
+		}
+		var msg map[string]json.RawMessage
+		if err := json.Unmarshal(bytes.TrimSpace(data), &msg); err != nil {
+			t.Fatalf("%s: %v in %q", method, err, data)
+		}
+		return msg
+	}
+	var result struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+		Status     string `json:"status"`
+		Result     struct {
+			ResultType string `json:"resultType"`
+			Content    []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	read := func(msg map[string]json.RawMessage) {
+		t.Helper()
+		result.Result.Content, result.Content = nil, nil
+		if err := json.Unmarshal(msg["result"], &result); err != nil {
+			t.Fatalf("%s: %v", msg["error"], err)
+		}
+	}
+
+	read(post("tools/call", map[string]any{"name": "run_sql", "arguments": map[string]any{"database": "iot", "sql": "SELECT count(*) AS n FROM devices"}}, true))
+	if result.ResultType != "complete" || len(result.Content) == 0 || !strings.Contains(result.Content[0].Text, "# rows: 1") {
+		t.Errorf("a quick call: %+v, want its answer at once", result)
+	}
+	slow := "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000000) SELECT count(*) AS n FROM c"
+	read(post("tools/call", map[string]any{"name": "run_sql", "arguments": map[string]any{"database": "iot", "sql": slow}}, false))
+	if result.ResultType != "complete" || len(result.Content) == 0 || !strings.Contains(result.Content[0].Text, "job_status") {
+		t.Errorf("a slow call without the extension: %+v, want the job's line", result)
+	}
+	read(post("tools/call", map[string]any{"name": "run_sql", "arguments": map[string]any{"database": "iot", "sql": slow}}, true))
+	if result.ResultType != "task" || result.TaskID == "" || result.Status != "working" {
+		t.Fatalf("a slow call with the extension: %+v, want its task", result)
+	}
+	id := result.TaskID
+	for range 200 {
+		read(post("tasks/get", map[string]any{"taskId": id}, true))
+		if result.Status != "working" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if result.Status != "completed" || result.Result.ResultType != "complete" || len(result.Result.Content) == 0 ||
+		!strings.Contains(result.Result.Content[0].Text, "5000000") {
+		t.Errorf("the task's end: %+v, want the count as the call's result", result)
+	}
+	msg := post("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{}}, true)
+	if !strings.Contains(string(msg["error"]), "asks for no input") {
+		t.Errorf("tasks/update: %s, want an error: lakegate's tasks ask for no input", msg["error"])
 	}
 }

@@ -138,7 +138,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 			PageSize:          o.PageSize,
 			CompletionHandler: prompts.complete,
 			// A group's prompts change with tools.json, /mcp's never.
-			Capabilities: capabilities(watched, watched && g.Name != ""),
+			Capabilities: capabilities(watched, watched && g.Name != "", tasks != nil && !o.StatelessDisabled),
 			SetCacheable: cacheFor(watched, o.CatalogInterval),
 		}
 		if o.Peers != nil {
@@ -373,15 +373,22 @@ func (p *Plugin) TakeDownloads(d host.Downloads) { p.tools.TakeDownloads(d) }
 // when an operator's tools.json is watched (reloading), the prompts only
 // for a group of a watched file (its prompts are declared there; /mcp's
 // are built in), the resources always: they follow the catalog, which the
-// catalog watcher announces.
-func capabilities(watched, promptsChange bool) *mcpsdk.ServerCapabilities {
-	return &mcpsdk.ServerCapabilities{
+// catalog watcher announces. With tasks, it declares the Tasks extension
+// of the 2026-07-28 revision, served by the stateless /mcp (the 2025-11-25
+// form's capability is the transports' to add: the SDK has no field for
+// it).
+func capabilities(watched, promptsChange, tasks bool) *mcpsdk.ServerCapabilities {
+	caps := &mcpsdk.ServerCapabilities{
 		//lint:ignore SA1019 the SDK's default, kept for the protocol versions before 2026-07-28 that have logging/setLevel
 		Logging:   &mcpsdk.LoggingCapabilities{},
 		Tools:     &mcpsdk.ToolCapabilities{ListChanged: watched},
 		Prompts:   &mcpsdk.PromptCapabilities{ListChanged: promptsChange},
 		Resources: &mcpsdk.ResourceCapabilities{ListChanged: true},
 	}
+	if tasks {
+		caps.AddExtension("io.modelcontextprotocol/tasks", map[string]any{})
+	}
+	return caps
 }
 
 // fixedListTTL is how long a client may keep a list that changes only

@@ -224,3 +224,138 @@ func hintOf(le *lakegate.Error) string {
 	}
 	return " (" + le.Hint + ")"
 }
+
+// The Tasks extension of the 2026-07-28 revision (SEP-2663), on the
+// stateless /mcp: the client declares the extension with each request,
+// and the server decides which calls become tasks. Here that is the calls
+// that become jobs (an export, a call still running after mcp_job_after):
+// their answer is the task (Created), which the client follows with
+// tasks/get (the task, with its result once done) and stops with
+// tasks/cancel. lakegate's tasks never ask for input (a call asks its
+// person before it runs), so tasks/update finds none to take.
+
+// modernTask is a job as the 2026-07-28 extension shows it.
+type modernTask struct {
+	ResultType     string          `json:"resultType"`
+	TaskID         string          `json:"taskId"`
+	Status         string          `json:"status"`
+	StatusMessage  string          `json:"statusMessage,omitempty"`
+	CreatedAt      string          `json:"createdAt"`
+	LastUpdatedAt  string          `json:"lastUpdatedAt"`
+	TTLMs          int64           `json:"ttlMs"`
+	PollIntervalMs int64           `json:"pollIntervalMs"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// Created is transport.Tasks: the answer of a call that became job id.
+func (t *taskAnswers) Created(caller lakegate.Caller, id string) (any, error) {
+	if t.registry == nil {
+		return nil, errNoTasks
+	}
+	st, err := t.registry.Get(caller, id)
+	if err != nil {
+		return nil, taskErr(err)
+	}
+	out := t.modern(st)
+	out.ResultType, out.Result, out.Error = "task", nil, nil
+	if out.Status != "working" {
+		// Ended between the answer and now: the answer is still the
+		// task, which tasks/get shows ended.
+		out.Status, out.StatusMessage = "working", ""
+	}
+	return out, nil
+}
+
+// AnswerModern is transport.Tasks: tasks/get, tasks/update and
+// tasks/cancel of the 2026-07-28 extension.
+func (t *taskAnswers) AnswerModern(ctx context.Context, caller lakegate.Caller, req *jsonrpc.Request) (any, error) {
+	if t.registry == nil {
+		return nil, errNoTasks
+	}
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.TaskID == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "taskId is required"}
+	}
+	switch req.Method {
+	case "tasks/get":
+		st, err := t.registry.Get(caller, p.TaskID)
+		if err != nil {
+			return nil, taskErr(err)
+		}
+		return t.modern(st), nil
+	case "tasks/cancel":
+		if _, err := t.registry.Cancel(ctx, caller, p.TaskID); err != nil {
+			return nil, taskErr(err)
+		}
+		return map[string]string{"resultType": "complete"}, nil
+	case "tasks/update":
+		if _, err := t.registry.Get(caller, p.TaskID); err != nil {
+			return nil, taskErr(err)
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task %s asks for no input (lakegate asks before a call runs)", p.TaskID)}
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "unknown task method " + req.Method}
+}
+
+var errNoTasks = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "this server runs no tasks (it has no block store)"}
+
+// modern shows job st as a 2026-07-28 task: done, with the call's result
+// (a tool's error answer is a result too, as the call would have
+// answered); failed, with what the call would have answered (a tool
+// result with isError), since a failing query is the tool's answer, not
+// a protocol error; expired, failed with a protocol error (its result is
+// gone).
+func (t *taskAnswers) modern(st jobs.Status) modernTask {
+	old := t.task(st)
+	out := modernTask{ResultType: "complete", TaskID: st.ID, Status: old.Status, StatusMessage: old.StatusMessage,
+		CreatedAt: old.CreatedAt, LastUpdatedAt: old.LastUpdatedAt, TTLMs: old.TTL, PollIntervalMs: old.PollInterval}
+	var res *mcpsdk.CallToolResult
+	switch st.State {
+	case jobs.Running, jobs.Cancelled:
+		return out
+	case jobs.Expired:
+		out.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %s: its result has expired", st.ID)}
+		return out
+	case jobs.Done:
+		if r, ok := st.Result.(interface{ ToolResult() *mcpsdk.CallToolResult }); ok {
+			res = r.ToolResult()
+		}
+	default:
+		msg := "the task failed"
+		if st.Error != nil {
+			msg = st.Error.Message
+			if st.Error.Hint != "" {
+				msg += " (" + st.Error.Hint + ")"
+			}
+		}
+		res = &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: msg}}}
+	}
+	raw, err := completeResult(res)
+	if err != nil {
+		out.Status, out.StatusMessage = "failed", ""
+		out.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		return out
+	}
+	out.Status, out.StatusMessage, out.Result = "completed", "", raw
+	return out
+}
+
+// completeResult is res as a complete result of the 2026-07-28 revision.
+func completeResult(res *mcpsdk.CallToolResult) (json.RawMessage, error) {
+	if res == nil {
+		return nil, errors.New("the task has no tool result")
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	m["resultType"] = json.RawMessage(`"complete"`)
+	return json.Marshal(m)
+}

@@ -72,6 +72,9 @@ type call struct {
 	session *mcpsdk.ServerSession
 	inputs  mcpsdk.InputResponseMap
 	state   string
+	// tasks: the client takes the Tasks extension's tasks (2026-07-28):
+	// a call that becomes a job answers as its task (TaskMetaKey).
+	tasks bool
 }
 
 // clampText cuts the text of res to chars bytes at a line end, saying so:

@@ -88,7 +88,7 @@ func (ts *Set) result(ctx context.Context, c call, st *query.Stmt, f query.Forma
 			release()
 			return nil, err
 		}
-		return jobOut{Status: status, started: true}, nil
+		return jobOut{Status: status, started: true, task: c.tasks}, nil
 	}
 	res, status, shown, err := ts.jobs.Hold(host.WithPaid(ctx), c.Subject, c.tool, ts.jobAfter, run)
 	if err != nil {
@@ -96,7 +96,7 @@ func (ts *Set) result(ctx context.Context, c call, st *query.Stmt, f query.Forma
 		return nil, err
 	}
 	if shown {
-		return jobOut{Status: status, started: true, after: ts.jobAfter}, nil
+		return jobOut{Status: status, started: true, after: ts.jobAfter, task: c.tasks}, nil
 	}
 	out, ok := res.(doneResult)
 	if !ok {
@@ -168,6 +168,7 @@ type jobOut struct {
 	jobs.Status
 	started bool          // the answer of the call that started it
 	after   time.Duration // started: the call ran this long first (0: an export)
+	task    bool          // started, for a client of tasks: answered as its task
 }
 
 func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
@@ -241,10 +242,37 @@ func (o jobOut) result() (*mcpsdk.CallToolResult, int64, error) {
 			return nil, 0, err
 		}
 	}
-	return &mcpsdk.CallToolResult{
+	res := &mcpsdk.CallToolResult{
 		Content:           append([]mcpsdk.Content{&mcpsdk.TextContent{Text: b.String()}}, content...),
 		StructuredContent: json.RawMessage(data),
-	}, st.Rows, nil
+	}
+	if o.task && o.started {
+		res.Meta = mcpsdk.Meta{TaskMetaKey: st.ID}
+	}
+	return res, st.Rows, nil
+}
+
+// TaskMetaKey marks, in a tool result's _meta, the answer of a call that
+// became job (the value: its id) for a client that takes the Tasks
+// extension: the transport answers the call with the task instead.
+const TaskMetaKey = "lakegate/task"
+
+// tasksExtension names the Tasks extension of the 2026-07-28 revision.
+const tasksExtension = "io.modelcontextprotocol/tasks"
+
+// TakesTasks reports whether the client of req declares the Tasks
+// extension of the 2026-07-28 revision (SEP-2663) with the request: a
+// call of its that becomes a job may then be answered as a task.
+func TakesTasks(req *mcpsdk.CallToolRequest) bool {
+	if req == nil || req.Params == nil || req.ProtocolVersion() < "2026-07-28" {
+		return false
+	}
+	caps := req.ClientCapabilities()
+	if caps == nil {
+		return false
+	}
+	_, ok := caps.Extensions[tasksExtension]
+	return ok
 }
 
 // modeJob is the mode of a result a job produces (ResultMeta.Mode).

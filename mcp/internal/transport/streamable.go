@@ -49,8 +49,9 @@ type StreamableOptions struct {
 	Peers host.Peers
 	// StatelessDisabled sends every request to the stateful handler.
 	StatelessDisabled bool
-	// Tasks, if set, answers the Tasks extension's requests on stateful
-	// sessions (tasks.go).
+	// Tasks, if set, answers the Tasks extension's requests: the
+	// 2025-11-25 form's on stateful sessions (tasks.go), the 2026-07-28
+	// form's on the stateless handler (tasksmodern.go).
 	Tasks Tasks
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -118,7 +119,7 @@ func (s *Streamable) Serve(c *gin.Context) {
 	}
 	var w http.ResponseWriter = c.Writer
 	if c.Request.Method == http.MethodPost && stateful && s.tasks != nil {
-		req, err := peekRequest(c.Request)
+		req, err := peekRequest(c.Request, `"task`, `"initialize"`, `"tools/list"`)
 		if err != nil {
 			route.Fail(c, err)
 			return
@@ -133,6 +134,24 @@ func (s *Streamable) Serve(c *gin.Context) {
 			tr := &taskReplies{ResponseWriter: w, method: req.Method}
 			defer tr.flush()
 			w = tr
+		}
+	}
+	if c.Request.Method == http.MethodPost && !stateful && s.tasks != nil {
+		req, err := peekRequest(c.Request, `"tasks/`, tasksExtension)
+		if err != nil {
+			route.Fail(c, err)
+			return
+		}
+		switch {
+		case req == nil:
+		case modernTaskMethod(req.Method):
+			s.answerModernTask(c, req)
+			return
+		case req.Method == "tools/call":
+			caller, _ := lakegate.CallerFrom(c.Request.Context())
+			tc := &taskCreated{ResponseWriter: w, created: func(id string) (any, error) { return s.tasks.Created(caller, id) }}
+			defer tc.flush()
+			w = tc
 		}
 	}
 	if c.Request.Method == http.MethodPost {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/gin-gonic/gin"
@@ -32,6 +33,12 @@ type Tasks interface {
 	// Answer answers req (a task method, or a tools/call with a task) for
 	// caller on server: its result or its error.
 	Answer(ctx context.Context, caller lakegate.Caller, server *mcpsdk.Server, req *jsonrpc.Request) (any, error)
+	// AnswerModern answers req, a tasks/get, tasks/update or tasks/cancel
+	// of the 2026-07-28 extension (tasksmodern.go), for caller.
+	AnswerModern(ctx context.Context, caller lakegate.Caller, req *jsonrpc.Request) (any, error)
+	// Created is the answer, under the 2026-07-28 extension, of a call of
+	// caller's that became task id.
+	Created(caller lakegate.Caller, id string) (any, error)
 }
 
 // tasksCapability is the server capability the transports declare when
@@ -60,6 +67,11 @@ func taskMethod(msg jsonrpc.Message) (*jsonrpc.Request, bool) {
 // answerTask answers a task request as a JSON-RPC response.
 func answerTask(ctx context.Context, t Tasks, caller lakegate.Caller, server *mcpsdk.Server, req *jsonrpc.Request) *jsonrpc.Response {
 	res, err := t.Answer(ctx, caller, server, req)
+	return taskResponse(req, res, err)
+}
+
+// taskResponse is the response to req answered res or err.
+func taskResponse(req *jsonrpc.Request, res any, err error) *jsonrpc.Response {
 	if err != nil {
 		var je *jsonrpc.Error
 		if !asJSONRPCError(err, &je) {
@@ -249,9 +261,9 @@ func (c *conn) answerTask(t Tasks, req *jsonrpc.Request) {
 
 // peekRequest reads the one JSON-RPC request a POST carries, if it is one
 // (nil for a batch, a notification or a response), and leaves the body
-// to be read again. Only a body that may hold a task request or a reply
-// to rewrite is decoded.
-func peekRequest(r *http.Request) (*jsonrpc.Request, error) {
+// to be read again. Only a body that holds one of needles (one that may
+// hold a task request or a request whose reply is rewritten) is decoded.
+func peekRequest(r *http.Request, needles ...string) (*jsonrpc.Request, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
@@ -260,8 +272,7 @@ func peekRequest(r *http.Request) (*jsonrpc.Request, error) {
 		return nil, err
 	}
 	r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-	if len(head) > peekLimit || !bytes.Contains(head, []byte(`"task`)) && !bytes.Contains(head, []byte(`"initialize"`)) &&
-		!bytes.Contains(head, []byte(`"tools/list"`)) {
+	if len(head) > peekLimit || !slices.ContainsFunc(needles, func(n string) bool { return bytes.Contains(head, []byte(n)) }) {
 		return nil, nil
 	}
 	trimmed := bytes.TrimSpace(head)

@@ -54,7 +54,10 @@ func TestTaskMethod(t *testing.T) {
 }
 
 // blockingTasks answers every task request once release is closed.
-type blockingTasks struct{ release chan struct{} }
+type blockingTasks struct {
+	Tasks   // the methods the test does not call
+	release chan struct{}
+}
 
 func (b blockingTasks) Answer(ctx context.Context, _ lakegate.Caller, _ *mcpsdk.Server, _ *jsonrpc.Request) (any, error) {
 	select {
