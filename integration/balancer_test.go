@@ -240,6 +240,13 @@ func TestBalancerBlocksAndSwitch(t *testing.T) {
 				t.Errorf("TypeScript SDK over %s: a tool failed: %s", tc.path, out)
 			}
 		}
+		// The 2026-07-28 Tasks extension: each stateless request may reach
+		// another replica than the one that holds its task.
+		out, err := runNode(t, env, 2*time.Minute, "node", "tasksext.mjs", lb.url+"/mcp", tok, token("stranger", "reader"))
+		if err != nil {
+			t.Fatalf("node tasksext.mjs through the balancer: %v\n%s", err, out)
+		}
+		checkTasksExtension(t, out)
 	}
 
 	// lakegate fetch exports a million rows and fetches their blocks in

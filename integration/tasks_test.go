@@ -87,6 +87,12 @@ func TestTasksExtension(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node tasksext.mjs: %v\n%s", err, out)
 	}
+	checkTasksExtension(t, out)
+}
+
+// checkTasksExtension checks what tasksext.mjs printed.
+func checkTasksExtension(t *testing.T, out string) {
+	t.Helper()
 	var got struct {
 		Era       string          `json:"era"`
 		Extension json.RawMessage `json:"extension"`
