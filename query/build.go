@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -42,15 +43,52 @@ func (e *Engine) PrepareQuery(ctx context.Context, c lakegate.Caller, r Request)
 	if err != nil {
 		return nil, err
 	}
-	offset, hash, err := e.requestStart(r)
+	start, hash, err := e.requestStart(r)
 	if err != nil {
 		return nil, err
 	}
-	b, err := sqlbuild.Build(src.dialect(), cat, r)
+	b, err := sqlbuild.BuildAfter(src.dialect(), cat, r, normKeys(start.after))
 	if err != nil {
 		return nil, err
 	}
-	return e.builtStmt(g, src, r.Database, b, limit, offset, hash)
+	if start.after != nil && b.Keys == nil {
+		return nil, errBadCursor
+	}
+	s, err := e.builtStmt(g, src, r.Database, b, limit, start, hash)
+	if err != nil {
+		return nil, err
+	}
+	if b.Keys == nil {
+		s.paging = pagingNoKey
+	}
+	return s, nil
+}
+
+// errBadCursor refuses a cursor that does not fit its request.
+var errBadCursor = &lakegate.Error{Kind: lakegate.KindValidation, Message: "the cursor is not valid for this request",
+	Hint: "pass next_cursor unchanged with the same request (only the row cap may change), or start again without cursor"}
+
+// normKeys are a cursor's keys as bind values: its numbers int64 or
+// float64 (normParams); nil stays nil, the first page.
+func normKeys(keys []any) []any {
+	if keys == nil {
+		return nil
+	}
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		if n, ok := k.(json.Number); ok {
+			if v, err := n.Int64(); err == nil {
+				out[i] = v
+			} else if v, err := n.Float64(); err == nil {
+				out[i] = v
+			} else {
+				out[i] = string(n)
+			}
+			continue
+		}
+		out[i] = k
+	}
+	return out
 }
 
 // PrepareTimeSeries builds a time series request (see
@@ -77,12 +115,20 @@ func (e *Engine) PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r Tim
 	page := r
 	page.Limit, page.Cursor = 0, ""
 	hash := requestHash("time series", page)
-	offset, err := e.pageStart(r.Cursor, hash)
+	start, err := e.pageStart(r.Cursor, hash)
 	if err != nil {
 		return nil, err
 	}
+	if start.after != nil {
+		return nil, errBadCursor
+	}
 	// The buckets (and groups) are the order: pages follow it.
-	return e.builtStmt(g, src, r.Database, b, limit, offset, hash)
+	s, err := e.builtStmt(g, src, r.Database, b, limit, start, hash)
+	if err != nil {
+		return nil, err
+	}
+	s.paging = pagingOffset
+	return s, nil
 }
 
 // grantedCatalog is a database's catalog as one caller's grant sees it.
@@ -128,32 +174,32 @@ func (e *Engine) granted(ctx context.Context, g *grant, db, table string) (grant
 // builtStmt is the statement of b capped at limit rows from offset, once
 // the validator agrees: the builder's output should always pass, and
 // this is a second opinion.
-func (e *Engine) builtStmt(g *grant, src source, db string, b *sqlbuild.Statement, limit, offset int, hash string) (*Stmt, error) {
-	capped := b.Capped(limit, offset)
+func (e *Engine) builtStmt(g *grant, src source, db string, b *sqlbuild.Statement, limit int, start pageStart, hash string) (*Stmt, error) {
+	capped := b.Capped(limit, start.offset)
 	if _, err := validate.Check(capped, nil); err != nil {
 		return nil, refusal(err)
 	}
 	s := e.newStmt(g, src, db, limit)
-	s.SQL, s.text, s.args = capped, b.Capped(limit+1, offset), b.Args
-	s.offset, s.hash = offset, hash
+	s.SQL, s.text, s.args = capped, b.Capped(limit+1, start.offset), b.Args
+	s.start, s.hash, s.keys, s.hidden = start, hash, b.Keys, b.Hidden
 	return s, nil
 }
 
 // requestStart resolves the request's offset or cursor, and the hash that
 // names the request for its cursors.
-func (e *Engine) requestStart(r Request) (offset int, hash string, err error) {
+func (e *Engine) requestStart(r Request) (start pageStart, hash string, err error) {
 	page := r
 	page.Limit, page.Offset, page.Cursor = 0, 0, ""
 	hash = requestHash("query", page)
 	if r.Offset < 0 || r.Offset > maxOffset {
-		return 0, "", &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("offset must be 0 to %d", maxOffset)}
+		return pageStart{}, "", &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("offset must be 0 to %d", maxOffset)}
 	}
 	if r.Cursor == "" {
-		return r.Offset, hash, nil
+		return pageStart{offset: r.Offset}, hash, nil
 	}
 	if r.Offset != 0 {
-		return 0, "", &lakegate.Error{Kind: lakegate.KindValidation, Message: "give cursor or offset, not both"}
+		return pageStart{}, "", &lakegate.Error{Kind: lakegate.KindValidation, Message: "give cursor or offset, not both"}
 	}
-	offset, err = e.pageStart(r.Cursor, hash)
-	return offset, hash, err
+	start, err = e.pageStart(r.Cursor, hash)
+	return start, hash, err
 }

@@ -1,14 +1,13 @@
 package query
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
-
-	"github.com/lakegate/lakegate"
 )
 
 // A cursor continues a truncated result where it stopped. It is opaque to
@@ -20,9 +19,27 @@ import (
 // structured builder makes that order total (sqlbuild's tie-breakers);
 // caller-written SQL pages in its own ORDER BY, and the hint says when
 // there is none.
+//
+// A structured request whose order is total pages by keyset: its cursor
+// also carries the keys of the row the page follows (sqlbuild.Key), and
+// the page starts after that row, then skips Offset rows (those of a page
+// cut short by a reader's budget, CursorAt): a deep page costs what the
+// first does, and rows inserted before it never shift it.
 type cursorData struct {
 	Offset int    `json:"o"`
 	Hash   string `json:"h"`
+	Keys   []any  `json:"k,omitempty"`
+}
+
+// maxCursor bounds a cursor's length; keys that make it longer (a long
+// text key) page by offset from the page's own start.
+const maxCursor = 4096
+
+// pageStart is where a page starts: after the row whose keys are after
+// (nil: the result's start), then offset rows on.
+type pageStart struct {
+	after  []any
+	offset int
 }
 
 // requestHash names what a request asks, whatever page it is on: parts
@@ -50,44 +67,67 @@ func (e *Engine) signCursor(body string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }
 
-// encodeCursor is the cursor of the page at offset of the request of hash.
-func (e *Engine) encodeCursor(offset int, hash string) string {
-	b, _ := json.Marshal(cursorData{Offset: offset, Hash: hash})
+// encodeCursor is the cursor of the page p of the request of hash, or ""
+// when it would be longer than maxCursor.
+func (e *Engine) encodeCursor(p pageStart, hash string) string {
+	b, err := json.Marshal(cursorData{Offset: p.offset, Hash: hash, Keys: p.after})
+	if err != nil {
+		return ""
+	}
 	body := base64.RawURLEncoding.EncodeToString(b)
-	return body + "." + e.signCursor(body)
+	c := body + "." + e.signCursor(body)
+	if len(c) > maxCursor {
+		return ""
+	}
+	return c
 }
 
 // pageStart is where the page of cursor c starts, for the request of
-// hash: 0 without a cursor.
-func (e *Engine) pageStart(c, hash string) (int, error) {
+// hash: the result's start without a cursor.
+func (e *Engine) pageStart(c, hash string) (pageStart, error) {
 	if c == "" {
-		return 0, nil
+		return pageStart{}, nil
 	}
-	bad := &lakegate.Error{Kind: lakegate.KindValidation, Message: "the cursor is not valid for this request",
-		Hint: "pass next_cursor unchanged with the same request (only the row cap may change), or start again without cursor"}
+	bad := errBadCursor
 	body, sig, ok := strings.Cut(c, ".")
-	if !ok || len(c) > 512 || !hmac.Equal([]byte(sig), []byte(e.signCursor(body))) {
-		return 0, bad
+	if !ok || len(c) > maxCursor || !hmac.Equal([]byte(sig), []byte(e.signCursor(body))) {
+		return pageStart{}, bad
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(body)
 	if err != nil {
-		return 0, bad
+		return pageStart{}, bad
 	}
 	var d cursorData
-	if err := json.Unmarshal(raw, &d); err != nil || d.Hash != hash || d.Offset < 0 || d.Offset > maxOffset {
-		return 0, bad
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // keys keep their digits: an int64 key stays exact
+	if err := dec.Decode(&d); err != nil || d.Hash != hash || d.Offset < 0 || d.Offset > maxOffset {
+		return pageStart{}, bad
 	}
-	return d.Offset, nil
+	return pageStart{after: d.Keys, offset: d.Offset}, nil
 }
 
+// paging is how a statement's pages follow one another, for the hint of
+// a truncated result.
+type paging int
+
+const (
+	pagingKeyset    paging = iota // after the last row's keys
+	pagingOffset                  // caller-written SQL with ORDER BY
+	pagingUnordered               // caller-written SQL without ORDER BY
+	pagingNoKey                   // a structured request on a table without a primary key
+)
+
 // truncatedHint is the next step of a truncated result: the cursor, a
-// larger row cap, or an export; unordered says the SQL gives no ORDER BY,
-// so its pages may overlap or skip rows.
-func (e *Engine) truncatedHint(unordered bool) string {
+// larger row cap, or an export, with what pages by offset cost.
+func (e *Engine) truncatedHint(p paging) string {
 	h := "more rows exist: pass next_cursor as cursor for the next page; to learn about all of them, aggregate " +
 		"(count, min, max, GROUP BY) or filter instead of reading them, and for a program export every row (export; a format on REST)"
-	if unordered {
+	switch p {
+	case pagingUnordered:
 		h += "; the SQL has no ORDER BY, so pages may overlap or skip rows: order by a unique key for stable pages"
+	case pagingNoKey:
+		h += "; the table has no primary key, so pages go by offset: a deep page costs reading every row before it, and rows " +
+			"inserted meanwhile shift the pages"
 	}
 	return h
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/query/sqlbuild"
 	"github.com/lakegate/lakegate/query/validate"
 )
 
@@ -55,12 +56,16 @@ type Stmt struct {
 	src  source
 	text string // what runs: capped at Limit+1 rows
 	args []any
-	// offset is where the page starts in the whole result, and hash names
-	// the request, for the cursor of the next page; unordered says the
-	// caller's SQL has no ORDER BY (the hint warns of unstable pages).
-	offset    int
-	hash      string
-	unordered bool
+	// start is where the page starts in the whole result, and hash names
+	// the request, for the cursor of the next page; paging says how pages
+	// follow one another (for the hint). keys are the built statement's
+	// order (keyset paging), the last hidden output columns carrying keys
+	// the caller did not select.
+	start  pageStart
+	hash   string
+	paging paging
+	keys   []sqlbuild.Key
+	hidden int
 }
 
 // WithTimeout is a copy of s that runs under statement timeout d; zero or
@@ -119,11 +124,14 @@ func (e *Engine) PrepareSQL(ctx context.Context, c lakegate.Caller, r SQLRequest
 	}
 	s := e.newStmt(g, src, r.Database, limit)
 	s.hash = requestHash("sql", r.Database, text, args)
-	if s.offset, err = e.pageStart(r.Cursor, s.hash); err != nil {
+	if s.start, err = e.pageStart(r.Cursor, s.hash); err != nil {
 		return nil, err
 	}
-	s.SQL, s.text, s.args = r.SQL, wrapLimit(text, limit+1, s.offset), args
-	s.unordered = !validate.HasOrderBy(text)
+	s.SQL, s.text, s.args = r.SQL, wrapLimit(text, limit+1, s.start.offset), args
+	s.paging = pagingOffset
+	if !validate.HasOrderBy(text) {
+		s.paging = pagingUnordered
+	}
 	return s, nil
 }
 
@@ -142,7 +150,7 @@ func (e *Engine) newStmt(g *grant, src source, db string, limit int) *Stmt {
 func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 	start := time.Now()
 	ctx, span := s.startSpan(ctx, "SELECT")
-	t := &trackSink{Sink: sink, weigh: span.IsRecording()}
+	t := &trackSink{Sink: sink, weigh: span.IsRecording(), keys: s.keys, hidden: s.hidden}
 	defer func() { endSpan(span, res, t.bytes, err) }()
 	err = s.e.retry(ctx, s, func(ctx context.Context) (bool, error) {
 		var err error
@@ -153,12 +161,20 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 		return nil, s.suggest(ctx, err)
 	}
 	res.SQL = s.SQL
+	res.Columns = res.Columns[:len(res.Columns)-s.hidden]
 	if res.AsOf.IsZero() {
 		res.AsOf = start.UTC() // fresh as the statement: not read from a standby
 	}
 	if res.Truncated && s.hash != "" {
-		res.NextCursor = s.e.encodeCursor(s.offset+s.Limit, s.hash)
-		res.Hint = s.e.truncatedHint(s.unordered)
+		// After the last row's keys; else (keys past the cursor's bound,
+		// or none) a page on from this one's start.
+		if keys := t.lastKeys(); keys != nil {
+			res.NextCursor = s.e.encodeCursor(pageStart{after: keys}, s.hash)
+		}
+		if res.NextCursor == "" {
+			res.NextCursor = s.e.encodeCursor(pageStart{after: s.start.after, offset: s.start.offset + s.Limit}, s.hash)
+		}
+		res.Hint = s.e.truncatedHint(s.paging)
 	}
 	res.ElapsedMS = time.Since(start).Milliseconds()
 	if err := sink.End(res); err != nil {
@@ -175,29 +191,69 @@ func (s *Stmt) CursorAt(n int) (cursor, hint string) {
 	if s.hash == "" {
 		return "", ""
 	}
-	return s.e.encodeCursor(s.offset+n, s.hash), s.e.truncatedHint(s.unordered)
+	return s.e.encodeCursor(pageStart{after: s.start.after, offset: s.start.offset + n}, s.hash), s.e.truncatedHint(s.paging)
 }
 
 // trackSink notes whether output has begun and marks the sink's errors so
 // that they are not taken for the database's. End is called by Run after
-// the summary is complete.
+// the summary is complete. With keys it keeps the last row's key cells
+// (for the next page's cursor) and hides the hidden columns.
 type trackSink struct {
 	Sink
 	started bool
 	weigh   bool  // add up the rows' bytes (for the statement's span)
 	bytes   int64 // of the decoded cells, when weigh is set
+
+	keys   []sqlbuild.Key
+	hidden int
+	last   []Cell   // the last row's key cells, their bytes in lastB
+	lastB  [][]byte // reused from row to row
+	lastOK bool     // last holds a row's keys
 }
 
 func (t *trackSink) Begin(cols []ResultColumn) error {
 	t.started = true
-	return wrapSink(t.Sink.Begin(cols))
+	return wrapSink(t.Sink.Begin(cols[:len(cols)-t.hidden]))
 }
 
 func (t *trackSink) Row(cells []Cell) error {
 	if t.weigh {
 		t.bytes += cellBytes(cells)
 	}
-	return wrapSink(t.Sink.Row(cells))
+	if t.keys != nil {
+		t.keep(cells)
+	}
+	return wrapSink(t.Sink.Row(cells[:len(cells)-t.hidden]))
+}
+
+// keep copies the key cells of a row, reusing the last row's room.
+func (t *trackSink) keep(cells []Cell) {
+	if t.last == nil {
+		t.last, t.lastB = make([]Cell, len(t.keys)), make([][]byte, len(t.keys))
+	}
+	t.lastOK = true
+	for i, k := range t.keys {
+		c := cells[k.Col]
+		if c.stream != nil {
+			t.lastOK = false // a value too large to keep is no key to page by
+			return
+		}
+		t.lastB[i] = append(t.lastB[i][:0], c.B...)
+		c.B = t.lastB[i]
+		t.last[i] = c
+	}
+}
+
+// lastKeys are the last row's keys as its output gave them; nil without.
+func (t *trackSink) lastKeys() []any {
+	if !t.lastOK {
+		return nil
+	}
+	out := make([]any, len(t.last))
+	for i := range t.last {
+		out[i] = cellValue(&t.last[i])
+	}
+	return out
 }
 
 func (t *trackSink) End(*Result) error { return nil }

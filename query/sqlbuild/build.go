@@ -13,6 +13,28 @@ import (
 type Statement struct {
 	Text string
 	Args []any
+	// Keys are the terms of the result's total order, in order, when it
+	// has one (a table with a primary key, or grouped rows): a page
+	// continues after the keys of the last row before it (keyset paging,
+	// BuildAfter). Nil: no total order, and pages go by offset.
+	Keys []Key
+	// Hidden is how many output columns, at the end, are there only to
+	// carry keys the request did not select: not the caller's to see.
+	Hidden int
+}
+
+// Key is one term of a result's total order.
+type Key struct {
+	// Col is the output column that holds the term's value.
+	Col int
+	// Desc orders descending; NullsFirst puts NULLs before the other
+	// values (in the order's direction), as the database orders them.
+	Desc, NullsFirst bool
+	// NotNull: the term is never NULL (a primary key column).
+	NotNull bool
+
+	expr string // what the condition compares
+	typ  *Type  // a plain column's type, to convert a value with; nil: as given
 }
 
 // Capped is the statement capped at n rows from offset.
@@ -67,6 +89,14 @@ type item struct {
 // engine caps and pages it (see Statement.Capped). Its errors are
 // validation errors naming what is wrong, or cat's own.
 func Build(d Dialect, cat Catalog, r Request) (*Statement, error) {
+	return BuildAfter(d, cat, r, nil)
+}
+
+// BuildAfter is Build for the rows after after, the values of the keys
+// (Statement.Keys) of a row of the same request's result, as its output
+// gave them: the page that follows that row, whatever was inserted or
+// deleted before it since. Nil after is the first page.
+func BuildAfter(d Dialect, cat Catalog, r Request, after []any) (*Statement, error) {
 	t, err := cat.Table(r.Table)
 	if err != nil {
 		return nil, err
@@ -89,6 +119,14 @@ func Build(d Dialect, cat Catalog, r Request) (*Statement, error) {
 	if err != nil {
 		return nil, err
 	}
+	order, keys, err := s.order(r, items)
+	if err != nil {
+		return nil, err
+	}
+	if after != nil && len(after) != len(keys) {
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "the cursor does not fit this request's order",
+			Hint: "pass next_cursor unchanged with the same request, or start again without cursor"}
+	}
 	w := &writer{d: d}
 	w.b.WriteString("SELECT ")
 	for i, it := range items {
@@ -100,6 +138,15 @@ func Build(d Dialect, cat Catalog, r Request) (*Statement, error) {
 			w.b.WriteString(" AS " + QuoteIdent(it.alias))
 		}
 	}
+	// The keys the request did not select, to read them from its rows.
+	hidden := 0
+	for i := range keys {
+		if keys[i].Col < 0 {
+			keys[i].Col = len(items) + hidden
+			hidden++
+			w.b.WriteString(", " + keys[i].expr + " AS " + QuoteIdent("lakegate_key_"+strconv.Itoa(hidden)))
+		}
+	}
 	w.b.WriteString(" FROM " + s.from(0))
 	for i, j := range r.Joins {
 		if err := w.join(s, i+1, j); err != nil {
@@ -108,6 +155,19 @@ func Build(d Dialect, cat Catalog, r Request) (*Statement, error) {
 	}
 	if err := w.conds(" WHERE ", r.Filters, func(f Filter) error { return w.cond(s, f, 1, nil) }); err != nil {
 		return nil, err
+	}
+	grouped := len(r.GroupBy) > 0
+	for _, it := range items {
+		grouped = grouped || it.agg != nil
+	}
+	if after != nil && !grouped {
+		kw := " WHERE "
+		if len(r.Filters) > 0 {
+			kw = " AND "
+		}
+		if err := w.after(kw, keys, after); err != nil {
+			return nil, err
+		}
 	}
 	for i, g := range r.GroupBy {
 		ref, err := s.resolve(g)
@@ -124,10 +184,17 @@ func Build(d Dialect, cat Catalog, r Request) (*Statement, error) {
 	if err := w.conds(" HAVING ", r.Having, func(f Filter) error { return w.cond(s, f, 1, items) }); err != nil {
 		return nil, err
 	}
-	if err := w.orderBy(s, r, items); err != nil {
-		return nil, err
+	if after != nil && grouped {
+		kw := " HAVING "
+		if len(r.Having) > 0 {
+			kw = " AND "
+		}
+		if err := w.after(kw, keys, after); err != nil {
+			return nil, err
+		}
 	}
-	return &Statement{Text: w.b.String(), Args: w.args}, nil
+	w.b.WriteString(order)
+	return &Statement{Text: w.b.String(), Args: w.args, Keys: keys, Hidden: hidden}, nil
 }
 
 // items checks the select list: plain columns, aggregates and their
@@ -295,53 +362,212 @@ func (s *scope) joinPairs(i int, j Join) ([][2]colRef, error) {
 		Hint:    `choose one with "on": [{"left": "column", "right": "column"}]`}
 }
 
-// orderBy writes ORDER BY: the request's order (select aliases first,
-// then columns), then tie-breakers that make the order total, so that the
-// pages of a result never overlap or skip rows (see tieBreakers).
-func (w *writer) orderBy(s *scope, r Request, items []item) error {
+// order is the ORDER BY clause: the request's order (select aliases
+// first, then columns), then tie-breakers that make the order total, so
+// that the pages of a result never overlap or skip rows (see
+// tieBreakers); and, when the order is total, its keys, each with the
+// output column that holds it (-1: none selects it).
+func (s *scope) order(r Request, items []item) (string, []Key, error) {
+	var b strings.Builder
+	var keys []Key
 	written := map[string]bool{}
-	write := func(expr string) {
+	add := func(term string, k Key) {
 		if len(written) == 0 {
-			w.b.WriteString(" ORDER BY ")
+			b.WriteString(" ORDER BY ")
 		} else {
-			w.b.WriteString(", ")
+			b.WriteString(", ")
 		}
-		written[expr] = true
-		w.b.WriteString(expr)
+		written[k.expr] = true
+		b.WriteString(term)
+		if k.Desc {
+			b.WriteString(" DESC")
+		}
+		keys = append(keys, k)
 	}
 	for _, o := range r.OrderBy {
-		expr := ""
-		for _, it := range items {
+		k := Key{Col: -1, Desc: o.Desc}
+		term := ""
+		for i, it := range items {
 			if it.alias != "" && it.alias == o.Column {
-				expr = QuoteIdent(it.alias)
+				term, k.expr, k.Col = QuoteIdent(it.alias), it.expr, i
+				if it.agg == nil {
+					k.typ = s.typeOf(it.ref)
+				}
 			}
 		}
-		if expr == "" {
+		if term == "" {
 			ref, err := s.resolve(o.Column)
 			if err != nil {
-				return err
+				return "", nil, err
 			}
-			expr = s.expr(ref)
+			term, k.expr, k.typ, k.NotNull = s.expr(ref), s.expr(ref), s.typeOf(ref), s.notNull(ref)
+			k.Col = s.selected(items, ref)
 		}
-		write(expr)
-		if o.Desc {
-			w.b.WriteString(" DESC")
+		if written[k.expr] {
+			continue // already a term: a repeat changes nothing
 		}
+		// NULLs sort as the database puts them unless asked: PostgreSQL
+		// takes them for larger than any value, SQLite for smaller.
+		k.NullsFirst = (s.d == Postgres) == k.Desc
+		nulls := ""
 		switch strings.ToLower(o.Nulls) {
 		case "":
 		case "first":
-			w.b.WriteString(" NULLS FIRST")
+			k.NullsFirst, nulls = true, " NULLS FIRST"
 		case "last":
-			w.b.WriteString(" NULLS LAST")
+			k.NullsFirst, nulls = false, " NULLS LAST"
 		default:
-			return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("order by %q: nulls must be first or last", o.Column)}
+			return "", nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("order by %q: nulls must be first or last", o.Column)}
+		}
+		add(term, k)
+		b.WriteString(nulls)
+	}
+	ties := s.tieBreakers(r, items)
+	for _, ref := range ties {
+		if expr := s.expr(ref); !written[expr] {
+			add(expr, Key{Col: s.selected(items, ref), NullsFirst: s.d != Postgres, NotNull: s.notNull(ref), expr: expr, typ: s.typeOf(ref)})
 		}
 	}
-	for _, expr := range s.tieBreakers(r, items) {
-		if !written[expr] {
-			write(expr)
+	if len(ties) == 0 {
+		keys = nil // no total order (or one row): pages go by offset
+	}
+	return b.String(), keys, nil
+}
+
+// selected is the output column that selects column ref as it is, or -1.
+func (s *scope) selected(items []item, ref colRef) int {
+	for i, it := range items {
+		if it.agg == nil && it.ref == ref {
+			return i
 		}
 	}
+	return -1
+}
+
+// typeOf is column ref's type.
+func (s *scope) typeOf(ref colRef) *Type {
+	t := s.typ(ref)
+	return &t
+}
+
+// notNull reports whether column ref is never NULL in the result: a
+// primary key column of the base table (a joined table's may be NULL in
+// a left join).
+func (s *scope) notNull(ref colRef) bool {
+	if ref.t != 0 {
+		return false
+	}
+	for _, k := range s.tables[0].PrimaryKey {
+		if k == s.col(ref).Name {
+			return true
+		}
+	}
+	return false
+}
+
+// after writes, after kw, the condition that keeps the rows after the one
+// whose keys are vals: a row comparison where every key is NOT NULL and
+// goes the same way (an index on the keys serves it), else the rows
+// greater on the first key, or equal on it and greater on the next, and
+// so on, each step with its NULLs where the order puts them.
+func (w *writer) after(kw string, keys []Key, vals []any) error {
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		v := vals[i]
+		if v != nil && k.typ != nil {
+			c, err := Convert(v, *k.typ, w.d)
+			if err != nil {
+				return &lakegate.Error{Kind: lakegate.KindValidation, Message: "the cursor does not fit this request's order",
+					Hint: "pass next_cursor unchanged with the same request, or start again without cursor"}
+			}
+			v = c
+		}
+		args[i] = v
+	}
+	w.b.WriteString(kw)
+	simple := true
+	for i, k := range keys {
+		simple = simple && k.NotNull && args[i] != nil && k.Desc == keys[0].Desc
+	}
+	if simple {
+		op := " > "
+		if keys[0].Desc {
+			op = " < "
+		}
+		if len(keys) == 1 {
+			w.b.WriteString(keys[0].expr + op)
+			w.param(args[0])
+			return nil
+		}
+		w.b.WriteString("(")
+		for i, k := range keys {
+			if i > 0 {
+				w.b.WriteString(", ")
+			}
+			w.b.WriteString(k.expr)
+		}
+		w.b.WriteString(")" + op + "(")
+		for i := range keys {
+			if i > 0 {
+				w.b.WriteString(", ")
+			}
+			w.param(args[i])
+		}
+		w.b.WriteString(")")
+		return nil
+	}
+	w.b.WriteString("(")
+	terms := 0
+	for i, k := range keys {
+		// Rows equal on the keys before i and after on key i.
+		var later string
+		switch {
+		case args[i] == nil && k.NullsFirst:
+			later = k.expr + " IS NOT NULL"
+		case args[i] == nil:
+			// NULLs come last: nothing is after a NULL on this key.
+		default:
+			later = "?" // written below with its parameter
+		}
+		if later == "" {
+			continue
+		}
+		if terms > 0 {
+			w.b.WriteString(" OR ")
+		}
+		terms++
+		w.b.WriteString("(")
+		for j := range i {
+			if args[j] == nil {
+				w.b.WriteString(keys[j].expr + " IS NULL AND ")
+				continue
+			}
+			w.b.WriteString(keys[j].expr + " = ")
+			w.param(args[j])
+			w.b.WriteString(" AND ")
+		}
+		if later != "?" {
+			w.b.WriteString(later + ")")
+			continue
+		}
+		op := " > "
+		if k.Desc {
+			op = " < "
+		}
+		if !k.NotNull && !k.NullsFirst {
+			w.b.WriteString("(" + k.expr + op)
+			w.param(args[i])
+			w.b.WriteString(" OR " + k.expr + " IS NULL))")
+			continue
+		}
+		w.b.WriteString(k.expr + op)
+		w.param(args[i])
+		w.b.WriteString(")")
+	}
+	if terms == 0 {
+		w.b.WriteString("1 = 0") // the row was the last there can be
+	}
+	w.b.WriteString(")")
 	return nil
 }
 
@@ -351,16 +577,17 @@ func (w *writer) orderBy(s *scope, r Request, items []item) error {
 // key. With a table without one there are none: ordering by every column
 // would sort the whole table for each page, so such pages follow the
 // request's order_by alone.
-func (s *scope) tieBreakers(r Request, items []item) []string {
+func (s *scope) tieBreakers(r Request, items []item) []colRef {
 	aggregated := len(r.GroupBy) > 0
 	for _, it := range items {
 		aggregated = aggregated || it.agg != nil
 	}
-	var out []string
+	var out []colRef
 	if aggregated {
+		out = []colRef{} // with aggregates alone: one row, ordered
 		for _, g := range r.GroupBy {
 			if ref, err := s.resolve(g); err == nil {
-				out = append(out, s.expr(ref))
+				out = append(out, ref)
 			}
 		}
 		return out
@@ -374,7 +601,7 @@ func (s *scope) tieBreakers(r Request, items []item) []string {
 			if !ok {
 				return nil
 			}
-			out = append(out, s.expr(colRef{ti, c}))
+			out = append(out, colRef{ti, c})
 		}
 	}
 	return out

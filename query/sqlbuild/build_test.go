@@ -270,7 +270,7 @@ func TestBuildSQLFeatures(t *testing.T) {
 		// primary key after the asked order; the groups after aggregates;
 		// nothing for a table without a key (see tieBreakers).
 		{"total order: the primary key", Postgres, Request{Table: "devices", Columns: cols("name"), OrderBy: []Order{{Column: "site", Desc: true}}},
-			`SELECT "name" FROM "public"."devices" ORDER BY "site" DESC, "id"`, nil},
+			`SELECT "name", "site" AS "lakegate_key_1", "id" AS "lakegate_key_2" FROM "public"."devices" ORDER BY "site" DESC, "id"`, nil},
 		{"total order: the key already asked", Postgres, Request{Table: "devices", OrderBy: []Order{{Column: "id", Desc: true}}},
 			`SELECT "id", "name", "site" FROM "public"."devices" ORDER BY "id" DESC`, nil},
 		{"total order: the groups", Postgres, Request{Table: "readings", Columns: []Select{{Column: "status"}, agg("count", "", "n")},
