@@ -38,6 +38,12 @@ echo "== go benchmarks (all packages)"
 "$GO" test -run '^$' -bench 'BuildAndValidate|Validate|Encode' -benchmem ./query/ | grep -E '^Benchmark'
 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^$' -bench 'StreamReadings' -benchmem -benchtime 3x ./query/ | tee "$out/go.txt" | grep -E '^Benchmark'
 
+echo "== page depth: a page of 100 readings by (ts, id), the first and the 1,000th (keyset; offset as paging was)"
+psql "$bench_url" -qc "CREATE INDEX IF NOT EXISTS readings_ts_id ON readings (ts, id)" -c "ANALYZE readings"
+LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^$' -bench 'PageDepth' -benchtime 200x ./query/ | tee "$out/page.txt" | grep -E '^Benchmark'
+awk '/PageDepth\/page1-/ { p1 = $3 } /page1000-keyset/ { k = $3 } /page1000-offset/ { o = $3 }
+  END { if (p1 > 0) printf "page 1,000 ÷ page 1: keyset %.2f, offset %.2f (target: keyset <= 1.5)\n", k / p1, o / p1 }' "$out/page.txt"
+
 echo "== psql \\copy (SELECT * FROM readings) to /dev/null csv, best of 3"
 best=""
 for _ in 1 2 3; do

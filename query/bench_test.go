@@ -332,3 +332,43 @@ func BenchmarkProfile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPageDepth is the cost of a page of readings ordered by (ts, id)
+// at the start and 1,000 pages of 100 rows in: by keyset (the cursor a
+// walk of the pages would have reached) and by offset (what paging cost
+// before), on the iot data set (make bench gives it an index on (ts, id),
+// as a table read in time order would have).
+func BenchmarkPageDepth(b *testing.B) {
+	e := benchEngine(b)
+	r := Request{Database: "iot", Table: "readings", Columns: cols("device_id", "ts", "temperature"), OrderBy: []Order{{Column: "ts"}}, Limit: 100}
+	_, hash, err := e.requestStart(r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The keys of the last row of page 999.
+	s, err := e.PrepareSQL(b.Context(), lakegate.Caller{}, SQLRequest{Database: "iot", SQL: "SELECT ts, id FROM readings ORDER BY ts, id OFFSET 99899 LIMIT 1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, rows, err := Collect(b.Context(), s, 1<<20)
+	if err != nil || len(rows) != 1 {
+		b.Fatal(rows, err)
+	}
+	deep := r
+	deep.Cursor = e.encodeCursor(pageStart{after: rows[0]}, hash)
+	offset := r
+	offset.Offset = 99900
+	for _, tc := range []struct {
+		name string
+		r    Request
+	}{{"page1", r}, {"page1000-keyset", deep}, {"page1000-offset", offset}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				res, _, err := runQuery(b.Context(), e, lakegate.Caller{}, tc.r)
+				if err != nil || res.RowCount != 100 {
+					b.Fatal(res, err)
+				}
+			}
+		})
+	}
+}

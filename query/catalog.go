@@ -103,7 +103,7 @@ func (c *catalog) table(db, name string) (*tableInfo, error) {
 func (t *tableInfo) index() {
 	cols := make([]sqlbuild.Column, len(t.Columns))
 	for i, c := range t.Columns {
-		cols[i] = sqlbuild.Column{Name: c.Name, Type: t.types[i]}
+		cols[i] = sqlbuild.Column{Name: c.Name, Type: t.types[i], NotNull: !c.Nullable}
 	}
 	t.sql = sqlbuild.NewTable(sqlbuild.Table{Name: t.Name, Schema: t.schema, Rel: t.rel,
 		Columns: cols, PrimaryKey: t.PrimaryKey, ForeignKeys: t.ForeignKeys})

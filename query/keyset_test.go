@@ -39,6 +39,8 @@ func TestKeysetPaging(t *testing.T) {
 				GroupBy: []string{"device_id", "status"}, OrderBy: []Order{{Column: "t", Desc: true}}}},
 			{"groups with a having", Request{Table: "readings", Columns: []Select{{Column: "status"}, {Column: "device_id"}, {Agg: "count", As: "n"}},
 				GroupBy: []string{"status", "device_id"}, Having: []Filter{{Agg: "count", Op: ">", Value: 1.0}}, OrderBy: []Order{{Column: "n"}}}},
+			{"a left join", Request{Table: "readings", Columns: cols("devices.name", "readings.id"), Joins: []Join{{Table: "devices", Type: "left"}},
+				OrderBy: []Order{{Column: "devices.name", Desc: true}}}},
 			{"a join", Request{Table: "readings", Columns: cols("devices.site", "readings.id"), Joins: []Join{{Table: "devices"}},
 				OrderBy: []Order{{Column: "devices.site"}, {Column: "readings.ts", Desc: true}}}},
 		} {

@@ -115,6 +115,11 @@ func BuildAfter(d Dialect, cat Catalog, r Request, after []any) (*Statement, err
 		}
 		s.tables = append(s.tables, jt)
 	}
+	s.inner = make([]bool, len(s.tables))
+	for i, j := range r.Joins {
+		t := strings.ToLower(strings.TrimSpace(j.Type))
+		s.inner[i+1] = t == "" || t == "inner"
+	}
 	items, err := s.items(r)
 	if err != nil {
 		return nil, err
@@ -450,14 +455,17 @@ func (s *scope) typeOf(ref colRef) *Type {
 	return &t
 }
 
-// notNull reports whether column ref is never NULL in the result: a
-// primary key column of the base table (a joined table's may be NULL in
-// a left join).
+// notNull reports whether column ref is never NULL in the result: one
+// declared NOT NULL (or a primary key column) of the base table or of a
+// table joined inner (a left join's may be NULL).
 func (s *scope) notNull(ref colRef) bool {
-	if ref.t != 0 {
+	if ref.t > 0 && !s.inner[ref.t] {
 		return false
 	}
-	for _, k := range s.tables[0].PrimaryKey {
+	if s.col(ref).NotNull {
+		return true
+	}
+	for _, k := range s.tables[ref.t].PrimaryKey {
 		if k == s.col(ref).Name {
 			return true
 		}

@@ -29,10 +29,12 @@ type Table struct {
 	index map[string]int // column name to its index in Columns
 }
 
-// Column is one column of a Table: its name and input type.
+// Column is one column of a Table: its name and input type, and whether
+// it is declared NOT NULL.
 type Column struct {
-	Name string
-	Type Type
+	Name    string
+	Type    Type
+	NotNull bool
 }
 
 // ForeignKey links columns of a table to columns of another.

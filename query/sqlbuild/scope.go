@@ -15,6 +15,7 @@ import (
 type scope struct {
 	d      Dialect
 	tables []*Table
+	inner  []bool // by table: joined inner (never NULL-extended); the base table's is unused
 }
 
 // colRef is a resolved column: table index in the scope, column index.
