@@ -115,6 +115,8 @@ func FuzzBuild(f *testing.F) {
 			for _, build := range []func(v string) (*Statement, error){
 				func(v string) (*Statement, error) { return Build(d, cat, request(v)) },
 				func(v string) (*Statement, error) { return BuildTimeSeries(d, cat, series(v)) },
+				// The next page: the keys of a row (the count, the group).
+				func(v string) (*Statement, error) { return BuildAfter(d, cat, request(v), []any{3.0, v}) },
 			} {
 				st, err := build(value)
 				tmpl, terr := build("v")
