@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query/sqlbuild"
@@ -93,8 +94,11 @@ func normKeys(keys []any) []any {
 
 // PrepareTimeSeries builds a time series request (see
 // sqlbuild.BuildTimeSeries): one row per bucket with rows (and group) in
-// the range, ordered by bucket then group. It runs like any statement
-// (read-only, timeout, row cap).
+// the range, each series whole, by bucket. Without start or end the range
+// is the data's own (the first and last time the filters keep, read
+// first); without a bucket width one is chosen from the range (at most
+// max_points buckets). It runs like any statement (read-only, timeout,
+// row cap), pages by keyset, and lists its gaps (Result.Series).
 func (e *Engine) PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r TimeSeriesRequest) (*Stmt, error) {
 	g, err := e.grantFor(c, r.Database)
 	if err != nil {
@@ -108,10 +112,6 @@ func (e *Engine) PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r Tim
 	if err != nil {
 		return nil, err
 	}
-	b, err := sqlbuild.BuildTimeSeries(src.dialect(), cat, r)
-	if err != nil {
-		return nil, err
-	}
 	page := r
 	page.Limit, page.Cursor = 0, ""
 	hash := requestHash("time series", page)
@@ -119,16 +119,62 @@ func (e *Engine) PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r Tim
 	if err != nil {
 		return nil, err
 	}
-	if start.after != nil {
-		return nil, errBadCursor
+	if r.Start == "" || r.End == "" {
+		if err := e.dataRange(ctx, g, src, cat, &r); err != nil {
+			return nil, err
+		}
 	}
-	// The buckets (and groups) are the order: pages follow it.
+	b, err := sqlbuild.BuildTimeSeriesAfter(src.dialect(), cat, r, normKeys(start.after))
+	if err != nil {
+		return nil, err
+	}
 	s, err := e.builtStmt(g, src, r.Database, b, limit, start, hash)
 	if err != nil {
 		return nil, err
 	}
-	s.paging = pagingOffset
+	s.series = b.Series
+	s.from, _ = sqlbuild.ParseTime(r.Start)
+	s.to, _ = sqlbuild.ParseTime(r.End)
+	s.from, s.to = s.from.UTC(), s.to.UTC()
 	return s, nil
+}
+
+// dataRange sets r's missing start or end to the first time, or just past
+// the last, that its filters keep in its time column.
+func (e *Engine) dataRange(ctx context.Context, g *grant, src source, cat grantedCatalog, r *TimeSeriesRequest) error {
+	if r.TimeColumn == "" {
+		return lakegate.Errorf(lakegate.KindValidation, "time_column is required")
+	}
+	b, err := sqlbuild.Build(src.dialect(), cat, Request{Table: r.Table, Filters: r.Filters,
+		Columns: []Select{{Agg: "min", Column: r.TimeColumn, As: "first"}, {Agg: "max", Column: r.TimeColumn, As: "last"}}})
+	if err != nil {
+		return err
+	}
+	s, err := e.builtStmt(g, src, r.Database, b, 1, pageStart{}, "")
+	if err != nil {
+		return err
+	}
+	_, rows, err := Collect(ctx, s, 1<<16)
+	if err != nil {
+		return err
+	}
+	if len(rows) != 1 || rows[0][0] == nil || rows[0][1] == nil {
+		return &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("no rows of %q match the filters, so there is no range to default to", r.Table),
+			Hint: "give start and end, or other filters"}
+	}
+	first, err1 := sqlbuild.ParseTime(fmt.Sprint(rows[0][0]))
+	last, err2 := sqlbuild.ParseTime(fmt.Sprint(rows[0][1]))
+	if err1 != nil || err2 != nil {
+		return lakegate.Errorf(lakegate.KindValidation, "time_column %q holds values that are not timestamps (%v, %v)", r.TimeColumn, rows[0][0], rows[0][1])
+	}
+	if r.Start == "" {
+		r.Start = first.UTC().Format(time.RFC3339Nano)
+	}
+	if r.End == "" {
+		// Just past the last row, at the columns' resolution.
+		r.End = last.UTC().Add(time.Microsecond).Format(time.RFC3339Nano)
+	}
+	return nil
 }
 
 // grantedCatalog is a database's catalog as one caller's grant sees it.

@@ -44,6 +44,8 @@ type Result struct {
 	// standby replayed. LagS is how far behind that is, in seconds.
 	AsOf time.Time `json:"as_of"`
 	LagS float64   `json:"lag_s"`
+	// Series, for a time series, is its bucket width, range and gaps.
+	Series *SeriesInfo `json:"series,omitempty"`
 }
 
 // Collect runs s and returns its rows as Go values (see [Buffer.Values]),

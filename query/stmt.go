@@ -66,6 +66,10 @@ type Stmt struct {
 	paging paging
 	keys   []sqlbuild.Key
 	hidden int
+	// series, for a time series, is its buckets over [from, to), whose
+	// gaps Run lists (series.go).
+	series   *sqlbuild.Series
+	from, to time.Time
 }
 
 // WithTimeout is a copy of s that runs under statement timeout d; zero or
@@ -151,6 +155,9 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 	start := time.Now()
 	ctx, span := s.startSpan(ctx, "SELECT")
 	t := &trackSink{Sink: sink, weigh: span.IsRecording(), keys: s.keys, hidden: s.hidden}
+	if s.series != nil {
+		t.series = newSeriesGaps(s.series, s.from, s.to, s.start)
+	}
 	defer func() { endSpan(span, res, t.bytes, err) }()
 	err = s.e.retry(ctx, s, func(ctx context.Context) (bool, error) {
 		var err error
@@ -162,6 +169,10 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 	}
 	res.SQL = s.SQL
 	res.Columns = res.Columns[:len(res.Columns)-s.hidden]
+	if t.series != nil {
+		t.series.end(res.Truncated)
+		res.Series = &t.series.info
+	}
 	if res.AsOf.IsZero() {
 		res.AsOf = start.UTC() // fresh as the statement: not read from a standby
 	}
@@ -209,6 +220,7 @@ type trackSink struct {
 	last   []Cell   // the last row's key cells, their bytes in lastB
 	lastB  [][]byte // reused from row to row
 	lastOK bool     // last holds a row's keys
+	series *seriesGaps
 }
 
 func (t *trackSink) Begin(cols []ResultColumn) error {
@@ -222,6 +234,9 @@ func (t *trackSink) Row(cells []Cell) error {
 	}
 	if t.keys != nil {
 		t.keep(cells)
+	}
+	if t.series != nil {
+		t.series.row(cells)
 	}
 	return wrapSink(t.Sink.Row(cells[:len(cells)-t.hidden]))
 }

@@ -77,7 +77,7 @@ func TestTimeSeriesPostgres(t *testing.T) {
 			Aggregates: []Select{{Agg: "count", As: "n"}, {Agg: "avg", Column: "temperature"}},
 			Start:      "2025-01-01T00:00:00Z", End: "2025-01-01T00:10:00Z", Filters: []Filter{{Column: "device_id", Op: "<", Value: 4.0}}},
 			`SELECT date_bin('7 seconds', ts, '2000-01-03T00:00:00Z') AS b, device_id, count(*), avg(temperature)
-			 FROM readings WHERE ts >= '2025-01-01T00:00:00Z' AND ts < '2025-01-01T00:10:00Z' AND device_id < 4 GROUP BY 1, 2 ORDER BY 1, 2`},
+			 FROM readings WHERE ts >= '2025-01-01T00:00:00Z' AND ts < '2025-01-01T00:10:00Z' AND device_id < 4 GROUP BY 1, 2 ORDER BY 2, 1`},
 		{"minutes", TimeSeriesRequest{Bucket: Bucket{Unit: "minute", Count: 1}, Aggregates: []Select{{Agg: "max", Column: "power_w"}, {Agg: "stddev", Column: "temperature"}},
 			Start: "2025-01-01T00:00:30Z", End: "2025-01-01T01:00:00Z"},
 			`SELECT date_trunc('minute', ts), max(power_w), stddev(temperature) FROM readings

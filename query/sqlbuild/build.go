@@ -19,8 +19,11 @@ type Statement struct {
 	// BuildAfter). Nil: no total order, and pages go by offset.
 	Keys []Key
 	// Hidden is how many output columns, at the end, are there only to
-	// carry keys the request did not select: not the caller's to see.
+	// carry keys the request did not select (or mark a time series' filled
+	// buckets): not the caller's to see.
 	Hidden int
+	// Series describes a time series (BuildTimeSeries); nil otherwise.
+	Series *Series
 }
 
 // Key is one term of a result's total order.

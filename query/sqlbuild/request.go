@@ -101,12 +101,27 @@ type TimeSeriesRequest struct {
 	Database   string `json:"database"`
 	Table      string `json:"table"`
 	TimeColumn string `json:"time_column"`
-	Bucket     Bucket `json:"bucket"`
-	// Aggregates per bucket; empty means count(*).
+	// Bucket is the bucket width; without a unit it is chosen from the
+	// range: the narrowest round width (BucketLadder) that gives at most
+	// MaxPoints buckets.
+	Bucket Bucket `json:"bucket"`
+	// MaxPoints bounds the buckets of a chosen width (per series; 0:
+	// DefaultMaxPoints, at most MaxMaxPoints).
+	MaxPoints int `json:"max_points,omitempty"`
+	// Values are columns to summarise per bucket: count(*), then the min,
+	// avg and max of each. Aggregates, when given, are used instead.
+	Values []string `json:"values,omitempty"`
+	// Aggregates per bucket; empty (and no Values) means count(*).
 	Aggregates []Select `json:"aggregates,omitempty"`
+	// Fill puts a row in each empty bucket of a series (a gap): "null"
+	// (count 0, the other aggregates NULL) or "previous" (count 0, the
+	// others those of the series' last bucket with rows). Empty: gaps
+	// are not rows (the engine lists them).
+	Fill string `json:"fill,omitempty"`
 	// GroupBy adds columns to the buckets (one series per value).
 	GroupBy []string `json:"group_by,omitempty"`
-	// Start and End are RFC 3339 timestamps (or dates); End > Start.
+	// Start and End are RFC 3339 timestamps (or dates); End > Start. The
+	// engine defaults them to the data's own range.
 	Start   string   `json:"start"`
 	End     string   `json:"end"`
 	Filters []Filter `json:"filters,omitempty"`

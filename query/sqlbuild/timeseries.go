@@ -38,6 +38,9 @@ func tsRange(r TimeSeriesRequest) (from, to time.Time, err error) {
 	if !to.After(from) {
 		return from, to, bad("end must be after start")
 	}
+	if r.MaxPoints < 0 || r.MaxPoints > MaxMaxPoints {
+		return from, to, bad("max_points must be 1 to %d", MaxMaxPoints)
+	}
 	n := r.Bucket.Count
 	if n == 0 {
 		n = 1
@@ -60,19 +63,125 @@ func tsRange(r TimeSeriesRequest) (from, to time.Time, err error) {
 	return from.UTC(), to.UTC(), nil
 }
 
+// sqliteBucketTime is how SQLite's buckets are written (sqliteBucket).
+const sqliteBucketTime = "2006-01-02T15:04:05Z"
+
+// DefaultMaxPoints and MaxMaxPoints bound the buckets of a chosen width.
+const (
+	DefaultMaxPoints = 300
+	MaxMaxPoints     = 10_000
+)
+
+// BucketLadder are the round widths a chosen bucket takes, narrowest
+// first.
+var BucketLadder = []Bucket{
+	{"second", 1}, {"second", 5}, {"second", 10}, {"second", 15}, {"second", 30},
+	{"minute", 1}, {"minute", 5}, {"minute", 10}, {"minute", 15}, {"minute", 30},
+	{"hour", 1}, {"hour", 2}, {"hour", 3}, {"hour", 6}, {"hour", 12},
+	{"day", 1}, {"week", 1}, {"month", 1}, {"month", 3}, {"month", 12},
+}
+
+// ChooseBucket is the narrowest width of BucketLadder that spans
+// [from, to) in at most maxPoints buckets (0: DefaultMaxPoints); the
+// widest when none does.
+func ChooseBucket(from, to time.Time, maxPoints int) Bucket {
+	if maxPoints <= 0 {
+		maxPoints = DefaultMaxPoints
+	}
+	for _, b := range BucketLadder {
+		if BucketsIn(b, from, to) <= maxPoints {
+			return b
+		}
+	}
+	return BucketLadder[len(BucketLadder)-1]
+}
+
+// BucketStart is the start of the bucket of width b that holds t, as both
+// dialects' SQL buckets it (UTC; fixed widths from a Monday in 2000,
+// months from year 0).
+func BucketStart(b Bucket, t time.Time) time.Time {
+	n := max(b.Count, 1)
+	t = t.UTC()
+	if b.Unit == "month" {
+		m := t.Year()*12 + int(t.Month()) - 1
+		m -= ((m % n) + n) % n
+		return time.Date(m/12, time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC)
+	}
+	w := time.Duration(n) * bucketUnits[b.Unit]
+	d := t.Sub(bucketOrigin)
+	k := d / w
+	if d%w < 0 {
+		k--
+	}
+	return bucketOrigin.Add(k * w)
+}
+
+// NextBucket is the start of the bucket after the one starting at t.
+func NextBucket(b Bucket, t time.Time) time.Time {
+	n := max(b.Count, 1)
+	if b.Unit == "month" {
+		return t.AddDate(0, n, 0)
+	}
+	return t.Add(time.Duration(n) * bucketUnits[b.Unit])
+}
+
+// BucketsIn counts the buckets of width b that [from, to) touches.
+func BucketsIn(b Bucket, from, to time.Time) int {
+	first, last := BucketStart(b, from), BucketStart(b, to.Add(-time.Nanosecond))
+	if b.Unit == "month" {
+		m := func(t time.Time) int { return t.Year()*12 + int(t.Month()) }
+		return (m(last)-m(first))/max(b.Count, 1) + 1
+	}
+	return int(last.Sub(first)/(time.Duration(max(b.Count, 1))*bucketUnits[b.Unit])) + 1
+}
+
+// Series is what a built time series is, for the engine that reads its
+// rows for gaps: the bucket width, the first and last bucket starts of
+// the range, the number of group columns (after the bucket), and, with
+// a fill, the hidden column that marks a filled (empty) bucket.
+type Series struct {
+	Bucket      Bucket
+	First, Last time.Time
+	Groups      int
+	Fill        string
+	GapCol      int // -1: no fill
+}
+
 // BuildTimeSeries makes r into one SELECT of dialect d on the table cat
 // gives, without LIMIT: one row per bucket with rows (and group) in the
 // range: the bucket's start as an RFC 3339 UTC timestamp, the group
-// columns, then the aggregates; grouped and ordered by bucket then group,
-// so the order is total. Empty buckets are not returned.
+// columns, then the aggregates; ordered by group then bucket, so that
+// each series is whole and the order total (Keys: keyset paging). Empty
+// buckets are not returned, unless r.Fill asks for them (a hidden
+// column, Statement.Series.GapCol, marks them).
 func BuildTimeSeries(d Dialect, cat Catalog, r TimeSeriesRequest) (*Statement, error) {
+	return BuildTimeSeriesAfter(d, cat, r, nil)
+}
+
+// BuildTimeSeriesAfter is BuildTimeSeries for the rows after after, the
+// keys (Statement.Keys) of a row of the same request's result.
+func BuildTimeSeriesAfter(d Dialect, cat Catalog, r TimeSeriesRequest, after []any) (*Statement, error) {
 	t, err := cat.Table(r.Table)
 	if err != nil {
 		return nil, err
 	}
+	if r.Bucket.Unit == "" {
+		if from, ferr := ParseTime(r.Start); ferr == nil {
+			if to, terr := ParseTime(r.End); terr == nil && to.After(from) {
+				r.Bucket = ChooseBucket(from, to, r.MaxPoints)
+			}
+		}
+	}
 	from, to, err := tsRange(r)
 	if err != nil {
 		return nil, err
+	}
+	fill := strings.ToLower(strings.TrimSpace(r.Fill))
+	switch fill {
+	case "", "null", "previous":
+	default:
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("fill %q: want null or previous", r.Fill),
+			Hint: `fill "null" gives empty buckets NULL aggregates (count 0), "previous" the last bucket's; without fill, gaps are listed, not rows`}
 	}
 	s := &scope{d: d, tables: []*Table{t}}
 	if r.TimeColumn == "" {
@@ -91,6 +200,17 @@ func BuildTimeSeries(d Dialect, cat Catalog, r TimeSeriesRequest) (*Statement, e
 			Message: fmt.Sprintf("time_column %q is %s, not a timestamp or date", r.TimeColumn, s.typ(ts).Name)}
 	}
 	w := &writer{d: d}
+	// Filled, or continued after a row's keys, the series is read from a
+	// subquery (its output names are what the keys compare).
+	wrap := fill != "" || after != nil
+	if wrap {
+		w.b.WriteString("SELECT * FROM (")
+	}
+	withAt := w.b.Len()
+	if fill != "" {
+		w.b.WriteString(`WITH "lakegate_a" AS (`)
+	}
+	// The buckets with rows.
 	w.b.WriteString("SELECT ")
 	if d == Postgres {
 		w.pgBucket(s.expr(ts), kind, r.Bucket)
@@ -99,6 +219,7 @@ func BuildTimeSeries(d Dialect, cat Catalog, r TimeSeriesRequest) (*Statement, e
 	}
 	w.b.WriteString(` AS "bucket"`)
 	seen := map[string]bool{"bucket": true}
+	var groups []colRef
 	for _, g := range r.GroupBy {
 		ref, err := s.resolve(g)
 		if err != nil {
@@ -108,12 +229,20 @@ func BuildTimeSeries(d Dialect, cat Catalog, r TimeSeriesRequest) (*Statement, e
 			return nil, lakegate.Errorf(lakegate.KindValidation, "group_by column %q is given twice or named bucket", g)
 		}
 		seen[s.col(ref).Name] = true
+		groups = append(groups, ref)
 		w.b.WriteString(", " + s.expr(ref))
 	}
 	aggs := r.Aggregates
+	if len(aggs) == 0 && len(r.Values) > 0 {
+		aggs = []Select{{Agg: "count"}}
+		for _, v := range r.Values {
+			aggs = append(aggs, Select{Agg: "min", Column: v}, Select{Agg: "avg", Column: v}, Select{Agg: "max", Column: v})
+		}
+	}
 	if len(aggs) == 0 {
 		aggs = []Select{{Agg: "count"}}
 	}
+	var built []aggregate
 	for _, sel := range aggs {
 		if sel.Agg == "" {
 			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("aggregate %q has no agg", sel.Column), Hint: aggHint}
@@ -130,6 +259,7 @@ func BuildTimeSeries(d Dialect, cat Catalog, r TimeSeriesRequest) (*Statement, e
 				Hint: `give one of them another name with "as"`}
 		}
 		seen[a.alias] = true
+		built = append(built, a)
 		w.b.WriteString(", " + a.expr + " AS " + QuoteIdent(a.alias))
 	}
 	w.b.WriteString(" FROM " + s.from(0) + " WHERE ")
@@ -152,12 +282,159 @@ func BuildTimeSeries(d Dialect, cat Catalog, r TimeSeriesRequest) (*Statement, e
 			return nil, err
 		}
 	}
-	cols := make([]string, len(r.GroupBy)+1)
+	cols := make([]string, len(groups)+1)
 	for i := range cols {
 		cols[i] = strconv.Itoa(i + 1)
 	}
-	w.b.WriteString(" GROUP BY " + strings.Join(cols, ", ") + " ORDER BY " + strings.Join(cols, ", "))
-	return &Statement{Text: w.b.String(), Args: w.args}, nil
+	w.b.WriteString(" GROUP BY " + strings.Join(cols, ", "))
+	series := &Series{Bucket: r.Bucket, First: BucketStart(r.Bucket, from), Last: BucketStart(r.Bucket, to.Add(-time.Nanosecond)),
+		Groups: len(groups), Fill: fill, GapCol: -1}
+	hidden := 0
+	if fill != "" {
+		w.b.WriteString(")")
+		w.grid(s, series, groups, built, withAt)
+		series.GapCol, hidden = 1+len(groups)+len(built), 1
+	}
+	if wrap {
+		w.b.WriteString(`) AS "lakegate_ts"`)
+	}
+	// The order: each series whole, by bucket.
+	var keys []Key
+	for i, ref := range groups {
+		keys = append(keys, Key{Col: 1 + i, NullsFirst: d != Postgres, NotNull: s.notNull(ref), expr: QuoteIdent(s.col(ref).Name), typ: s.typeOf(ref)})
+	}
+	bucket := Key{Col: 0, NotNull: true, expr: `"bucket"`}
+	if d == Postgres {
+		bucket.typ = &Type{Kind: KindTimestamptz, Name: "timestamptz"}
+	}
+	keys = append(keys, bucket)
+	if after != nil {
+		if len(after) != len(keys) {
+			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "the cursor does not fit this request's order",
+				Hint: "pass next_cursor unchanged with the same request, or start again without cursor"}
+		}
+		if err := w.after(" WHERE ", keys, after); err != nil {
+			return nil, err
+		}
+	}
+	w.b.WriteString(" ORDER BY ")
+	for i, k := range keys {
+		if i > 0 {
+			w.b.WriteString(", ")
+		}
+		w.b.WriteString(k.expr)
+	}
+	return &Statement{Text: w.b.String(), Args: w.args, Keys: keys, Hidden: hidden, Series: series}, nil
+}
+
+// grid writes, after the CTE of the buckets with rows ("lakegate_a"),
+// every bucket of the range for every series in it: the empty ones with
+// count 0 and the other aggregates NULL (fill null) or the series' last
+// ones with rows (fill previous, carried by a run number that counts the
+// buckets with rows), and the hidden column marking them.
+// withAt is where the CTE starts in the text.
+func (w *writer) grid(s *scope, series *Series, groups []colRef, aggs []aggregate, withAt int) {
+	names := make([]string, len(groups))
+	for i, ref := range groups {
+		names[i] = QuoteIdent(s.col(ref).Name)
+	}
+	// The series: the groups with rows.
+	if len(groups) > 0 {
+		w.b.WriteString(`, "lakegate_g" AS (SELECT DISTINCT ` + strings.Join(names, ", ") + ` FROM "lakegate_a")`)
+	}
+	// The buckets, as the aggregate writes them.
+	if w.d == Postgres {
+		w.b.WriteString(`, "lakegate_s"("bucket") AS (SELECT generate_series(CAST(`)
+		w.param(series.First)
+		w.b.WriteString(" AS timestamp), CAST(")
+		w.param(series.Last)
+		w.b.WriteString(" AS timestamp), ")
+		n := max(series.Bucket.Count, 1)
+		if series.Bucket.Unit == "month" {
+			w.param(pgtype.Interval{Months: int32(n), Valid: true})
+		} else {
+			w.param(pgInterval(time.Duration(n) * bucketUnits[series.Bucket.Unit]))
+		}
+		w.b.WriteString(") AT TIME ZONE 'UTC')")
+	} else {
+		step := fmt.Sprintf("+%d seconds", int64(time.Duration(max(series.Bucket.Count, 1))*bucketUnits[series.Bucket.Unit]/time.Second))
+		if series.Bucket.Unit == "month" {
+			step = fmt.Sprintf("+%d months", max(series.Bucket.Count, 1))
+		}
+		w.b.WriteString(`, "lakegate_s"("bucket") AS (SELECT `)
+		w.param(series.First.Format(sqliteBucketTime))
+		w.b.WriteString(` UNION ALL SELECT strftime('%Y-%m-%dT%H:%M:%SZ', "bucket", `)
+		w.param(step)
+		w.b.WriteString(`) FROM "lakegate_s" WHERE "bucket" < `)
+		w.param(series.Last.Format(sqliteBucketTime))
+		w.b.WriteString(")")
+	}
+	prefixed := func(table string, cols []string) []string {
+		out := make([]string, len(cols))
+		for i, c := range cols {
+			out[i] = `"` + table + `".` + c
+		}
+		return out
+	}
+	part := ""
+	if len(groups) > 0 {
+		part = "PARTITION BY " + strings.Join(prefixed("lakegate_g", names), ", ") + " "
+	}
+	previous := series.Fill == "previous"
+	w.b.WriteString(` SELECT "lakegate_s"."bucket"`)
+	for _, n := range prefixed("lakegate_g", names) {
+		w.b.WriteString(", " + n)
+	}
+	for _, a := range aggs {
+		col := `"lakegate_a".` + QuoteIdent(a.alias)
+		if a.typ.Kind == KindInt && strings.HasPrefix(a.expr, "count(") {
+			col = "coalesce(" + col + ", 0)"
+		}
+		w.b.WriteString(", " + col + " AS " + QuoteIdent(a.alias))
+	}
+	w.b.WriteString(`, "lakegate_a"."bucket" IS NULL AS "lakegate_gap"`)
+	if previous {
+		w.b.WriteString(`, count("lakegate_a"."bucket") OVER (` + part + `ORDER BY "lakegate_s"."bucket") AS "lakegate_run"`)
+	}
+	w.b.WriteString(` FROM "lakegate_s"`)
+	if len(groups) > 0 {
+		w.b.WriteString(` CROSS JOIN "lakegate_g"`)
+	}
+	w.b.WriteString(` LEFT JOIN "lakegate_a" ON "lakegate_a"."bucket" = "lakegate_s"."bucket"`)
+	same := " IS NOT DISTINCT FROM "
+	if w.d == SQLite {
+		same = " IS "
+	}
+	for _, n := range names {
+		w.b.WriteString(` AND "lakegate_a".` + n + same + `"lakegate_g".` + n)
+	}
+	if !previous {
+		return
+	}
+	// Carry each series' last values with rows over its empty buckets:
+	// the buckets of one run share them.
+	inner := w.b.String()
+	head, body := inner[:withAt], inner[withAt:]
+	w.b.Reset()
+	w.b.WriteString(head)
+	w.b.WriteString(`SELECT "bucket"`)
+	for _, n := range names {
+		w.b.WriteString(", " + n)
+	}
+	runPart := "PARTITION BY "
+	for _, n := range names {
+		runPart += n + ", "
+	}
+	runPart += `"lakegate_run" `
+	for _, a := range aggs {
+		q := QuoteIdent(a.alias)
+		if a.typ.Kind == KindInt && strings.HasPrefix(a.expr, "count(") {
+			w.b.WriteString(", " + q)
+			continue
+		}
+		w.b.WriteString(", first_value(" + q + ") OVER (" + runPart + `ORDER BY "bucket") AS ` + q)
+	}
+	w.b.WriteString(`, "lakegate_gap" FROM (` + body + `) AS "lakegate_f"`)
 }
 
 // pgBucket writes the bucket start (a timestamptz) of column col: date_bin for fixed
