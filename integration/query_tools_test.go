@@ -133,7 +133,7 @@ func TestQueryToolsOverSSE(t *testing.T) {
 			"limit":   1000,
 		}, &out)
 		want := e.pgRows(t, `SELECT date_bin('5 minutes', ts, '2000-01-03'), status, count(*), min(id) FROM readings
-			WHERE ts >= '2025-01-01T00:00:00Z' AND ts < '2025-01-01T01:00:00Z' AND device_id < 10 GROUP BY 1, 2 ORDER BY 1, 2`)
+			WHERE ts >= '2025-01-01T00:00:00Z' AND ts < '2025-01-01T01:00:00Z' AND device_id < 10 GROUP BY 1, 2 ORDER BY 2, 1`)
 		if got := fmt.Sprint(out.Rows); got != want || out.Truncated {
 			t.Errorf("got %s\nwant %s", got, want)
 		}
@@ -141,6 +141,30 @@ func TestQueryToolsOverSSE(t *testing.T) {
 			"bucket": map[string]any{"unit": "second"}, "start": "2025-01-01T00:00:00Z", "end": "2025-02-01T00:00:00Z"}, nil)
 		if k := errorKind(t, res); k != "validation_error" {
 			t.Errorf("too many buckets: got %s", k)
+		}
+
+		// On a budget: the data's range, a width within max_points, the
+		// value summarised, and a silent hour as a gap.
+		var budget struct {
+			result
+			Series struct {
+				Bucket struct {
+					Unit  string `json:"unit"`
+					Count int    `json:"count"`
+				} `json:"bucket"`
+				Buckets    int `json:"buckets"`
+				GapBuckets int `json:"gap_buckets"`
+			} `json:"series"`
+		}
+		res = callJSON(t, cs, "query_time_series", map[string]any{"database": "iot", "table": "readings", "time_column": "ts",
+			"values": []string{"temperature"}, "max_points": 50, "filters": []any{
+				map[string]any{"column": "device_id", "op": "=", "value": 1},
+				map[string]any{"or": []any{map[string]any{"column": "ts", "op": "<", "value": "2025-01-01T01:00:00Z"},
+					map[string]any{"column": "ts", "op": ">=", "value": "2025-01-01T02:00:00Z"}}}}}, &budget)
+		text := res.Content[0].(*mcpsdk.TextContent).Text
+		if budget.Series.Buckets == 0 || budget.Series.Buckets > 50 || budget.RowCount > 50 || budget.Series.GapBuckets == 0 ||
+			!strings.Contains(text, "# buckets: ") || !strings.Contains(text, "gaps (empty buckets)") || !strings.Contains(text, "max_temperature") {
+			t.Errorf("on a budget: %+v\n%s", budget.Series, text)
 		}
 	})
 

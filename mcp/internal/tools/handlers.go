@@ -202,7 +202,10 @@ type timeSeriesIn struct {
 	Table      string         `json:"table"`
 	TimeColumn string         `json:"time_column"`
 	Bucket     query.Bucket   `json:"bucket"`
+	MaxPoints  int            `json:"max_points"`
+	Values     []string       `json:"values"`
 	Aggregates []query.Select `json:"aggregates"`
+	Fill       string         `json:"fill"`
 	GroupBy    []string       `json:"group_by"`
 	Start      string         `json:"start"`
 	End        string         `json:"end"`
@@ -217,7 +220,8 @@ func runTimeSeries(ctx context.Context, ts *Set, c call, in timeSeriesIn) (outpu
 		return nil, err
 	}
 	st, err := ae.PrepareTimeSeries(ctx, c.Caller, query.TimeSeriesRequest{
-		Database: in.Database, Table: in.Table, TimeColumn: in.TimeColumn, Bucket: in.Bucket, Aggregates: in.Aggregates,
+		Database: in.Database, Table: in.Table, TimeColumn: in.TimeColumn, Bucket: in.Bucket, MaxPoints: in.MaxPoints, Values: in.Values,
+		Aggregates: in.Aggregates, Fill: in.Fill,
 		GroupBy: in.GroupBy, Start: in.Start, End: in.End, Filters: in.Filters, Limit: in.Limit, Cursor: in.Cursor,
 	})
 	if err != nil {

@@ -124,6 +124,8 @@ type ResultMeta struct {
 	// Profile summarises every row of a result in blocks, by column, so
 	// that a question about all of them needs no second query.
 	Profile []query.ColumnProfile `json:"profile,omitempty"`
+	// Series, for a time series: its bucket, range and gaps.
+	Series *query.SeriesInfo `json:"series,omitempty"`
 }
 
 // result makes the tool result: the rows (or the preview) encoded once as
@@ -139,7 +141,7 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 	a.Rows = nil // the cells become text here: let them go before the SDK copies the reply
 	inline := a.transfer == nil
 	meta := ResultMeta{Columns: a.Columns, RowCount: a.RowCount, Truncated: a.Truncated, NextCursor: a.NextCursor,
-		Hint: a.Hint, SQL: a.SQL, ElapsedMS: a.ElapsedMS, AsOf: a.AsOf, LagS: a.LagS, Mode: ModeInline}
+		Hint: a.Hint, SQL: a.SQL, ElapsedMS: a.ElapsedMS, AsOf: a.AsOf, LagS: a.LagS, Mode: ModeInline, Series: a.Series}
 	// The footer's room: as long as it can be (every row shown, the
 	// longest cursor), so that the rows shown leave room for it.
 	room := len(a.footer(held.Len(), meta, cellBytes, held.Cut()))
@@ -245,7 +247,7 @@ func (a *answer) footer(shown int, meta ResultMeta, cellBytes, cut int) string {
 		if meta.Truncated {
 			f += ", truncated: " + meta.Hint + "; next_cursor: " + meta.NextCursor
 		}
-		return f + "\n" + staleNote(meta)
+		return f + "\n" + seriesText(meta) + staleNote(meta)
 	}
 	f := fmt.Sprintf("# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, sha256 %s, "+
 		"until %s; read them with resources/read (links below), get_result_block, or GET "+wire.BlocksPath+"/%s/all\n",
@@ -255,7 +257,42 @@ func (a *answer) footer(shown int, meta ResultMeta, cellBytes, cut int) string {
 		f += fmt.Sprintf("# %d cells longer than %d bytes are cut above (marked …[cut: N bytes in all]); they are whole in the blocks\n",
 			cut, cellBytes)
 	}
-	return f + profileText(a.profile, a.chars/4) + staleNote(meta)
+	return f + seriesText(meta) + profileText(a.profile, a.chars/4) + staleNote(meta)
+}
+
+// maxGapLines bounds the gap runs the text names (the structured content
+// has those the engine kept).
+const maxGapLines = 10
+
+// seriesText says, for a time series, its buckets and its gaps: the runs
+// of empty buckets of each series, where a device sent nothing.
+func seriesText(meta ResultMeta) string {
+	si := meta.Series
+	if si == nil {
+		return ""
+	}
+	b := si.Bucket
+	n := max(b.Count, 1)
+	f := fmt.Sprintf("# buckets: %d %s from %s to %s (%d per series)", n, b.Unit, si.Start.Format(time.RFC3339Nano), si.End.Format(time.RFC3339Nano), si.Buckets)
+	if si.GapRuns == 0 {
+		return f + "; no gaps in these rows\n"
+	}
+	f += fmt.Sprintf("; gaps (empty buckets) in these rows: %d runs, %d buckets", si.GapRuns, si.GapBuckets)
+	for i, g := range si.Gaps {
+		if i == maxGapLines {
+			f += "; …"
+			break
+		}
+		f += "; "
+		for j, v := range g.Group {
+			if 1+j < len(meta.Columns) {
+				f += meta.Columns[1+j].Name + " "
+			}
+			f += fmt.Sprint(v) + " "
+		}
+		f += fmt.Sprintf("%s..%s (%d)", g.From.Format(time.RFC3339), g.To.Format(time.RFC3339), g.Buckets)
+	}
+	return f + "\n"
 }
 
 // profileText is the profile of a result in blocks as the model reads it,
