@@ -117,6 +117,12 @@ func FuzzBuild(f *testing.F) {
 				func(v string) (*Statement, error) { return BuildTimeSeries(d, cat, series(v)) },
 				// The next page: the keys of a row (the count, the group).
 				func(v string) (*Statement, error) { return BuildAfter(d, cat, request(v), []any{3.0, v}) },
+				// A filled series, after a row's keys (the group, the bucket).
+				func(v string) (*Statement, error) {
+					r := series(v)
+					r.Fill = "previous"
+					return BuildTimeSeriesAfter(d, cat, r, []any{v, "2025-01-01T02:00:00Z"})
+				},
 			} {
 				st, err := build(value)
 				tmpl, terr := build("v")
