@@ -30,6 +30,7 @@ const (
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultJobTimeout       = time.Hour
 	DefaultJobAfter         = 5 * time.Second
+	DefaultTailRecheck      = time.Second
 	DefaultJobsPerSubject   = 4
 	DefaultRowLimit         = 100
 	DefaultMaxRowLimit      = 10_000_000
@@ -281,6 +282,10 @@ type Config struct {
 	// MCPJobAfter turns a query tool call still running after it into a
 	// job; 0 turns that off. It acts only below statement_timeout.
 	MCPJobAfter Duration `json:"mcp_job_after" help:"a query tool call running this long goes on as a job (0: never)"`
+	// TailRecheck is how often the newest row of a table a tail waits on
+	// is looked at, for rows other programs than lakegate write; 0 turns
+	// it off (lakegate's own ingest still wakes tails at once).
+	TailRecheck Duration `json:"tail_recheck" help:"how often a table a tail waits on is looked at for rows others write (0: never)"`
 	// MaxJobsPerSubject bounds the jobs one subject has running at once.
 	MaxJobsPerSubject int `json:"max_jobs_per_subject" help:"jobs one subject may have running at once"`
 	DefaultRowLimit   int `json:"default_row_limit" help:"rows returned when a request names no limit"`
@@ -360,6 +365,7 @@ func Default() Config {
 		StatementTimeout:         Duration(DefaultStatementTimeout),
 		JobTimeout:               Duration(DefaultJobTimeout),
 		MCPJobAfter:              Duration(DefaultJobAfter),
+		TailRecheck:              Duration(DefaultTailRecheck),
 		MaxJobsPerSubject:        DefaultJobsPerSubject,
 		MaxStandbyLag:            Duration(10 * time.Second),
 		DefaultRowLimit:          DefaultRowLimit,

@@ -446,3 +446,51 @@ func TestBalancerConsole(t *testing.T) {
 		t.Errorf("after delete: %+v", transfers.Transfers)
 	}
 }
+
+// A tail waiting on one replica is woken by an ingest on another (NOTIFY
+// in the ingest's transaction; the re-check is off), over MCP and REST,
+// and answers only the rows its filter keeps.
+func TestTailAcrossReplicas(t *testing.T) {
+	bin := buildBinary(t)
+	ps := startReplicas(t, bin, 2, "LAKEGATE_TAIL_RECHECK=0")
+	tok := token("agent", "reader")
+	cs := connectStreamableAt(t, ps[1].base, tok, "2025-11-25")
+	args := map[string]any{"database": "iot", "table": "readings", "columns": []string{"id", "device_id"},
+		"filters": []any{map[string]any{"column": "device_id", "op": "=", "value": 7}}, "max_rows": 2}
+	var first struct {
+		result
+		NextCursor string `json:"next_cursor"`
+	}
+	callJSON(t, cs, "tail", args, &first)
+	if first.RowCount != 2 || first.NextCursor == "" {
+		t.Fatalf("the newest rows: %+v, want device 7's last two and a cursor", first)
+	}
+	ingest := func(id int, device int) {
+		body := fmt.Sprintf(`[{"id": %d, "device_id": %d, "ts": "2026-01-01T00:00:00Z", "temperature": 20, "humidity": 40, "status": "ok"}]`, id, device)
+		if code, out := post(t, ps[0].base+"/data/iot/readings", token("ingest", "writer"), body); code != http.StatusOK {
+			t.Errorf("ingest: %d %s", code, out)
+		}
+	}
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		ingest(900001, 8) // another device: the tail looks and waits on
+		time.Sleep(300 * time.Millisecond)
+		ingest(900002, 7)
+	}()
+	args["cursor"], args["wait_s"] = first.NextCursor, 20
+	start := time.Now()
+	var next result
+	callJSON(t, cs, "tail", args, &next)
+	if fmt.Sprint(next.Rows) != "[[900002 7]]" || time.Since(start) > 10*time.Second {
+		t.Fatalf("the waiting tail answered %v after %v, want device 7's new row, woken before its wait ran out", next.Rows, time.Since(start))
+	}
+
+	// REST, on the other replica, from where MCP began: the same row (a
+	// cursor names a row, whatever asks).
+	body, _ := json.Marshal(map[string]any{"database": "iot", "table": "readings", "columns": args["columns"],
+		"filters": args["filters"], "cursor": first.NextCursor, "limit": 2})
+	code, out := post(t, ps[0].base+"/rest/tail", tok, string(body))
+	if code != http.StatusOK || !strings.Contains(out, `[900002,7]`) || !strings.Contains(out, `"next_cursor"`) {
+		t.Errorf("REST tail: %d %s", code, out)
+	}
+}

@@ -66,8 +66,8 @@ func TestEmbeddedPlugin(t *testing.T) {
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
 			t.Fatalf("%s: summary: %v\n%s", tc.name, err, out)
 		}
-		if sum.Server != "lakegate" || len(sum.Tools) != 10 {
-			t.Errorf("%s: got server %q and %d tools, want lakegate and 10", tc.name, sum.Server, len(sum.Tools))
+		if sum.Server != "lakegate" || len(sum.Tools) != 11 {
+			t.Errorf("%s: got server %q and %d tools, want lakegate and 11", tc.name, sum.Server, len(sum.Tools))
 		}
 		for name, r := range sum.Tools {
 			// Without a block store there are no transfers to read, and

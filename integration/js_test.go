@@ -63,6 +63,7 @@ var toolArgs = map[string]any{
 	"explain":        map[string]any{"database": "iot", "sql": "SELECT count(*) FROM readings"},
 	"query_time_series": map[string]any{"database": "iot", "table": "readings", "time_column": "ts", "bucket": map[string]any{"unit": "hour", "count": 1},
 		"start": "2025-01-01T00:00:00Z", "end": "2025-01-02T00:00:00Z"},
+	"tail": map[string]any{"database": "iot", "table": "readings", "columns": []string{"id", "temperature"}, "max_rows": 3},
 }
 
 func TestTypeScriptSDKClient(t *testing.T) {
@@ -95,8 +96,8 @@ func TestTypeScriptSDKClient(t *testing.T) {
 				t.Fatalf("summary: %v\n%s", err, out)
 			}
 			t.Logf("TypeScript SDK over %s: %s", tc.path, lines[len(lines)-1])
-			if len(sum.Tools) != 10 {
-				t.Errorf("tools called: got %d, want all 10", len(sum.Tools))
+			if len(sum.Tools) != 11 {
+				t.Errorf("tools called: got %d, want all 11", len(sum.Tools))
 			}
 			for name, r := range sum.Tools {
 				if r.IsError {

@@ -219,7 +219,7 @@ func TestMCPToolsOverSSE(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"cancel_job", "describe_table", "explain", "get_result_block", "job_status", "list_databases", "list_tables", "query", "query_time_series", "run_sql"}
+	want := []string{"cancel_job", "describe_table", "explain", "get_result_block", "job_status", "list_databases", "list_tables", "query", "query_time_series", "run_sql", "tail"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools: got %v, want %v", names, want)
 	}

@@ -132,8 +132,8 @@ func TestSSEProtocolVersions(t *testing.T) {
 			post(t, s.endpoint, tok, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 			m = s.message(5 * time.Second)
 			tools, _ := m["result"].(map[string]any)["tools"].([]any)
-			if len(tools) != 10 {
-				t.Errorf("tools/list: got %d tools, want 10", len(tools))
+			if len(tools) != 11 {
+				t.Errorf("tools/list: got %d tools, want 11", len(tools))
 			}
 		})
 	}

@@ -87,7 +87,7 @@ func TestToolGroups(t *testing.T) {
 	sens := connect("/mcp/sensors", notify("sensors"), false)
 	ana := connect("/mcp/analyst/sse", nil, true)
 
-	if got := toolNamesOf(t, all); len(got) != 10 {
+	if got := toolNamesOf(t, all); len(got) != 11 {
 		t.Errorf("/mcp: got tools %v, want every declared tool", got)
 	}
 	if got := toolNamesOf(t, sens); !slices.Equal(got, []string{"describe_table", "list_tables"}) {
@@ -166,7 +166,7 @@ func TestToolGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(info.Groups) != 1 || info.Groups[0].Name != "sensors" || len(info.Groups[0].Tools) != 3 || len(info.Tools) != 10 {
+	if len(info.Groups) != 1 || info.Groups[0].Name != "sensors" || len(info.Groups[0].Tools) != 3 || len(info.Tools) != 11 {
 		t.Errorf("reload: got %+v", info)
 	}
 	select {

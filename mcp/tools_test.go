@@ -29,7 +29,7 @@ func TestConfigDirReplacesTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = p2.Close(context.Background()) }()
-	if len(p2.tools.Names()) != 10 {
-		t.Errorf("got %v; want the 10 built-in tools", p2.tools.Names())
+	if len(p2.tools.Names()) != 11 {
+		t.Errorf("got %v; want the 11 built-in tools", p2.tools.Names())
 	}
 }

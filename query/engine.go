@@ -93,6 +93,9 @@ type Engine struct {
 	// validator, to show that the database's own privileges still hold.
 	acceptAll bool
 
+	// tails are the tables tails wait on (tail.go).
+	tails tailHub
+
 	closeOnce sync.Once
 	released  chan struct{} // closed once Close has released every source
 	closeErr  error         // set before released is closed
@@ -148,6 +151,9 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 	}
 	if e.opts.KeyTTL <= 0 {
 		e.opts.KeyTTL = DefaultKeyTTL
+	}
+	if e.opts.TailRecheck == 0 {
+		e.opts.TailRecheck = DefaultTailRecheck
 	}
 	switch e.opts.ServerInfoFunctions {
 	case "":

@@ -152,6 +152,8 @@ CREATE TABLE sink (
   id int8 PRIMARY KEY, small int2, n numeric(12,3), f float8, t text NOT NULL DEFAULT 'x', b bool, d date,
   ts timestamptz, by bytea, u uuid, jb jsonb, ia int4[], iv interval, note text DEFAULT 'dflt'
 );
+CREATE TABLE feed (id bigint PRIMARY KEY, device int NOT NULL, v float8);
+INSERT INTO feed SELECT g, g % 3, g / 10.0 FROM generate_series(1, 30) g;
 ANALYZE;
 `
 
@@ -192,6 +194,8 @@ INSERT INTO kinds VALUES
 CREATE VIEW ok_readings AS SELECT * FROM readings WHERE status = 'ok';
 CREATE TABLE sink (id INTEGER PRIMARY KEY, n NUMERIC, f REAL, t TEXT NOT NULL DEFAULT 'x', b BOOLEAN,
   d DATE, ts TIMESTAMP, bl BLOB, j JSON, dev INTEGER REFERENCES devices(id));
+CREATE TABLE feed (id INTEGER PRIMARY KEY, device INTEGER NOT NULL, v REAL);
+WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 30) INSERT INTO feed SELECT n, n % 3, n / 10.0 FROM g;
 `
 
 // sqliteEngine makes a demo database plus sqliteFixture in a temporary

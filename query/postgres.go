@@ -304,6 +304,13 @@ func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGrou
 			return InsertResult{Inserted: prev, Replayed: true}, nil
 		}
 	}
+	// One batch into a table at a time, so that a serial key commits in
+	// its order and a tail never passes a row that commits later; the
+	// commit tells the tails of every replica (tail.go).
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_notify($2, $3)",
+		"lakegate rows "+t.schema+"."+t.rel, tailChannel, t.Name); err != nil {
+		return InsertResult{}, &queryErr{err}
+	}
 	var n int64
 	for _, g := range groups {
 		c, err := tx.CopyFrom(ctx, pgx.Identifier{t.schema, t.rel}, g.cols, pgx.CopyFromRows(g.rows))

@@ -70,6 +70,8 @@ type Stmt struct {
 	// gaps Run lists (series.go).
 	series   *sqlbuild.Series
 	from, to time.Time
+	// tail: the cursor after the last row is always answered.
+	tail bool
 }
 
 // WithTimeout is a copy of s that runs under statement timeout d; zero or
@@ -186,6 +188,18 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 			res.NextCursor = s.e.encodeCursor(pageStart{after: s.start.after, offset: s.start.offset + s.Limit}, s.hash)
 		}
 		res.Hint = s.e.truncatedHint(s.paging)
+	}
+	if s.tail {
+		// Where the next call starts: after the last row, or where
+		// this one did.
+		next := pageStart{after: s.start.after}
+		if keys := t.lastKeys(); keys != nil {
+			next = pageStart{after: keys}
+		}
+		res.NextCursor = s.e.encodeCursor(next, s.hash)
+		if res.Truncated {
+			res.Hint = "more rows are there: call again at once with next_cursor"
+		}
 	}
 	res.ElapsedMS = time.Since(start).Milliseconds()
 	if err := sink.End(res); err != nil {

@@ -123,6 +123,10 @@ type Options struct {
 	// KeyTTL is how long an ingest's idempotency key is remembered
 	// (default 24h).
 	KeyTTL time.Duration
+	// TailRecheck is how often the newest row of a table a tail waits on
+	// is looked at, for rows other programs write (default 1s; negative:
+	// never, only lakegate's ingest wakes tails).
+	TailRecheck time.Duration
 	// CursorKey signs the cursors of truncated results; nil: a random key,
 	// so that cursors end with the engine. Servers that share cursors
 	// (replicas, restarts) give the same key.
@@ -169,14 +173,23 @@ func OptionsFrom(cfg config.Config) Options {
 		DefaultLimit:     cfg.DefaultRowLimit,
 		MaxLimit:         cfg.MaxRowLimit,
 		MaxRowBytes:      cfg.MaxRowBytes,
-		// One connection per worker, and two for catalog and type-name
-		// reads taken while a worker holds one.
-		PoolSize:            cfg.MaxWorkers + 2,
+		// One connection per worker, two for catalog and type-name reads
+		// taken while a worker holds one, and one for the tails' LISTEN.
+		PoolSize:            cfg.MaxWorkers + 3,
 		AcquireWait:         time.Duration(cfg.WorkerWait),
 		Access:              cfg.Access,
 		QueryRole:           cfg.QueryRole,
 		AllowPrivilegedRole: cfg.AllowPrivilegedRole,
 		ServerInfoFunctions: cfg.ServerInfoFunctions,
 		AllowedFunctions:    cfg.AllowedFunctions,
+		TailRecheck:         tailRecheck(time.Duration(cfg.TailRecheck)),
 	}
+}
+
+// tailRecheck is the setting's re-check: 0 there is never (-1 here).
+func tailRecheck(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -88,6 +90,53 @@ func (s *Server) runSQL(c *gin.Context) {
 		return
 	}
 	streamResult(c, s.log, st, req.Format)
+}
+
+// tailRequest is the body of POST /rest/tail.
+type tailRequest struct {
+	query.TailRequest
+	// WaitS is how long to wait for rows (seconds, at most 25).
+	WaitS float64 `json:"wait_s,omitempty"`
+}
+
+// tail answers the rows of a table after a cursor (the newest without
+// one) and the next cursor, waiting up to wait_s for some. It holds a
+// worker for each look at the table and for its answer, none while it
+// waits, so that waiting tails take no one's share.
+func (s *Server) tail(c *gin.Context) {
+	if err := readBody(c, time.Duration(s.cfg.ReadTimeout)); err != nil {
+		fail(c, err)
+		return
+	}
+	var req tailRequest
+	if err := decodeJSON(c.Request.Body, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	if req.Database == "" || req.Table == "" {
+		fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "database and table are required",
+			Hint: `send {"database": "...", "table": "...", "filters": [...], "cursor": "...", "wait_s": 20}`})
+		return
+	}
+	if req.WaitS < 0 || req.WaitS > query.MaxTailWait.Seconds() {
+		fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("wait_s must be 0 to %.0f", query.MaxTailWait.Seconds())})
+		return
+	}
+	subject := caller(c).Subject
+	admit := func(ctx context.Context) (func(), error) { return s.limits.admit(ctx, subject, workREST) }
+	req.Wait, req.Admit = time.Duration(req.WaitS*float64(time.Second)), admit
+	st, err := s.engine.PrepareTail(c.Request.Context(), caller(c), req.TailRequest)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	release, err := admit(c.Request.Context())
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	defer release()
+	streamResult(c, s.log, st, "")
 }
 
 // streamResult runs st and writes its rows as they come: in format f, or

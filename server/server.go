@@ -224,6 +224,7 @@ func (s *Server) routes() *gin.Engine {
 	rest.GET("/databases/:db/tables", s.work(workREST), s.listTables)
 	rest.GET("/databases/:db/tables/:table", s.work(workREST), s.describeTable)
 	rest.POST("/sql", s.work(workREST), s.runSQL)
+	rest.POST("/tail", s.tail) // a worker for each look, none while it waits
 
 	metered.POST("/data/:db/:table", requireRole(lakegate.RoleWriter), s.work(workIngest), s.ingest)
 

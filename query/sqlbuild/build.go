@@ -24,6 +24,8 @@ type Statement struct {
 	Hidden int
 	// Series describes a time series (BuildTimeSeries); nil otherwise.
 	Series *Series
+
+	orderAt int // where Text's ORDER BY begins (Build)
 }
 
 // Key is one term of a result's total order.
@@ -201,8 +203,9 @@ func BuildAfter(d Dialect, cat Catalog, r Request, after []any) (*Statement, err
 			return nil, err
 		}
 	}
+	orderAt := w.b.Len()
 	w.b.WriteString(order)
-	return &Statement{Text: w.b.String(), Args: w.args, Keys: keys, Hidden: hidden}, nil
+	return &Statement{Text: w.b.String(), Args: w.args, Keys: keys, Hidden: hidden, orderAt: orderAt}, nil
 }
 
 // items checks the select list: plain columns, aggregates and their
@@ -616,4 +619,34 @@ func (s *scope) tieBreakers(r Request, items []item) []colRef {
 		}
 	}
 	return out
+}
+
+// Newest is s (a Build result with Keys) cut to its last n rows, in its
+// order: the rows a tail begins with. Its keys stay where they were.
+func (s *Statement) Newest(n int) *Statement {
+	// The inner order reversed, by output position: the n last rows first.
+	inner := s.Text[:s.orderAt] + " ORDER BY "
+	for i, k := range s.Keys {
+		if i > 0 {
+			inner += ", "
+		}
+		inner += strconv.Itoa(k.Col+1)
+		if !k.Desc {
+			inner += " DESC"
+		}
+	}
+	var b strings.Builder
+	b.WriteString("SELECT * FROM (" + inner + " LIMIT " + strconv.Itoa(n) + `) AS "lakegate_tail" ORDER BY `)
+	for i, k := range s.Keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(k.Col + 1))
+		if k.Desc {
+			b.WriteString(" DESC")
+		}
+	}
+	out := *s
+	out.Text = b.String()
+	return &out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/lakegate/lakegate"
 
@@ -43,7 +44,10 @@ func handlers() map[string]toolHandler {
 		"explain":           asking(typed(runExplain), confirmAnalyze),
 		"get_result_block":  typed(getResultBlock),
 		"job_status":        withoutWorker(typed(jobStatus)),
-		"cancel_job":        withoutWorker(typed(cancelJob)),
+		// tail takes a worker for each look and its answer, none while
+		// it waits.
+		"tail":       withoutWorker(typed(runTail)),
+		"cancel_job": withoutWorker(typed(cancelJob)),
 		// sql runs an operator-declared statement; its code is made per
 		// tool by sqlHandler.
 		"sql": sqlHandler(nil),
@@ -178,6 +182,56 @@ func runSQL(ctx context.Context, ts *Set, c call, in sqlIn) (output, error) {
 		return nil, err
 	}
 	return ts.result(ctx, c, st, f, in.Export, chars)
+}
+
+// tailEngine is what tail needs of the engine beyond Engine.
+type tailEngine interface {
+	PrepareTail(ctx context.Context, c lakegate.Caller, r query.TailRequest) (*query.Stmt, error)
+}
+
+var _ tailEngine = (*query.Engine)(nil)
+
+type tailIn struct {
+	Database string         `json:"database"`
+	Table    string         `json:"table"`
+	Columns  []query.Select `json:"columns"`
+	Filters  []query.Filter `json:"filters"`
+	OrderBy  []string       `json:"order_by"`
+	Cursor   string         `json:"cursor"`
+	WaitS    float64        `json:"wait_s"`
+	MaxRows  int            `json:"max_rows"`
+}
+
+// runTail answers the rows after the cursor (the newest without one),
+// waiting up to wait_s for some: the wait holds no worker, each look and
+// the answer take one.
+func runTail(ctx context.Context, ts *Set, c call, in tailIn) (output, error) {
+	te, ok := ts.engine.(tailEngine)
+	if !ok {
+		return nil, lakegate.Errorf(lakegate.KindUnavailable, "this server's engine has no tail")
+	}
+	if in.WaitS < 0 || in.WaitS > query.MaxTailWait.Seconds() {
+		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("wait_s must be 0 to %.0f", query.MaxTailWait.Seconds())}
+	}
+	st, err := te.PrepareTail(ctx, c.Caller, query.TailRequest{Database: in.Database, Table: in.Table, Columns: in.Columns,
+		Filters: in.Filters, OrderBy: in.OrderBy, Cursor: in.Cursor, Limit: in.MaxRows,
+		Wait: time.Duration(in.WaitS * float64(time.Second)),
+		Admit: func(ctx context.Context) (func(), error) {
+			w, err := ts.acquire(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return w.done, nil
+		}})
+	if err != nil {
+		return nil, err
+	}
+	c.worker, err = ts.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.worker.done() // unless a job took it
+	return ts.result(ctx, c, st, query.FormatNDJSON, false, 0)
 }
 
 // analysisEngine is what query_time_series and explain need of the

@@ -27,7 +27,7 @@ func TestBuiltinToolsLoad(t *testing.T) {
 			t.Errorf("%s: want an output schema", s.Name)
 		}
 	}
-	if got := strings.Join(names, ","); got != "list_databases,list_tables,describe_table,query,query_time_series,explain,run_sql,get_result_block,job_status,cancel_job" {
+	if got := strings.Join(names, ","); got != "list_databases,list_tables,describe_table,query,query_time_series,tail,explain,run_sql,get_result_block,job_status,cancel_job" {
 		t.Errorf("got %s", got)
 	}
 }
@@ -39,7 +39,7 @@ func TestToolsFileErrors(t *testing.T) {
 		{"unknown key", `{"tools": [], "extra": 1}`, `unknown field "extra"`},
 		{"no tools", `{"tools": []}`, "no tools declared"},
 		{"bad name", "{\"tools\": [\n {\"name\": \"a b\", \"description\": \"d\", \"handler\": \"run_sql\", \"input_schema\": " + obj + "}]}", "line 2: tools[0] (a b): name must be"},
-		{"unknown handler", "{\"tools\": [\n {\"name\": \"x\", \"description\": \"d\", \"handler\": \"rm_rf\", \"input_schema\": " + obj + "}]}", `unknown handler "rm_rf"; known handlers: [cancel_job describe_table explain get_result_block job_status list_databases list_tables query query_time_series run_sql sql]`},
+		{"unknown handler", "{\"tools\": [\n {\"name\": \"x\", \"description\": \"d\", \"handler\": \"rm_rf\", \"input_schema\": " + obj + "}]}", `unknown handler "rm_rf"; known handlers: [cancel_job describe_table explain get_result_block job_status list_databases list_tables query query_time_series run_sql sql tail]`},
 		{"missing description", `{"tools": [{"name": "x", "handler": "run_sql", "input_schema": ` + obj + `}]}`, "description is required"},
 		{"schema not object", "{\"tools\": [\n{\"name\": \"x\", \"description\": \"d\", \"handler\": \"run_sql\", \"input_schema\": " + obj + "},\n\n{\"name\": \"y\", \"description\": \"d\", \"handler\": \"run_sql\", \"input_schema\": {\"type\": \"string\"}}]}", `line 4: tools[1] (y): input_schema: "type" must be "object"`},
 		{"missing schema", `{"tools": [{"name": "x", "description": "d", "handler": "run_sql"}]}`, "input_schema: is required"},
