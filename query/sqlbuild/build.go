@@ -630,7 +630,7 @@ func (s *Statement) Newest(n int) *Statement {
 		if i > 0 {
 			inner += ", "
 		}
-		inner += strconv.Itoa(k.Col+1)
+		inner += strconv.Itoa(k.Col + 1)
 		if !k.Desc {
 			inner += " DESC"
 		}
