@@ -149,6 +149,10 @@ echo "== an export of 40M generated rows as a job, fetched as it is written: wal
 LAKEGATE_BENCH_JOBS=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestBigExportJob$' -count=1 -v -timeout 30m ./integration/ \
   | grep -E 'export job|resident|FAIL|^ok' || true
 
+echo "== 1,000 tails waiting on one server: memory, database load while nothing arrives, the wake-up"
+LAKEGATE_BENCH_TAIL=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestTailWaiters$' -count=1 -v -timeout 10m ./integration/ \
+  | grep -E 'tail:|FAIL|^ok' || true
+
 echo "== server peak RSS (VmHWM) around result-heavy calls, each on a fresh server"
 LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestResultMemory$' -count=1 -v -timeout 20m ./integration/ \
   | grep -E 'peak RSS|FAIL|^ok' || true
