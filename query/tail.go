@@ -134,16 +134,20 @@ func (e *Engine) PrepareTail(ctx context.Context, c lakegate.Caller, r TailReque
 		return nil, err
 	}
 	probe.keys, probe.hidden = nil, b.Hidden
-	// The table's newest row, without filters: the re-check.
-	nb, err := sqlbuild.Build(src.dialect(), cat, req)
-	if err != nil {
-		return nil, err
+	// The table's newest row, without filters: the re-check, made by
+	// the first waiter of a table.
+	newest := func() (*Stmt, error) {
+		nb, err := sqlbuild.Build(src.dialect(), cat, req)
+		if err != nil {
+			return nil, err
+		}
+		s, err := e.builtStmt(g, src, r.Database, nb.Newest(1), 1, pageStart{}, "recheck")
+		if err != nil {
+			return nil, err
+		}
+		s.tail = true // its cursor names the newest row by its keys
+		return s, nil
 	}
-	newest, err := e.builtStmt(g, src, r.Database, nb.Newest(1), 1, pageStart{}, "recheck")
-	if err != nil {
-		return nil, err
-	}
-	newest.tail = true // its cursor names the newest row by its keys
 	look := func(ctx context.Context) (int, error) {
 		if r.Admit != nil {
 			release, err := r.Admit(ctx)
@@ -200,7 +204,7 @@ func (h *tailHub) wakeAll(db string) {
 // await waits until look finds a row, looking again each time the table
 // is woken, until wait has passed or ctx ends. It returns nil then too:
 // the caller's statement answers what there is.
-func (h *tailHub) await(ctx context.Context, e *Engine, key tailKey, wait time.Duration, look func(context.Context) (int, error), newest *Stmt) error {
+func (h *tailHub) await(ctx context.Context, e *Engine, key tailKey, wait time.Duration, look func(context.Context) (int, error), newest func() (*Stmt, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	woken, leave := h.enter(e, key, newest)
@@ -225,7 +229,7 @@ func (h *tailHub) await(ctx context.Context, e *Engine, key tailKey, wait time.D
 // enter counts a waiter on key, starting the table's re-check and its
 // database's listener with the first; it returns the current wake channel
 // (read anew each time round) and leave.
-func (h *tailHub) enter(e *Engine, key tailKey, newest *Stmt) (woken func() <-chan struct{}, leave func()) {
+func (h *tailHub) enter(e *Engine, key tailKey, newest func() (*Stmt, error)) (woken func() <-chan struct{}, leave func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watches == nil {
@@ -236,13 +240,15 @@ func (h *tailHub) enter(e *Engine, key tailKey, newest *Stmt) (woken func() <-ch
 		w = &tailWatch{woken: make(chan struct{})}
 		h.watches[key] = w
 		if every := e.opts.TailRecheck; every > 0 {
-			ctx, stop := context.WithCancel(e.stopping)
-			w.stop = stop
-			e.watchers.Add(1)
-			go func() {
-				defer e.watchers.Done()
-				h.recheck(ctx, key, every, newest)
-			}()
+			if st := recheckStmt(newest, e.log); st != nil {
+				ctx, stop := context.WithCancel(e.stopping)
+				w.stop = stop
+				e.watchers.Add(1)
+				go func() {
+					defer e.watchers.Done()
+					h.recheck(ctx, key, every, st)
+				}()
+			}
 		}
 	}
 	if !h.listening[key.db] {
@@ -273,6 +279,17 @@ func (h *tailHub) enter(e *Engine, key tailKey, newest *Stmt) (woken func() <-ch
 			delete(h.watches, key)
 		}
 	}
+}
+
+// recheckStmt makes the re-check's statement; nil when it cannot (the
+// waiters then wait on lakegate's ingest alone).
+func recheckStmt(newest func() (*Stmt, error), log *slog.Logger) *Stmt {
+	s, err := newest()
+	if err != nil {
+		log.Warn("a tail's re-check cannot be made", "error", err)
+		return nil
+	}
+	return s
 }
 
 // recheck looks at the newest row of key's table every so often while
@@ -359,3 +376,27 @@ type discardSink struct{}
 func (discardSink) Begin([]ResultColumn) error { return nil }
 func (discardSink) Row([]Cell) error           { return nil }
 func (discardSink) End(*Result) error          { return nil }
+
+// tailPatience bounds how long a tail waits for its turn when its subject
+// already runs as many queries as it may: its looks, and its answer, come
+// when one of them ends.
+const tailPatience = 10 * time.Second
+
+// Patient is admit retried while it answers rate_limited (the subject's
+// queries at once), for up to tailPatience and not past ctx: tails woken
+// together look in turn instead of failing.
+func Patient(admit func(context.Context) (func(), error)) func(context.Context) (func(), error) {
+	return func(ctx context.Context) (func(), error) {
+		deadline := time.Now().Add(tailPatience)
+		pause := backoff.Policy{Base: 20 * time.Millisecond, Cap: 500 * time.Millisecond}
+		for attempt := 1; ; attempt++ {
+			release, err := admit(ctx)
+			if lakegate.KindOf(err) != lakegate.KindRateLimited || time.Now().After(deadline) {
+				return release, err
+			}
+			if !backoff.Wait(ctx, pause.Delay(attempt)) {
+				return nil, err
+			}
+		}
+	}
+}

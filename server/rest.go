@@ -123,7 +123,7 @@ func (s *Server) tail(c *gin.Context) {
 		return
 	}
 	subject := caller(c).Subject
-	admit := func(ctx context.Context) (func(), error) { return s.limits.admit(ctx, subject, workREST) }
+	admit := query.Patient(func(ctx context.Context) (func(), error) { return s.limits.admit(ctx, subject, workREST) })
 	req.Wait, req.Admit = time.Duration(req.WaitS*float64(time.Second)), admit
 	st, err := s.engine.PrepareTail(c.Request.Context(), caller(c), req.TailRequest)
 	if err != nil {
