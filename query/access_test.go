@@ -53,7 +53,7 @@ func TestAccessTables(t *testing.T) {
 		msg   string
 	}{
 		{name: "no rule sees all", roles: []string{"reader"}, db: "lite",
-			want: []string{"We\"ird Table", "devices", "kinds", "ok_readings", "readings", "sink"}},
+			want: []string{"We\"ird Table", "devices", "feed", "kinds", "ok_readings", "readings", "sink"}},
 		{name: "table list", roles: []string{"reader", "analyst"}, db: "lite", want: []string{"ok_readings", "readings"}},
 		{name: "database not open", roles: []string{"analyst"}, db: "other", kind: lakegate.KindForbidden, msg: `database "other" is not open to role analyst`},
 		{name: "unknown database is forbidden too", roles: []string{"analyst"}, db: "nope", kind: lakegate.KindForbidden, msg: `database "nope"`},

@@ -100,25 +100,13 @@ func normKeys(keys []any) []any {
 // max_points buckets). It runs like any statement (read-only, timeout,
 // row cap), pages by keyset, and lists its gaps (Result.Series).
 func (e *Engine) PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r TimeSeriesRequest) (*Stmt, error) {
-	g, err := e.grantFor(c, r.Database)
-	if err != nil {
-		return nil, err
-	}
-	cat, src, err := e.granted(ctx, g, r.Database, r.Table)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := e.limit(r.Limit)
-	if err != nil {
-		return nil, err
-	}
 	page := r
 	page.Limit, page.Cursor = 0, ""
-	hash := requestHash("time series", page)
-	start, err := e.pageStart(r.Cursor, hash)
+	p, err := e.prepare(ctx, c, r.Database, r.Table, r.Limit, r.Cursor, requestHash("time series", page))
 	if err != nil {
 		return nil, err
 	}
+	g, cat, src, limit, start, hash := p.g, p.cat, p.src, p.limit, p.start, p.hash
 	if r.Start == "" || r.End == "" {
 		if err := e.dataRange(ctx, g, src, cat, &r); err != nil {
 			return nil, err
@@ -175,6 +163,40 @@ func (e *Engine) dataRange(ctx context.Context, g *grant, src source, cat grante
 		r.End = last.UTC().Add(time.Microsecond).Format(time.RFC3339Nano)
 	}
 	return nil
+}
+
+// prepared is where a paged request on one table starts: the caller's
+// grant on the database, the table's catalog and source as it sees them,
+// the row cap, the request's hash and where its page starts.
+type prepared struct {
+	g     *grant
+	cat   grantedCatalog
+	src   source
+	limit int
+	hash  string
+	start pageStart
+}
+
+// prepare resolves for c what a paged request on db's table starts from:
+// its grant (an unknown or forbidden table is the first error), its row
+// cap limit, and its cursor's page for the request of hash.
+func (e *Engine) prepare(ctx context.Context, c lakegate.Caller, db, table string, limit int, cursor, hash string) (prepared, error) {
+	g, err := e.grantFor(c, db)
+	if err != nil {
+		return prepared{}, err
+	}
+	cat, src, err := e.granted(ctx, g, db, table)
+	if err != nil {
+		return prepared{}, err
+	}
+	if limit, err = e.limit(limit); err != nil {
+		return prepared{}, err
+	}
+	start, err := e.pageStart(cursor, hash)
+	if err != nil {
+		return prepared{}, err
+	}
+	return prepared{g: g, cat: cat, src: src, limit: limit, hash: hash, start: start}, nil
 }
 
 // grantedCatalog is a database's catalog as one caller's grant sees it.

@@ -89,15 +89,7 @@ func TestBuildEngine(t *testing.T) {
 }
 
 func TestQueryOps(t *testing.T) {
-	type engine struct {
-		db string
-		e  *Engine
-	}
-	le, _ := sqliteEngine(t, nil)
-	engines := []engine{{"lite", le}}
-	if pe := maybePG(t); pe != nil {
-		engines = append(engines, engine{"pg", pe})
-	}
+	engines := dialectEngines(t)
 	tests := []struct {
 		name    string
 		filters []Filter
@@ -174,15 +166,7 @@ func TestCursor(t *testing.T) {
 // TestQueryFeatures runs joins, aggregates, groups and paging on both
 // dialects and compares with hand-written SQL on the same data.
 func TestQueryFeatures(t *testing.T) {
-	type engine struct {
-		db string
-		e  *Engine
-	}
-	le, _ := sqliteEngine(t, nil)
-	engines := []engine{{"lite", le}}
-	if pe := maybePG(t); pe != nil {
-		engines = append(engines, engine{"pg", pe})
-	}
+	engines := dialectEngines(t)
 	for _, en := range engines {
 		t.Run(en.db, func(t *testing.T) {
 			r := Request{Database: en.db, Table: "readings",

@@ -18,7 +18,7 @@ func TestTablesSQLite(t *testing.T) {
 		kind string
 		est  int64
 	}{
-		`We"ird Table`: {"table", 2}, "devices": {"table", demoDevices}, "kinds": {"table", 3},
+		`We"ird Table`: {"table", 2}, "devices": {"table", demoDevices}, "feed": {"table", 30}, "kinds": {"table", 3},
 		"ok_readings": {"view", -1}, "readings": {"table", demoReadings}, "sink": {"table", 0},
 	}
 	if len(tabs) != len(want) {
@@ -81,7 +81,7 @@ func TestCatalogPG(t *testing.T) {
 		names = append(names, tb.Name)
 		byName[tb.Name] = tb
 	}
-	wantNames := []string{`We"ird Table`, "devices", "ok_readings", "other.things", "readings", "sink", "types"}
+	wantNames := []string{`We"ird Table`, "devices", "feed", "ok_readings", "other.things", "readings", "sink", "types"}
 	if !reflect.DeepEqual(names, wantNames) {
 		t.Fatalf("got tables %v, want %v", names, wantNames)
 	}

@@ -14,15 +14,7 @@ import (
 // join), the pages after the first start after the last row's keys, not
 // at an offset, and together they are the whole result, each row once.
 func TestKeysetPaging(t *testing.T) {
-	type engine struct {
-		db string
-		e  *Engine
-	}
-	le, _ := sqliteEngine(t, nil)
-	engines := []engine{{"lite", le}}
-	if pe := maybePG(t); pe != nil {
-		engines = append(engines, engine{"pg", pe})
-	}
+	engines := dialectEngines(t)
 	for _, en := range engines {
 		for _, tc := range []struct {
 			name string

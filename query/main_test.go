@@ -157,6 +157,24 @@ INSERT INTO feed SELECT g, g % 3, g / 10.0 FROM generate_series(1, 30) g;
 ANALYZE;
 `
 
+// dialectEngine is an engine with the name of its one database.
+type dialectEngine struct {
+	db string
+	e  *Engine
+}
+
+// dialectEngines are an SQLite engine ("lite") and, when a server is
+// configured, a PostgreSQL one ("pg"), on the same data.
+func dialectEngines(t *testing.T) []dialectEngine {
+	t.Helper()
+	le, _ := sqliteEngine(t, nil)
+	out := []dialectEngine{{"lite", le}}
+	if pe := maybePG(t); pe != nil {
+		out = append(out, dialectEngine{"pg", pe})
+	}
+	return out
+}
+
 // pgEngine opens an Engine on the PostgreSQL test database as "pg", or
 // skips the test when no server is configured.
 func pgEngine(t *testing.T, opts *Options) *Engine {

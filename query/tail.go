@@ -80,25 +80,13 @@ func (e *Engine) PrepareTail(ctx context.Context, c lakegate.Caller, r TailReque
 	if r.Wait < 0 || r.Wait > MaxTailWait {
 		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("the wait must be 0 to %v", MaxTailWait)}
 	}
-	g, err := e.grantFor(c, r.Database)
-	if err != nil {
-		return nil, err
-	}
-	cat, src, err := e.granted(ctx, g, r.Database, r.Table)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := e.limit(r.Limit)
-	if err != nil {
-		return nil, err
-	}
 	page := r
-	page.Limit, page.Cursor = 0, ""
-	hash := requestHash("tail", page)
-	start, err := e.pageStart(r.Cursor, hash)
+	page.Limit, page.Cursor, page.Admit = 0, "", nil
+	p, err := e.prepare(ctx, c, r.Database, r.Table, r.Limit, r.Cursor, requestHash("tail", page))
 	if err != nil {
 		return nil, err
 	}
+	g, cat, src, limit, start, hash := p.g, p.cat, p.src, p.limit, p.start, p.hash
 	req := Request{Table: r.Table, Columns: r.Columns, Filters: r.Filters}
 	for _, o := range r.OrderBy {
 		req.OrderBy = append(req.OrderBy, Order{Column: o})

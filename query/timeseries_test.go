@@ -124,15 +124,7 @@ func wantRFC3339UTC(t *testing.T, v any) {
 // TestTimeSeriesBucketText: the bucket is an RFC 3339 UTC string whatever
 // the time column's type (timestamptz, timestamp, date) and dialect.
 func TestTimeSeriesBucketText(t *testing.T) {
-	type engine struct {
-		db string
-		e  *Engine
-	}
-	le, _ := sqliteEngine(t, nil)
-	engines := []engine{{"lite", le}}
-	if pe := maybePG(t); pe != nil {
-		engines = append(engines, engine{"pg", pe})
-	}
+	engines := dialectEngines(t)
 	tests := []struct {
 		db, table, column string
 		bucket            Bucket
