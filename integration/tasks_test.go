@@ -138,3 +138,35 @@ func checkTasksExtension(t *testing.T, out string) {
 		t.Errorf("a cancelled task: %+v, want a task ending cancelled", got.Endless)
 	}
 }
+
+// Subscriptions with the TypeScript SDK, on Streamable HTTP and SSE: the
+// server declares them, a watch resource reads, and an ingest of a row
+// the watch keeps is told to the subscriber (one of another device is
+// not).
+func TestSubscribeTypeScript(t *testing.T) {
+	env := nodeEnv(t)
+	e := start(t, envOptions{})
+	for _, tc := range []struct{ kind, path string }{{"http", "/mcp"}, {"sse", "/mcp/sse"}} {
+		t.Run(tc.kind, func(t *testing.T) {
+			out, err := runNode(t, env, time.Minute, "node", "subscribe.mjs", e.base+tc.path, token("alice", "reader"), tc.kind, e.base, token("ingest", "writer"))
+			if err != nil {
+				t.Fatalf("node subscribe.mjs: %v\n%s", err, out)
+			}
+			var got struct {
+				Subscribe bool     `json:"subscribe"`
+				URI       string   `json:"uri"`
+				ReadRows  int      `json:"readRows"`
+				Notified  []string `json:"notified"`
+				AfterMs   *int64   `json:"afterMs"`
+			}
+			line := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
+			t.Logf("%s", line)
+			if err := json.Unmarshal([]byte(line), &got); err != nil {
+				t.Fatalf("node subscribe.mjs: %v\n%s", err, out)
+			}
+			if !got.Subscribe || got.ReadRows == 0 || len(got.Notified) != 1 || got.Notified[0] != got.URI || got.AfterMs == nil || *got.AfterMs > 10000 {
+				t.Errorf("subscription: %s, want the capability, the newest rows, and one notice of the row the watch keeps, woken (not the tail's 25 s wait)", line)
+			}
+		})
+	}
+}

@@ -238,3 +238,9 @@ func openStore(t *testing.T, o blocktransport.Options) *blocktransport.Store {
 	t.Cleanup(func() { _ = store.Close(context.Background()) })
 	return store
 }
+
+// PrepareTail is the real engine's: the tail tool and watch resources.
+func (f *fakeEngine) PrepareTail(ctx context.Context, c lakegate.Caller, r query.TailRequest) (*query.Stmt, error) {
+	f.record(c)
+	return f.real.PrepareTail(ctx, c, r)
+}

@@ -48,6 +48,7 @@ type Plugin struct {
 	sse        *transport.SSE        // legacy HTTP+SSE
 	streamable *transport.Streamable // Streamable HTTP
 	watch      *toolsWatch           // reloads an operator's tools.json (reload.go); nil without one
+	subs       subscriptions         // the followed watch resources (watch.go)
 	jobs       *jobs.Registry        // exports run apart from their calls; nil without a block store
 	jobRoutes  *jobRoutes            // their HTTP routes (jobroutes.go)
 
@@ -119,6 +120,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		PreviewRows: o.PreviewRows, PreviewBytes: o.PreviewBytes, PreviewCellBytes: o.PreviewCellBytes, Spill: o.Blocks != nil,
 		NoProfile: o.NoProfile, Workers: o.Workers, MaxWorkers: o.MaxWorkers, WorkerWait: o.WorkerWait, Observer: o.Observer, Logger: log,
 		Jobs: p.jobs, JobAfter: o.JobAfter, ConfirmExportBytes: o.ConfirmExportBytes, ElicitDownloadBytes: o.ElicitDownloadBytes, RemoteJob: p.jobRoutes.remoteJob(p.blocks)})
+	p.subs.admit, p.subs.log = p.tools.Admit, log
 	// The Tasks extension's tasks are the jobs (tasks.go).
 	var tasks transport.Tasks
 	if p.jobs != nil {
@@ -141,6 +143,14 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 			Capabilities: capabilities(watched, watched && g.Name != "", tasks != nil && !o.StatelessDisabled),
 			SetCacheable: cacheFor(watched, o.CatalogInterval),
 		}
+		var server *mcpsdk.Server // set below: the subscriptions are its
+		if te, ok := engine.(tailEngine); ok && g.Name == "" {
+			p.subs.engine = te
+			sopts.SubscribeHandler = func(ctx context.Context, req *mcpsdk.SubscribeRequest) error { return p.subs.subscribe(ctx, server, req) }
+			sopts.UnsubscribeHandler = func(ctx context.Context, req *mcpsdk.UnsubscribeRequest) error {
+				return p.subs.unsubscribe(ctx, server, req)
+			}
+		}
 		if o.Peers != nil {
 			sopts.GetSessionID = func() string { return transport.NewSessionID(o.Peers) }
 		}
@@ -150,6 +160,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 			}
 		}
 		ps := &protoServer{Server: mcpsdk.NewServer(&mcpsdk.Implementation{Name: "lakegate", Version: o.Version}, sopts), group: g.Name}
+		server = ps.Server
 		// The tools a caller may use there, sorted: what an unknown tool's answer lists.
 		toolNames := func(ctx context.Context) []string {
 			caller, _ := lakegate.CallerFrom(ctx)
@@ -171,6 +182,15 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	}
 	prompts.register(root.Server, promptNames)
 	p.catalog.attach(root.Server)
+	if p.subs.engine != nil {
+		root.AddResourceTemplate(&mcpsdk.ResourceTemplate{
+			URITemplate: watchTemplate + "{?columns,order_by,filters}",
+			Name:        "watch",
+			Title:       "Watch a table",
+			Description: "What arrives in a table, as tail answers it; query: columns=a,b, order_by=id, filters=<JSON array as in query>. Subscribe to be told when rows arrive.",
+			MIMEType:    "application/json",
+		}, p.subs.read)
+	}
 	p.servers.main = root
 	p.servers.build = func(g tools.Group) *protoServer { ps, _ := build(g); return ps } // only /mcp's can fail
 	p.servers.handler = p.tools.Handler
@@ -274,6 +294,7 @@ func (p *Plugin) ReloadTools() (host.ToolsInfo, error) {
 // check). It is idempotent.
 func (p *Plugin) Close(ctx context.Context) error {
 	p.watch.close()
+	p.subs.close()
 	err := p.Shutdown(ctx)
 	if p.jobs != nil {
 		// The jobs still running stop; their partial transfers go.

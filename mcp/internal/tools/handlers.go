@@ -214,13 +214,7 @@ func runTail(ctx context.Context, ts *Set, c call, in tailIn) (output, error) {
 	if in.WaitS < 0 || in.WaitS > query.MaxTailWait.Seconds() {
 		return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("wait_s must be 0 to %.0f", query.MaxTailWait.Seconds())}
 	}
-	admit := query.Patient(func(ctx context.Context) (func(), error) {
-		w, err := ts.acquire(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return w.done, nil
-	})
+	admit := ts.Admit
 	st, err := te.PrepareTail(ctx, c.Caller, query.TailRequest{Database: in.Database, Table: in.Table, Columns: in.Columns,
 		Filters: in.Filters, OrderBy: in.OrderBy, Cursor: in.Cursor, Limit: in.MaxRows,
 		Wait:  time.Duration(in.WaitS * float64(time.Second)),

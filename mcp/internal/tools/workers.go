@@ -8,6 +8,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/query"
 )
 
 // localWorkers is the plugin's own pool when the host gives none.
@@ -82,4 +83,17 @@ func (w *worker) keep() func() {
 	}
 	w.kept = true
 	return w.release
+}
+
+// Admit takes a worker of the pool for one piece of database work apart
+// from a tool call (a subscription's look at its table), waiting its turn
+// as a tail does (query.Patient); the returned func releases it.
+func (ts *Set) Admit(ctx context.Context) (func(), error) {
+	return query.Patient(func(ctx context.Context) (func(), error) {
+		w, err := ts.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return w.done, nil
+	})(ctx)
 }
