@@ -453,6 +453,7 @@ func TestBalancerConsole(t *testing.T) {
 func TestTailAcrossReplicas(t *testing.T) {
 	bin := buildBinary(t)
 	ps := startReplicas(t, bin, 2, "LAKEGATE_TAIL_RECHECK=0")
+	forgetIngested(t)
 	tok := token("agent", "reader")
 	cs := connectStreamableAt(t, ps[1].base, tok, "2025-11-25")
 	args := map[string]any{"database": "iot", "table": "readings", "columns": []string{"id", "device_id"},

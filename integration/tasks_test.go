@@ -1,12 +1,14 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/lakegate/lakegate/blocktransport"
 )
 
@@ -146,6 +148,7 @@ func checkTasksExtension(t *testing.T, out string) {
 func TestSubscribeTypeScript(t *testing.T) {
 	env := nodeEnv(t)
 	e := start(t, envOptions{})
+	forgetIngested(t)
 	for _, tc := range []struct{ kind, path string }{{"http", "/mcp"}, {"sse", "/mcp/sse"}} {
 		t.Run(tc.kind, func(t *testing.T) {
 			out, err := runNode(t, env, time.Minute, "node", "subscribe.mjs", e.base+tc.path, token("alice", "reader"), tc.kind, e.base, token("ingest", "writer"))
@@ -169,4 +172,20 @@ func TestSubscribeTypeScript(t *testing.T) {
 			}
 		})
 	}
+}
+
+// forgetIngested deletes, when t ends, the readings a test ingested past
+// the seed's (ids over 100000), which other tests count.
+func forgetIngested(t *testing.T) {
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), dbURL)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DELETE FROM readings WHERE id > 100000"); err != nil {
+			t.Error(err)
+		}
+	})
 }
