@@ -146,7 +146,9 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		var server *mcpsdk.Server // set below: the subscriptions are its
 		if te, ok := engine.(tailEngine); ok && g.Name == "" {
 			p.subs.engine = te
-			sopts.SubscribeHandler = func(ctx context.Context, req *mcpsdk.SubscribeRequest) error { return p.subs.subscribe(ctx, server, req) }
+			sopts.SubscribeHandler = func(ctx context.Context, req *mcpsdk.SubscribeRequest) error {
+				return p.subs.subscribe(ctx, server, req)
+			}
 			sopts.UnsubscribeHandler = func(ctx context.Context, req *mcpsdk.UnsubscribeRequest) error {
 				return p.subs.unsubscribe(ctx, server, req)
 			}

@@ -70,8 +70,10 @@ type Stmt struct {
 	// gaps Run lists (series.go).
 	series   *sqlbuild.Series
 	from, to time.Time
-	// tail: the cursor after the last row is always answered.
-	tail bool
+	// tail: the cursor after the last row is always answered; rowKeys
+	// are the keys of each row its (one) run answered, for CursorAt.
+	tail    bool
+	rowKeys [][]any
 }
 
 // WithTimeout is a copy of s that runs under statement timeout d; zero or
@@ -156,7 +158,7 @@ func (e *Engine) newStmt(g *grant, src source, db string, limit int) *Stmt {
 func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 	start := time.Now()
 	ctx, span := s.startSpan(ctx, "SELECT")
-	t := &trackSink{Sink: sink, weigh: span.IsRecording(), keys: s.keys, hidden: s.hidden}
+	t := &trackSink{Sink: sink, weigh: span.IsRecording(), keys: s.keys, hidden: s.hidden, everyRow: s.tail}
 	if s.series != nil {
 		t.series = newSeriesGaps(s.series, s.from, s.to, s.start)
 	}
@@ -190,6 +192,7 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 		res.Hint = s.e.truncatedHint(s.paging)
 	}
 	if s.tail {
+		s.rowKeys = t.rowKeys
 		// Where the next call starts: after the last row, or where
 		// this one did.
 		next := pageStart{after: s.start.after}
@@ -216,6 +219,11 @@ func (s *Stmt) CursorAt(n int) (cursor, hint string) {
 	if s.hash == "" {
 		return "", ""
 	}
+	if s.tail && n > 0 && n <= len(s.rowKeys) {
+		// After the n-th row: a tail's first page (the newest rows)
+		// has no start to count from.
+		return s.e.encodeCursor(pageStart{after: s.rowKeys[n-1]}, s.hash), s.e.truncatedHint(s.paging)
+	}
 	return s.e.encodeCursor(pageStart{after: s.start.after, offset: s.start.offset + n}, s.hash), s.e.truncatedHint(s.paging)
 }
 
@@ -235,6 +243,10 @@ type trackSink struct {
 	lastB  [][]byte // reused from row to row
 	lastOK bool     // last holds a row's keys
 	series *seriesGaps
+	// everyRow keeps the keys of every row in rowKeys (a tail's: at most
+	// its row cap).
+	everyRow bool
+	rowKeys  [][]any
 }
 
 func (t *trackSink) Begin(cols []ResultColumn) error {
@@ -248,6 +260,9 @@ func (t *trackSink) Row(cells []Cell) error {
 	}
 	if t.keys != nil {
 		t.keep(cells)
+		if t.everyRow {
+			t.rowKeys = append(t.rowKeys, t.lastKeys())
+		}
 	}
 	if t.series != nil {
 		t.series.row(cells)

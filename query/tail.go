@@ -25,7 +25,7 @@ import (
 // Waiters are woken, not polled: lakegate's own ingest wakes the waiters
 // of its table in the process and, through PostgreSQL's NOTIFY in the
 // ingest's own transaction, on every replica that listens (one
-// connection per database, while someone waits). Rows written by other
+// connection per database, from the first wait on it). Rows written by other
 // programs are found by a re-check: one query per table per TailRecheck
 // (1 s) however many wait, the newest row of the table (its keys), run as
 // the first waiter's role; a change wakes every waiter, who looks again

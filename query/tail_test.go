@@ -151,3 +151,21 @@ func TestTailAcrossServers(t *testing.T) {
 		t.Errorf("got %v after %v, want the row the other server ingested, woken before the wait ran out", rows, time.Since(start))
 	}
 }
+
+// A tail's answer shown in part (cut to a reader's budget) continues
+// after the last row shown, the first answer (the newest rows) too.
+func TestTailCursorAt(t *testing.T) {
+	e, _ := sqliteEngine(t, nil)
+	r := TailRequest{Database: "lite", Table: "feed", Columns: cols("id"), Limit: 5}
+	s, err := e.PrepareTail(t.Context(), lakegate.Caller{}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, rows, err := Collect(t.Context(), s, collectBytes); err != nil || fmt.Sprint(rows) != "[[26] [27] [28] [29] [30]]" {
+		t.Fatalf("the newest rows: %v %v", rows, err)
+	}
+	r.Cursor, _ = s.CursorAt(2)
+	if _, rows := tail(t, e, r); fmt.Sprint(rows) != "[[28] [29] [30]]" {
+		t.Errorf("after the second row shown: %v, want the rows after 27", rows)
+	}
+}
