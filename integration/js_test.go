@@ -104,8 +104,8 @@ func TestTypeScriptSDKClient(t *testing.T) {
 					t.Errorf("tool %s: got an isError result, want success", name)
 				}
 			}
-			if sum.Server != "lakegate" || len(sum.Resources) < 2 || len(sum.Templates) != 2 || len(sum.Prompts) != 3 {
-				t.Errorf("got server %q, %d resources, templates %v, prompts %v; want lakegate, >=2, 2, 3",
+			if sum.Server != "lakegate" || len(sum.Resources) < 2 || len(sum.Templates) != 3 || len(sum.Prompts) != 3 {
+				t.Errorf("got server %q, %d resources, templates %v, prompts %v; want lakegate, >=2, 3, 3",
 					sum.Server, len(sum.Resources), sum.Templates, sum.Prompts)
 			}
 			if strings.Join(sum.Completion, ",") != "devices" {
