@@ -243,11 +243,16 @@ type trackSink struct {
 	lastB  [][]byte // reused from row to row
 	lastOK bool     // last holds a row's keys
 	series *seriesGaps
-	// everyRow keeps the keys of every row in rowKeys (a tail's: at most
-	// its row cap).
+	// everyRow keeps the keys of every row in rowKeys (a tail's), up to
+	// maxRowKeys rows.
 	everyRow bool
 	rowKeys  [][]any
 }
+
+// maxRowKeys bounds the rows whose keys a tail keeps for CursorAt: more
+// than an answer budget shows (a REST tail streams any number of rows,
+// and never asks).
+const maxRowKeys = 10_000
 
 func (t *trackSink) Begin(cols []ResultColumn) error {
 	t.started = true
@@ -260,7 +265,7 @@ func (t *trackSink) Row(cells []Cell) error {
 	}
 	if t.keys != nil {
 		t.keep(cells)
-		if t.everyRow {
+		if t.everyRow && len(t.rowKeys) < maxRowKeys {
 			t.rowKeys = append(t.rowKeys, t.lastKeys())
 		}
 	}
