@@ -120,7 +120,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		PreviewRows: o.PreviewRows, PreviewBytes: o.PreviewBytes, PreviewCellBytes: o.PreviewCellBytes, Spill: o.Blocks != nil,
 		NoProfile: o.NoProfile, Workers: o.Workers, MaxWorkers: o.MaxWorkers, WorkerWait: o.WorkerWait, Observer: o.Observer, Logger: log,
 		Jobs: p.jobs, JobAfter: o.JobAfter, ConfirmExportBytes: o.ConfirmExportBytes, ElicitDownloadBytes: o.ElicitDownloadBytes, RemoteJob: p.jobRoutes.remoteJob(p.blocks)})
-	p.subs.admit, p.subs.log = p.tools.Admit, log
+	p.subs.admit, p.subs.log, p.subs.chars = p.tools.Admit, log, o.AnswerChars
 	// The Tasks extension's tasks are the jobs (tasks.go).
 	var tasks transport.Tasks
 	if p.jobs != nil {

@@ -77,6 +77,7 @@ type subscriptions struct {
 	engine tailEngine
 	admit  func(context.Context) (func(), error)
 	log    *slog.Logger
+	chars  int // the answer budget, which a read fits
 
 	mu     sync.Mutex
 	subs   map[subKey]*subscription
@@ -114,8 +115,16 @@ func (s *subscriptions) read(ctx context.Context, req *mcpsdk.ReadResourceReques
 	if err != nil {
 		return nil, wire.ResourceErr("watch", uri, err)
 	}
-	res, rows, err := query.Collect(ctx, st, 1<<20)
+	// Within the answer budget (half of it for the cells: JSON adds its
+	// quotes and brackets); wider rows are refused with a hint.
+	res, rows, err := query.Collect(ctx, st, int64(s.chars/2))
 	if err != nil {
+		var le *lakegate.Error
+		if errors.As(err, &le) && le.Kind == lakegate.KindValidation {
+			e := *le
+			e.Hint = "name fewer columns (columns=a,b in the URI), or call the tail tool, which cuts its answer to the budget"
+			err = &e
+		}
 		return nil, wire.ResourceErr("watch", uri, err)
 	}
 	return jsonResource(uri, map[string]any{"columns": res.Columns, "rows": rows, "next_cursor": res.NextCursor})

@@ -63,3 +63,17 @@ func TestWatchSubscription(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 }
+
+// A watch read wider than the answer budget is refused, saying how to
+// narrow it.
+func TestWatchReadBudget(t *testing.T) {
+	p, _ := newTestPlugin(t, Options{AnswerChars: 600})
+	cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
+	_, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "lakegate://watch/iot/readings"})
+	if err == nil || !strings.Contains(err.Error(), "fewer columns") {
+		t.Errorf("a read past the budget: %v, want a refusal naming fewer columns", err)
+	}
+	if _, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "lakegate://watch/iot/readings?columns=id"}); err != nil {
+		t.Errorf("a narrow read: %v", err)
+	}
+}

@@ -100,12 +100,17 @@ func AdmitErr(err error) error {
 const codeServerError = -32000
 
 // ResourceErr answers a failed resources/read: not_found as the protocol's
-// resource-not-found error, anything else with the taxonomy's message.
+// resource-not-found error, anything else with the taxonomy's message
+// and its hint (what to do instead).
 func ResourceErr(what, uri string, err error) error {
 	if lakegate.KindOf(err) == lakegate.KindNotFound {
 		return mcpsdk.ResourceNotFoundError(uri)
 	}
-	return fmt.Errorf("%s %s: %s", what, uri, lakegate.NewErrorBody(err).Message)
+	b := lakegate.NewErrorBody(err)
+	if b.Hint != "" {
+		return fmt.Errorf("%s %s: %s (%s)", what, uri, b.Message, b.Hint)
+	}
+	return fmt.Errorf("%s %s: %s", what, uri, b.Message)
 }
 
 // Excerpt bounds a caller's name quoted back in a message.
