@@ -7,6 +7,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -57,6 +58,38 @@ type Database struct {
 	// ReadURLs name hot standbys of a PostgreSQL database: reads go to a
 	// healthy one, writes to URL.
 	ReadURLs []string `json:"read_urls,omitempty"`
+	// Rollups are the tables of partial aggregates lakegate keeps for
+	// tables of this database, for time series.
+	Rollups []Rollup `json:"rollups,omitempty"`
+}
+
+// Rollup declares the rollups of one table: per bucket of each
+// resolution and each value of the key columns, the rows' count and each
+// value column's count, sum, min and max, kept by every ingest into the
+// table and built for the rows already there by lakegate admin rollups
+// build.
+type Rollup struct {
+	Table      string   `json:"table"`
+	TimeColumn string   `json:"time_column"`
+	Keys       []string `json:"keys,omitempty"`
+	Values     []string `json:"values"`
+	// Resolutions are bucket widths: a count and s, m, h or d ("1m",
+	// "1h"), at most a day.
+	Resolutions []string `json:"resolutions"`
+}
+
+// ParseResolution reads a rollup resolution ("10s", "1m", "1h", "1d")
+// into its count and unit (second, minute, hour or day).
+func ParseResolution(s string) (count int, unit string, err error) {
+	units := map[byte]string{'s': "second", 'm': "minute", 'h': "hour", 'd': "day"}
+	if len(s) >= 2 {
+		if u, ok := units[s[len(s)-1]]; ok {
+			if n, err := strconv.Atoi(s[:len(s)-1]); err == nil && n >= 1 && s[0] != '+' {
+				return n, u, nil
+			}
+		}
+	}
+	return 0, "", fmt.Errorf("resolution %q: want a count and s, m, h or d, such as 1m or 1h", s)
 }
 
 // Driver returns "postgres" or "sqlite" from the URL's scheme.

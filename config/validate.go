@@ -51,6 +51,22 @@ func (c *Config) Validate() error {
 				bad("databases[%d] (%s): read_urls[%d] must start with postgres:// or postgresql://", i, db.Name, j)
 			}
 		}
+		for j, r := range db.Rollups {
+			at := fmt.Sprintf("databases[%d] (%s): rollups[%d]", i, db.Name, j)
+			switch {
+			case r.Table == "" || r.TimeColumn == "":
+				bad("%s: table and time_column are required", at)
+			case len(r.Values) == 0:
+				bad("%s (%s): values are required: the columns whose count, sum, min and max it keeps", at, r.Table)
+			case len(r.Resolutions) == 0:
+				bad("%s (%s): resolutions are required, such as [\"1m\", \"1h\"]", at, r.Table)
+			}
+			for _, res := range r.Resolutions {
+				if _, _, err := ParseResolution(res); err != nil {
+					bad("%s (%s): %v", at, r.Table, err)
+				}
+			}
+		}
 	}
 	if c.MaxStandbyLag < 0 {
 		bad("max_standby_lag %s: want 0 or more", time.Duration(c.MaxStandbyLag))

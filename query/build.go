@@ -112,7 +112,11 @@ func (e *Engine) PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r Tim
 			return nil, err
 		}
 	}
-	b, err := sqlbuild.BuildTimeSeriesAfter(src.dialect(), cat, r, normKeys(start.after))
+	var rollups []*sqlbuild.Rollup
+	if t, err := g.table(cat.cat, r.Table); err == nil {
+		rollups = e.readyRollups(ctx, g, src, t)
+	}
+	b, err := sqlbuild.BuildTimeSeriesAfter(src.dialect(), cat, r, normKeys(start.after), rollups)
 	if err != nil {
 		return nil, err
 	}

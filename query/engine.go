@@ -15,6 +15,7 @@ import (
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/suggest"
 	"github.com/lakegate/lakegate/query/internal/names"
+	"github.com/lakegate/lakegate/query/sqlbuild"
 )
 
 // Defaults of Options: the settings' defaults, declared once in config.
@@ -56,7 +57,15 @@ type source interface {
 	// dialect) in one transaction and returns the count after commit.
 	// With a key k, the key is claimed in the same transaction, and a
 	// batch committed before under k is replayed, not written again.
-	insert(ctx context.Context, t *tableInfo, groups []insertGroup, k *batchKey) (InsertResult, error)
+	// The batch's parts of t's rollups that exist are added in the same
+	// transaction.
+	insert(ctx context.Context, t *tableInfo, groups []insertGroup, k *batchKey, rollups []rollupBatch) (InsertResult, error)
+	// buildRollup makes and fills rollup r of t, readable by the roles
+	// among roles that may read t; it returns the rollup's row count.
+	buildRollup(ctx context.Context, t *tableInfo, r *sqlbuild.Rollup, roles []string) (int64, error)
+	// readableRollups reports, by table name, which of t's rollups rs
+	// exist and role ("": the connecting user) may read.
+	readableRollups(ctx context.Context, t *tableInfo, rs []*sqlbuild.Rollup, role string) (map[string]bool, error)
 	// close releases the connections; it is called once.
 	close() error
 }
@@ -95,6 +104,10 @@ type Engine struct {
 
 	// tails are the tables tails wait on (tail.go).
 	tails tailHub
+	// rollupConfigs are each database's rollups (fixed after Open), and
+	// rollups what is known of them (rollup.go).
+	rollupConfigs map[string][]config.Rollup
+	rollups       rollupState
 
 	closeOnce sync.Once
 	released  chan struct{} // closed once Close has released every source
@@ -232,6 +245,12 @@ func (e *Engine) openOne(ctx context.Context, db config.Database) error {
 	e.breakers[db.Name] = newBreaker(e.opts.BreakerFailures, e.opts.BreakerCooldown)
 	e.gates[db.Name] = &gate{}
 	e.names = append(e.names, db.Name)
+	if len(db.Rollups) > 0 {
+		if e.rollupConfigs == nil {
+			e.rollupConfigs = map[string][]config.Rollup{}
+		}
+		e.rollupConfigs[db.Name] = db.Rollups
+	}
 	e.log.Info("database opened", logKeyDatabase, db.Name, logKeyDriver, db.Driver())
 	return nil
 }

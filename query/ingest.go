@@ -48,13 +48,17 @@ func (e *Engine) insert(ctx context.Context, c lakegate.Caller, db, table string
 	if err != nil {
 		return InsertResult{}, err
 	}
+	rollups, err := rollupBatches(e.rollupDefs(db, t, src.dialect()), groups, src.dialect())
+	if err != nil {
+		return InsertResult{}, err
+	}
 	var k *batchKey
 	if idem != nil {
 		k = newBatchKey(c, t, idem, e.opts.KeyTTL, e.keyClock())
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.StatementTimeout+stmtGrace)
 	defer cancel()
-	res, err := src.insert(ctx, t, groups, k)
+	res, err := src.insert(ctx, t, groups, k, rollups)
 	if err != nil {
 		return InsertResult{}, classify(ctx, db, err)
 	}

@@ -10,7 +10,8 @@ import (
 
 // pgNotOwn leaves lakegate's own tables out of a pg_class c joined to
 // its pg_namespace n: they are no data of the caller's.
-const pgNotOwn = `NOT (n.nspname = 'public' AND c.relname IN ('` + KeyTable + `', 'lakegate_cluster_state', 'lakegate_cluster_replicas'))`
+const pgNotOwn = `NOT (n.nspname = 'public' AND c.relname IN ('` + KeyTable + `', 'lakegate_cluster_state', 'lakegate_cluster_replicas'))
+  AND c.relname NOT LIKE 'lakegate\_rollup\_%'`
 
 // Catalog queries: non-system schemas, tables, views, materialized views,
 // foreign and partitioned tables (partitions are left out).

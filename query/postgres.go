@@ -283,7 +283,7 @@ const maxTypeNames = 4096
 // insert copies rows into t in one read-write transaction. The values
 // are typed by sqlbuild.Convert; COPY is our data path, never user SQL. A key k
 // is claimed first, in the same transaction.
-func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGroup, k *batchKey) (InsertResult, error) {
+func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGroup, k *batchKey, rollups []rollupBatch) (InsertResult, error) {
 	if k != nil {
 		if err := s.ensureKeyTable(ctx); err != nil {
 			return InsertResult{}, err
@@ -307,8 +307,7 @@ func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGrou
 	// One batch into a table at a time, so that a serial key commits in
 	// its order and a tail never passes a row that commits later; the
 	// commit tells the tails of every replica (tail.go).
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_notify($2, $3)",
-		"lakegate rows "+t.schema+"."+t.rel, tailChannel, t.Name); err != nil {
+	if _, err := tx.Exec(ctx, lockRows, lockRowsArgs(t)...); err != nil {
 		return InsertResult{}, &queryErr{err}
 	}
 	var n int64
@@ -318,6 +317,9 @@ func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGrou
 			return InsertResult{}, &queryErr{err}
 		}
 		n += c
+	}
+	if err := writeRollups(ctx, Postgres, pgRollupTx{tx: tx, schema: t.schema}, rollups); err != nil {
+		return InsertResult{}, &queryErr{err}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return InsertResult{}, err

@@ -35,6 +35,9 @@ type SeriesInfo struct {
 	Gaps       []Gap `json:"gaps"`
 	GapRuns    int   `json:"gap_runs"`
 	GapBuckets int   `json:"gap_buckets"`
+	// Rollup names the rollup that answered the buckets inside the range
+	// ("readings 1 hour"); empty: the table's rows answered.
+	Rollup string `json:"rollup,omitempty"`
 }
 
 // Gap is a run of empty buckets of one series: From and To are the
@@ -62,7 +65,8 @@ type seriesGaps struct {
 }
 
 func newSeriesGaps(s *sqlbuild.Series, from, to time.Time, start pageStart) *seriesGaps {
-	g := &seriesGaps{s: s, info: SeriesInfo{Bucket: s.Bucket, Start: from, End: to, Buckets: sqlbuild.BucketsIn(s.Bucket, from, to), Gaps: []Gap{}}}
+	g := &seriesGaps{s: s, info: SeriesInfo{Bucket: s.Bucket, Start: from, End: to, Buckets: sqlbuild.BucketsIn(s.Bucket, from, to), Gaps: []Gap{},
+		Rollup: s.Rollup}}
 	g.group, g.groupB = make([]Cell, s.Groups), make([][]byte, s.Groups)
 	g.headless = start.offset > 0
 	if !g.headless && len(start.after) == s.Groups+1 {

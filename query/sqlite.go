@@ -218,7 +218,7 @@ func (s *sqliteSource) estimate(context.Context, *Stmt) (float64, float64, error
 
 // insert writes each group with one prepared INSERT, all in one
 // transaction.
-func (s *sqliteSource) insert(ctx context.Context, t *tableInfo, groups []insertGroup, k *batchKey) (InsertResult, error) {
+func (s *sqliteSource) insert(ctx context.Context, t *tableInfo, groups []insertGroup, k *batchKey, rollups []rollupBatch) (InsertResult, error) {
 	rw, err := s.writer()
 	if err != nil {
 		return InsertResult{}, err
@@ -249,6 +249,9 @@ func (s *sqliteSource) insert(ctx context.Context, t *tableInfo, groups []insert
 			return InsertResult{}, err
 		}
 		n += int64(len(g.rows))
+	}
+	if err := writeRollups(ctx, SQLite, sqliteRollupTx{tx}, rollups); err != nil {
+		return InsertResult{}, &queryErr{err}
 	}
 	if err := tx.Commit(); err != nil {
 		return InsertResult{}, err
@@ -286,7 +289,8 @@ func (s *sqliteSource) loadCatalog(ctx context.Context) ([]*tableInfo, error) {
 	}
 	defer conn.Close()
 	rows, err := conn.QueryContext(ctx, `SELECT name, type FROM sqlite_master
-WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name <> '`+KeyTable+`' ORDER BY name`)
+WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name <> '`+KeyTable+`'
+AND name NOT LIKE '`+strings.ReplaceAll(RollupPrefix, "_", `\_`)+`%' ESCAPE '\' ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}

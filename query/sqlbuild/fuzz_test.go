@@ -121,7 +121,19 @@ func FuzzBuild(f *testing.F) {
 				func(v string) (*Statement, error) {
 					r := series(v)
 					r.Fill = "previous"
-					return BuildTimeSeriesAfter(d, cat, r, []any{v, "2025-01-01T02:00:00Z"})
+					return BuildTimeSeriesAfter(d, cat, r, []any{v, "2025-01-01T02:00:00Z"}, nil)
+				},
+				// A series read from a rollup (named after the table).
+				func(v string) (*Statement, error) {
+					ru, err := NewRollup(d, tbl, ident+"_1h", "ts", []string{ident}, []string{"id"}, Bucket{Unit: "hour", Count: 1})
+					if err != nil {
+						return nil, err
+					}
+					st, err := BuildTimeSeriesAfter(d, cat, series(v), nil, []*Rollup{ru})
+					if err == nil && st.Series.Rollup == "" {
+						t.Fatalf("%s: the rollup was not read: %s", d, st.Text)
+					}
+					return st, err
 				},
 			} {
 				st, err := build(value)

@@ -20,6 +20,9 @@ type Series struct {
 	Groups      int
 	Fill        string
 	GapCol      int // -1: no fill
+	// Rollup names the rollup the whole buckets inside the range were
+	// read from; empty: the source's rows.
+	Rollup string
 }
 
 // BuildTimeSeries makes r into one SELECT of dialect d on the table cat
@@ -30,12 +33,17 @@ type Series struct {
 // buckets are not returned, unless r.Fill asks for them (a hidden
 // column, Statement.Series.GapCol, marks them).
 func BuildTimeSeries(d Dialect, cat Catalog, r TimeSeriesRequest) (*Statement, error) {
-	return BuildTimeSeriesAfter(d, cat, r, nil)
+	return BuildTimeSeriesAfter(d, cat, r, nil, nil)
 }
 
 // BuildTimeSeriesAfter is BuildTimeSeries for the rows after after, the
 // keys (Statement.Keys) of a row of the same request's result.
-func BuildTimeSeriesAfter(d Dialect, cat Catalog, r TimeSeriesRequest, after []any) (*Statement, error) {
+//
+// rollups are the table's rollups the caller may read: the coarsest that
+// divides the bucket and keeps what the request reads answers the whole
+// buckets inside the range (Statement.Rollup names it), the source's rows
+// the range's edges.
+func BuildTimeSeriesAfter(d Dialect, cat Catalog, r TimeSeriesRequest, after []any, rollups []*Rollup) (*Statement, error) {
 	t, err := cat.Table(r.Table)
 	if err != nil {
 		return nil, err
@@ -85,16 +93,11 @@ func BuildTimeSeriesAfter(d Dialect, cat Catalog, r TimeSeriesRequest, after []a
 	if fill != "" {
 		w.b.WriteString(`WITH "lakegate_a" AS (`)
 	}
-	// The buckets with rows.
-	w.b.WriteString("SELECT ")
-	if d == Postgres {
-		w.pgBucket(s.expr(ts), kind, r.Bucket)
-	} else {
-		w.sqliteBucket(s.expr(ts), r.Bucket)
-	}
-	w.b.WriteString(` AS "bucket"`)
+	// The buckets with rows: what the request reads, then from the
+	// source's rows or a rollup's.
 	seen := map[string]bool{"bucket": true}
 	var groups []colRef
+	var groupNames []string
 	for _, g := range r.GroupBy {
 		ref, err := s.resolve(g)
 		if err != nil {
@@ -105,7 +108,7 @@ func BuildTimeSeriesAfter(d Dialect, cat Catalog, r TimeSeriesRequest, after []a
 		}
 		seen[s.col(ref).Name] = true
 		groups = append(groups, ref)
-		w.b.WriteString(", " + s.expr(ref))
+		groupNames = append(groupNames, s.col(ref).Name)
 	}
 	aggs := r.Aggregates
 	if len(aggs) == 0 && len(r.Values) > 0 {
@@ -118,7 +121,8 @@ func BuildTimeSeriesAfter(d Dialect, cat Catalog, r TimeSeriesRequest, after []a
 		aggs = []Select{{Agg: "count"}}
 	}
 	var built []aggregate
-	for _, sel := range aggs {
+	resolved := make([]Select, len(aggs))
+	for i, sel := range aggs {
 		if sel.Agg == "" {
 			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("aggregate %q has no agg", sel.Column), Hint: aggHint}
 		}
@@ -135,35 +139,38 @@ func BuildTimeSeriesAfter(d Dialect, cat Catalog, r TimeSeriesRequest, after []a
 		}
 		seen[a.alias] = true
 		built = append(built, a)
-		w.b.WriteString(", " + a.expr + " AS " + QuoteIdent(a.alias))
-	}
-	w.b.WriteString(" FROM " + s.from(0) + " WHERE ")
-	rng := []Filter{{Column: r.TimeColumn, Op: ">=", Value: r.Start}, {Column: r.TimeColumn, Op: "<", Value: r.End}}
-	if d == SQLite && (kind == KindText || kind == KindAny) {
-		// Stored as fixed-width ISO text: compare in the same form.
-		rng[0].Value, rng[1].Value = from.Format(SQLiteTime), to.Format(SQLiteTime)
-	}
-	if kind == KindDate {
-		rng[0].Value, rng[1].Value = from.Format(time.DateOnly), to.Format(time.DateOnly)
-		if !to.Equal(to.Truncate(24 * time.Hour)) {
-			rng[1].Op = "<="
+		resolved[i] = Select{Agg: sel.Agg}
+		if sel.Column != "" {
+			ref, _ := s.resolve(sel.Column) // resolved by aggregate
+			resolved[i].Column = s.col(ref).Name
 		}
 	}
-	for i, f := range append(rng, r.Filters...) {
-		if i > 0 {
-			w.b.WriteString(" AND ")
-		}
-		if err := w.cond(s, f, 1, nil); err != nil {
-			return nil, err
-		}
-	}
+	used := pickRollup(rollups, r.Bucket, groupNames, resolveNames(s, r.Filters), resolved, s.col(ts).Name)
 	cols := make([]string, len(groups)+1)
 	for i := range cols {
 		cols[i] = strconv.Itoa(i + 1)
 	}
-	w.b.WriteString(" GROUP BY " + strings.Join(cols, ", "))
+	if used != nil {
+		w.b.WriteString(`SELECT "bucket"`)
+		for _, n := range groupNames {
+			w.b.WriteString(", " + QuoteIdent(n))
+		}
+		for i, a := range built {
+			w.b.WriteString(", " + used.combine(d, resolved[i]) + " AS " + QuoteIdent(a.alias))
+		}
+		w.b.WriteString(" FROM (")
+		if err := used.writePartials(w, s, r.Bucket, groups, r.Filters, from, to); err != nil {
+			return nil, err
+		}
+		w.b.WriteString(`) AS "lakegate_p" GROUP BY ` + strings.Join(cols, ", "))
+	} else if err := w.rawBuckets(s, r, ts, kind, groups, built, from, to); err != nil {
+		return nil, err
+	}
 	series := &Series{Bucket: r.Bucket, First: BucketStart(r.Bucket, from), Last: BucketStart(r.Bucket, to.Add(-time.Nanosecond)),
 		Groups: len(groups), Fill: fill, GapCol: -1}
+	if used != nil {
+		series.Rollup = used.String()
+	}
 	hidden := 0
 	if fill != "" {
 		w.b.WriteString(")")
@@ -200,6 +207,50 @@ func BuildTimeSeriesAfter(d Dialect, cat Catalog, r TimeSeriesRequest, after []a
 		w.b.WriteString(k.expr)
 	}
 	return &Statement{Text: w.b.String(), Args: w.args, Keys: keys, Hidden: hidden, Series: series}, nil
+}
+
+// rawBuckets writes the buckets with rows of r from the source's rows in
+// scope s: time column ts (of kind), the groups and the aggregates.
+func (w *writer) rawBuckets(s *scope, r TimeSeriesRequest, ts colRef, kind Kind, groups []colRef, built []aggregate, from, to time.Time) error {
+	w.b.WriteString("SELECT ")
+	if w.d == Postgres {
+		w.pgBucket(s.expr(ts), kind, r.Bucket)
+	} else {
+		w.sqliteBucket(s.expr(ts), r.Bucket)
+	}
+	w.b.WriteString(` AS "bucket"`)
+	for _, g := range groups {
+		w.b.WriteString(", " + s.expr(g))
+	}
+	for _, a := range built {
+		w.b.WriteString(", " + a.expr + " AS " + QuoteIdent(a.alias))
+	}
+	w.b.WriteString(" FROM " + s.from(0) + " WHERE ")
+	rng := []Filter{{Column: r.TimeColumn, Op: ">=", Value: r.Start}, {Column: r.TimeColumn, Op: "<", Value: r.End}}
+	if w.d == SQLite && (kind == KindText || kind == KindAny) {
+		// Stored as fixed-width ISO text: compare in the same form.
+		rng[0].Value, rng[1].Value = from.Format(SQLiteTime), to.Format(SQLiteTime)
+	}
+	if kind == KindDate {
+		rng[0].Value, rng[1].Value = from.Format(time.DateOnly), to.Format(time.DateOnly)
+		if !to.Equal(to.Truncate(24 * time.Hour)) {
+			rng[1].Op = "<="
+		}
+	}
+	for i, f := range append(rng, r.Filters...) {
+		if i > 0 {
+			w.b.WriteString(" AND ")
+		}
+		if err := w.cond(s, f, 1, nil); err != nil {
+			return err
+		}
+	}
+	cols := make([]string, len(groups)+1)
+	for i := range cols {
+		cols[i] = strconv.Itoa(i + 1)
+	}
+	w.b.WriteString(" GROUP BY " + strings.Join(cols, ", "))
+	return nil
 }
 
 // grid writes, after the CTE of the buckets with rows ("lakegate_a"),
