@@ -233,6 +233,8 @@ func (s *Server) routes() *gin.Engine {
 	admin.POST("/mcp/disable", s.plugin.serveSwitch(false))
 	admin.GET("/mcp/status", s.plugin.serveStatus)
 	admin.POST("/mcp/tools/reload", s.plugin.serveReload)
+	admin.GET("/rollups", s.serveRollups)
+	admin.POST("/rollups/build", s.buildRollups)
 
 	s.console.mount(r, metered.Group("/console/api"), check, s.rateLimit)
 

@@ -49,12 +49,15 @@ func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Comman
 		Short: "Turn the MCP plugin on or off, or show its status",
 	}
 	mcpCmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the server's JSON status as it is")
+	client := func() adminClient {
+		return adminClient{server: firstOf(server, getenv("LAKEGATE_SERVER"), defaultServer),
+			token: firstOf(token, getenv("LAKEGATE_TOKEN")), tls: tlsf}
+	}
 	// call sends one admin request and prints its answer: as it is with
 	// --json, else through print.
 	call := func(method, path string, print func(io.Writer, []byte) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, _ []string) error {
-			c := adminClient{server: firstOf(server, getenv("LAKEGATE_SERVER"), defaultServer),
-				token: firstOf(token, getenv("LAKEGATE_TOKEN")), tls: tlsf}
+			c := client()
 			body, err := c.do(cmd.Context(), method, path)
 			if err != nil {
 				return tlsf.explain(c.server, err)
@@ -95,6 +98,7 @@ func newAdminCommand(stdout io.Writer, getenv func(string) string) *cobra.Comman
 		RunE: call(http.MethodPost, "/admin/mcp/tools/reload", printTools),
 	})
 	admin.AddCommand(toolsCmd)
+	admin.AddCommand(newRollupsCommand(stdout, client))
 	return admin
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/testutil"
+	"github.com/lakegate/lakegate/query"
 )
 
 var listeningURL = regexp.MustCompile(`"msg":"lakegate listening","url":"(http://[^"]+)"`)
@@ -142,5 +143,47 @@ func TestAdminBinaryExitCode(t *testing.T) {
 				t.Error("the output holds the token")
 			}
 		})
+	}
+}
+
+// TestAdminRollups builds the rollups of a running server's table from the
+// command line and lists them.
+func TestAdminRollups(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "demo.db")
+	if err := query.CreateDemo(t.Context(), path); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.LogFormat = "json"
+	cfg.JWTSecret = secret
+	cfg.Databases = []config.Database{{Name: "demo", URL: "sqlite:" + path, Rollups: []config.Rollup{{Table: "readings", TimeColumn: "ts",
+		Keys: []string{"device_id"}, Values: []string{"temperature"}, Resolutions: []string{"1m", "1h"}}}}}
+	r := startServe(t, cfg)
+	base := r.await(t, &r.stderr, listeningURL)[1]
+	env := map[string]string{"LAKEGATE_TOKEN": signed("ops", "admin"), "LAKEGATE_SERVER": base}
+
+	out, _, err := run(t, env, "admin", "rollups", "status")
+	if err != nil || !strings.Contains(out, "lakegate_rollup_readings_1h") || !strings.Contains(out, "not built") {
+		t.Fatalf("status before: %q %v", out, err)
+	}
+	out, _, err = run(t, env, "admin", "rollups", "build", "--database", "demo")
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	for _, w := range []string{"building demo.readings", "build demo.readings: done", "(1h ", "1m 5000 rows"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("build: got %q, want it to contain %q", out, w)
+		}
+	}
+	if strings.Contains(out, "not built") {
+		t.Errorf("after the build: %q", out)
+	}
+	if _, _, err := run(t, env, "admin", "rollups", "build", "--database", "nope"); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("unknown database: got %v", err)
+	}
+	if _, _, err := run(t, map[string]string{"LAKEGATE_TOKEN": signed("r", "reader"), "LAKEGATE_SERVER": base}, "admin", "rollups", "status"); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("a reader: got %v, want 403", err)
 	}
 }

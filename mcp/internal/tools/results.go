@@ -274,6 +274,9 @@ func seriesText(meta ResultMeta) string {
 	b := si.Bucket
 	n := max(b.Count, 1)
 	f := fmt.Sprintf("# buckets: %d %s from %s to %s (%d per series)", n, b.Unit, si.Start.Format(time.RFC3339Nano), si.End.Format(time.RFC3339Nano), si.Buckets)
+	if si.Rollup != "" {
+		f += "; read from the rollup " + si.Rollup
+	}
 	if si.GapRuns == 0 {
 		return f + "; no gaps in these rows\n"
 	}
