@@ -88,6 +88,15 @@ type PluginStatus struct {
 	Blocks *BlockStatus `json:"blocks,omitempty"`
 	// Tools is what the plugin serves: its tools, and its groups'.
 	Tools ToolsInfo `json:"tools"`
+	// Subscriptions are the resources followed for clients (resources/
+	// subscribe) and the notifications sent for them.
+	Subscriptions SubscriptionStatus `json:"subscriptions"`
+}
+
+// SubscriptionStatus counts the followed resources.
+type SubscriptionStatus struct {
+	Open          int    `json:"open"`
+	Notifications uint64 `json:"notifications"`
 }
 
 // ToolsInfo is the tools a plugin serves and where they were declared:

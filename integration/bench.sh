@@ -44,6 +44,26 @@ LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^$' -bench 'PageDepth'
 awk '/PageDepth\/page1-/ { p1 = $3 } /page1000-keyset/ { k = $3 } /page1000-offset/ { o = $3 }
   END { if (p1 > 0) printf "page 1,000 ÷ page 1: keyset %.2f, offset %.2f (target: keyset <= 1.5)\n", k / p1, o / p1 }' "$out/page.txt"
 
+echo "== rollups: a year of one device at 1 Hz (31.5M rows), 500 points, from the rollups and from the rows; ingest with and without"
+if [[ "$(psql "$bench_url" -tAc "SELECT count(*) FROM year_readings" 2>/dev/null || echo 0)" != 31536000 ]]; then
+  echo "loading a year of readings (31.5M rows)..."
+  psql "$bench_url" -q -v ON_ERROR_STOP=1 <<'SQL'
+DROP TABLE IF EXISTS year_readings, lakegate_rollup_year_readings_1m, lakegate_rollup_year_readings_1h;
+CREATE TABLE year_readings (ts timestamptz NOT NULL, device_id int NOT NULL, temperature float8 NOT NULL);
+INSERT INTO year_readings SELECT t, 1, round((20 + 8 * sin(extract(epoch FROM t) / 86400 * 2 * pi()) + random())::numeric, 2)
+FROM generate_series(timestamptz '2025-01-01 00:00:00+00', timestamptz '2025-12-31 23:59:59+00', interval '1 second') t;
+ALTER TABLE year_readings ADD PRIMARY KEY (device_id, ts);
+VACUUM ANALYZE year_readings;
+SQL
+fi
+psql "$bench_url" -q -v ON_ERROR_STOP=1 -c "DROP TABLE IF EXISTS ingest_readings, lakegate_rollup_ingest_readings_1m, lakegate_rollup_ingest_readings_1h" \
+  -c "CREATE TABLE ingest_readings (ts timestamptz NOT NULL, device_id int NOT NULL, temperature float8, humidity float8, PRIMARY KEY (device_id, ts))"
+psql "$bench_url" -q -v ON_ERROR_STOP=1 -f "$here/testdata/roles.sql" >/dev/null
+LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^$' -bench 'RollupYear' -benchtime 3x -timeout 30m ./query/ | tee "$out/rollup.txt" | grep -E '^Benchmark'
+LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^$' -bench 'IngestRollups' -benchtime 3s ./query/ | tee -a "$out/rollup.txt" | grep -E '^Benchmark'
+awk '/^BenchmarkRollupYear\/rollup-/ { r = $3 } /^BenchmarkRollupYear\/rows-/ { w = $3 } /^BenchmarkIngestRollups\/plain-/ { p = $5 } /^BenchmarkIngestRollups\/rollups-/ { q = $5 }
+  END { if (w > 0 && p > 0) printf "a year from the rollups: %.1f ms, %.4fx the rows (%.0f ms); ingest with rollups %.2fx the rows/s without\n", r / 1e6, r / w, w / 1e6, q / p }' "$out/rollup.txt"
+
 echo "== psql \\copy (SELECT * FROM readings) to /dev/null csv, best of 3"
 best=""
 for _ in 1 2 3; do

@@ -271,6 +271,7 @@ func (p *Plugin) Status() host.PluginStatus {
 		Tools:     p.servers.info(),
 	}
 	st.Blocks = p.blocks.status()
+	st.Subscriptions = p.subs.status()
 	n := p.sessions.Counts()
 	st.Sessions["sse"], st.Sessions["streamable"], st.Sessions["stdio"], st.IdleSessions = n.SSE, n.Streamable, n.Stdio, n.Idle
 	return st

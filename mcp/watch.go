@@ -8,11 +8,13 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/host"
 	"github.com/lakegate/lakegate/mcp/internal/wire"
 	"github.com/lakegate/lakegate/query"
 )
@@ -83,6 +85,15 @@ type subscriptions struct {
 	subs   map[subKey]*subscription
 	closed bool
 	wg     sync.WaitGroup
+	// notified counts the notifications/resources/updated sent.
+	notified atomic.Uint64
+}
+
+// status counts the open subscriptions and the notifications sent.
+func (s *subscriptions) status() host.SubscriptionStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return host.SubscriptionStatus{Open: len(s.subs), Notifications: s.notified.Load()}
 }
 
 // subKey is one subject's subscription to one resource of one server.
@@ -239,7 +250,10 @@ func (s *subscriptions) follow(ctx context.Context, key subKey, caller lakegate.
 			continue
 		}
 		if res.RowCount > 0 {
-			if err := key.server.ResourceUpdated(ctx, &mcpsdk.ResourceUpdatedNotificationParams{URI: key.uri}); err != nil && !errors.Is(err, context.Canceled) {
+			err := key.server.ResourceUpdated(ctx, &mcpsdk.ResourceUpdatedNotificationParams{URI: key.uri})
+			if err == nil {
+				s.notified.Add(1)
+			} else if !errors.Is(err, context.Canceled) {
 				s.log.Warn("a watch notification failed", "uri", key.uri, "error", err.Error())
 			}
 		}

@@ -63,7 +63,7 @@ func (e *Engine) insert(ctx context.Context, c lakegate.Caller, db, table string
 		return InsertResult{}, classify(ctx, db, err)
 	}
 	if res.Inserted > 0 && !res.Replayed {
-		e.tails.wake(db, t.Name) // this process's tails; NOTIFY wakes the others'
+		e.tails.wake(db, t.Name, wakeIngest) // this process's tails; NOTIFY wakes the others'
 	}
 	return res, nil
 }

@@ -307,7 +307,8 @@ func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGrou
 	// One batch into a table at a time, so that a serial key commits in
 	// its order and a tail never passes a row that commits later; the
 	// commit tells the tails of every replica (tail.go).
-	if _, err := tx.Exec(ctx, lockRows, lockRowsArgs(t)...); err != nil {
+	rtx := pgRollupTx{tx: tx}
+	if err := rtx.lock(ctx, t, rollups); err != nil {
 		return InsertResult{}, &queryErr{err}
 	}
 	var n int64
@@ -318,7 +319,7 @@ func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGrou
 		}
 		n += c
 	}
-	if err := writeRollups(ctx, Postgres, pgRollupTx{tx: tx, schema: t.schema}, rollups); err != nil {
+	if err := writeRollups(ctx, Postgres, rtx, rollups); err != nil {
 		return InsertResult{}, &queryErr{err}
 	}
 	if err := tx.Commit(ctx); err != nil {

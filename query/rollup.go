@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -214,7 +215,7 @@ func aggregateBatch(r *sqlbuild.Rollup, groups []insertGroup, d Dialect) (rollup
 	byKey := map[string]*partial{}
 	var order []*partial
 	need := append(append([]string{r.TimeColumn}, r.Keys...), r.Values...)
-	var key strings.Builder
+	var key []byte
 	for _, g := range groups {
 		at := make([]int, len(need))
 		for i, c := range need {
@@ -232,19 +233,18 @@ func aggregateBatch(r *sqlbuild.Rollup, groups []insertGroup, d Dialect) (rollup
 			if err != nil {
 				return rollupBatch{}, err
 			}
-			bucket := r.BucketOf(t)
-			key.Reset()
-			fmt.Fprint(&key, bucket)
+			start := sqlbuild.BucketStart(r.Resolution, t)
+			key = strconv.AppendInt(key[:0], start.Unix(), 36)
 			for i := range r.Keys {
-				fmt.Fprintf(&key, "\x00%T:%v", row[at[1+i]], row[at[1+i]])
+				key = appendKey(key, row[at[1+i]])
 			}
-			p := byKey[key.String()]
+			p := byKey[string(key)]
 			if p == nil {
-				p = &partial{keys: []any{bucket}, vals: make([]valuePart, len(r.Values))}
+				p = &partial{keys: []any{r.BucketOf(start)}, vals: make([]valuePart, len(r.Values))}
 				for i := range r.Keys {
 					p.keys = append(p.keys, row[at[1+i]])
 				}
-				byKey[key.String()] = p
+				byKey[string(key)] = p
 				order = append(order, p)
 			}
 			p.n++
@@ -267,6 +267,25 @@ func aggregateBatch(r *sqlbuild.Rollup, groups []insertGroup, d Dialect) (rollup
 	return b, nil
 }
 
+// appendKey appends v, a converted key value, to a map key: its type and
+// value, unambiguously.
+func appendKey(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, 0, 'n')
+	case int64:
+		return strconv.AppendInt(append(b, 0, 'i'), x, 36)
+	case string:
+		b = strconv.AppendInt(append(b, 0, 's'), int64(len(x)), 10)
+		return append(append(b, ':'), x...)
+	case float64:
+		return strconv.AppendUint(append(b, 0, 'f'), math.Float64bits(x), 36)
+	case bool:
+		return strconv.AppendBool(append(b, 0, 'b'), x)
+	}
+	return fmt.Appendf(append(b, 0, '?'), "%T:%#v", v, v)
+}
+
 // timeOf reads a time value as converted for dialect d.
 func timeOf(v any, d Dialect) (time.Time, error) {
 	switch x := v.(type) {
@@ -280,9 +299,10 @@ func timeOf(v any, d Dialect) (time.Time, error) {
 
 // rollupTx is the part of an ingest's transaction rollups use.
 type rollupTx interface {
-	exec(ctx context.Context, sql string, args ...any) error
 	// existing reports which of the rollup tables exist.
 	existing(ctx context.Context, rollups []*sqlbuild.Rollup) (map[*sqlbuild.Rollup]bool, error)
+	// execAll runs the statements, in one round trip where it can.
+	execAll(ctx context.Context, stmts []sqlbuild.Statement) error
 }
 
 // writeRollups adds the batches to the rollups that exist, in the
@@ -299,22 +319,26 @@ func writeRollups(ctx context.Context, d Dialect, tx rollupTx, batches []rollupB
 	if err != nil {
 		return err
 	}
+	var stmts []sqlbuild.Statement
 	for _, b := range batches {
 		if !exist[b.r] {
 			continue
 		}
 		per := max(1, maxUpsertArgs/b.r.RowArgs())
-		for rows := b.rows; len(rows) > 0; {
+		for rows := b.rows; len(rows) > 0; rows = rows[min(per, len(rows)):] {
 			n := min(per, len(rows))
 			args := make([]any, 0, n*b.r.RowArgs())
 			for _, row := range rows[:n] {
 				args = append(args, row...)
 			}
-			if err := tx.exec(ctx, b.r.Upsert(d, n), args...); err != nil {
-				return fmt.Errorf("rollup %s: %w", b.r, err)
-			}
-			rows = rows[n:]
+			stmts = append(stmts, sqlbuild.Statement{Text: b.r.Upsert(d, n), Args: args})
 		}
+	}
+	if len(stmts) == 0 {
+		return nil
+	}
+	if err := tx.execAll(ctx, stmts); err != nil {
+		return fmt.Errorf("keeping the rollups: %w", err)
 	}
 	return nil
 }

@@ -17,30 +17,35 @@ import (
 
 // pgRollupTx is an ingest's PostgreSQL transaction, for writeRollups.
 type pgRollupTx struct {
-	tx     pgx.Tx
-	schema string
+	tx    pgx.Tx
+	exist []string // the rollup tables there, read by lock
 }
 
-func (x pgRollupTx) exec(ctx context.Context, q string, args ...any) error {
-	_, err := x.tx.Exec(ctx, q, args...)
-	return err
+// lock takes the lock of ingests into t (lockRows) and, in the same round
+// trip, reads which tables of rollups exist.
+func (x *pgRollupTx) lock(ctx context.Context, t *tableInfo, rollups []rollupBatch) error {
+	if len(rollups) == 0 {
+		_, err := x.tx.Exec(ctx, lockRows, lockRowsArgs(t)...)
+		return err
+	}
+	names := make([]string, len(rollups))
+	for i, b := range rollups {
+		names[i] = b.r.Table.Rel
+	}
+	return x.tx.QueryRow(ctx, lockRows+`, ARRAY(SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $4 AND c.relname = ANY($5) AND c.relkind = 'r')`, append(lockRowsArgs(t), t.schema, names)...).Scan(nil, nil, &x.exist)
 }
 
-func (x pgRollupTx) existing(ctx context.Context, rs []*sqlbuild.Rollup) (map[*sqlbuild.Rollup]bool, error) {
-	names := make([]string, len(rs))
-	for i, r := range rs {
-		names[i] = r.Table.Rel
+func (x pgRollupTx) existing(_ context.Context, rs []*sqlbuild.Rollup) (map[*sqlbuild.Rollup]bool, error) {
+	return byRel(rs, x.exist), nil
+}
+
+func (x pgRollupTx) execAll(ctx context.Context, stmts []sqlbuild.Statement) error {
+	var b pgx.Batch
+	for _, st := range stmts {
+		b.Queue(st.Text, st.Args...)
 	}
-	rows, err := x.tx.Query(ctx, `SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = $1 AND c.relname = ANY($2) AND c.relkind = 'r'`, x.schema, names)
-	if err != nil {
-		return nil, err
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	return byRel(rs, found), nil
+	return x.tx.SendBatch(ctx, &b).Close()
 }
 
 // byRel marks the rollups of rs whose table is one of names.
@@ -146,9 +151,13 @@ WHERE n.nspname = $1 AND c.relname = ANY($2) AND c.relkind = 'r'
 // sqliteRollupTx is an ingest's SQLite transaction, for writeRollups.
 type sqliteRollupTx struct{ tx *sql.Tx }
 
-func (x sqliteRollupTx) exec(ctx context.Context, q string, args ...any) error {
-	_, err := x.tx.ExecContext(ctx, q, args...)
-	return err
+func (x sqliteRollupTx) execAll(ctx context.Context, stmts []sqlbuild.Statement) error {
+	for _, st := range stmts {
+		if _, err := x.tx.ExecContext(ctx, st.Text, st.Args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (x sqliteRollupTx) existing(ctx context.Context, rs []*sqlbuild.Rollup) (map[*sqlbuild.Rollup]bool, error) {

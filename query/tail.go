@@ -157,6 +157,48 @@ type tailHub struct {
 	mu        sync.Mutex
 	watches   map[tailKey]*tailWatch
 	listening map[string]bool // databases whose NOTIFY a connection listens to
+	// signals counts, by database and source, the signals that rows may
+	// have arrived.
+	signals map[[2]string]uint64
+}
+
+// The sources of a wake: this process's ingest, another replica's (a
+// NOTIFY), or a re-check that found the newest row changed.
+const (
+	wakeIngest  = "ingest"
+	wakeNotify  = "notify"
+	wakeRecheck = "recheck"
+)
+
+// TailStat is what the tails of one database are doing.
+type TailStat struct {
+	Database string
+	// Waiters are the tails (and watch subscriptions) waiting now.
+	Waiters int
+	// Signals counts the signals that rows arrived, by source: ingest,
+	// notify, recheck.
+	Signals map[string]uint64
+}
+
+// TailStats lists, for each database, its waiting tails and the signals
+// that woke them.
+func (e *Engine) TailStats() []TailStat {
+	h := &e.tails
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]TailStat, len(e.names))
+	for i, db := range e.names {
+		out[i] = TailStat{Database: db, Signals: map[string]uint64{}}
+		for _, src := range []string{wakeIngest, wakeNotify, wakeRecheck} {
+			out[i].Signals[src] = h.signals[[2]string{db, src}]
+		}
+		for k, w := range h.watches {
+			if k.db == db {
+				out[i].Waiters += w.waiters
+			}
+		}
+	}
+	return out
 }
 
 // tailWatch is one table's waiters: woken is closed (and replaced) when
@@ -168,9 +210,13 @@ type tailWatch struct {
 }
 
 // wake wakes the waiters of db's table.
-func (h *tailHub) wake(db, table string) {
+func (h *tailHub) wake(db, table, source string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.signals == nil {
+		h.signals = map[[2]string]uint64{}
+	}
+	h.signals[[2]string{db, source}]++
 	if w := h.watches[tailKey{db, table}]; w != nil {
 		close(w.woken)
 		w.woken = make(chan struct{})
@@ -301,7 +347,7 @@ func (h *tailHub) recheck(ctx context.Context, key tailKey, every time.Duration,
 		// The first look wakes them too: a row may have come between
 		// their own look and this one.
 		if first || res.NextCursor != last {
-			h.wake(key.db, key.table)
+			h.wake(key.db, key.table, wakeRecheck)
 		}
 		last, first = res.NextCursor, false
 	}
@@ -345,7 +391,7 @@ func (h *tailHub) listenOnce(ctx context.Context, db string, pool *pgxpool.Pool,
 		if err != nil {
 			return err
 		}
-		h.wake(db, n.Payload)
+		h.wake(db, n.Payload, wakeNotify)
 	}
 }
 

@@ -187,6 +187,10 @@ func TestRoles(t *testing.T) {
 		{"reader", "GET", "/admin/mcp/status", "", 403},
 		{"reader", "POST", "/admin/mcp/disable", "", 403},
 		{"reader", "POST", "/admin/mcp/tools/reload", "", 403},
+		{"reader", "GET", "/admin/rollups", "", 403},
+		{"writer", "POST", "/admin/rollups/build", "", 403},
+		{"admin", "GET", "/admin/rollups", "", 200},
+		{"admin", "POST", "/admin/rollups/build", "", 404}, // the demo has none
 		{"writer", "GET", "/rest/databases", "", 403},
 		{"writer", "POST", "/data/demo/devices", "[1]", 400}, // past the role check
 		{"writer", "GET", "/admin/mcp/status", "", 403},

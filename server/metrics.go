@@ -172,12 +172,17 @@ var (
 	descBlockBytes     = prometheus.NewDesc("lakegate_block_bytes_total", "Bytes written to blocks.", nil, nil)
 	descBlocksStored   = prometheus.NewDesc("lakegate_block_transfers_stored", "Block transfers held in the store now.", nil, nil)
 	descBlockBytesNow  = prometheus.NewDesc("lakegate_block_bytes_stored", "Bytes held in the block store now.", nil, nil)
+	descTailWaiters    = prometheus.NewDesc("lakegate_tail_waiters", "Tails (and watch subscriptions) waiting for rows now, by database.", []string{"database"}, nil)
+	descTailSignals    = prometheus.NewDesc("lakegate_tail_signals_total", "Signals that rows arrived, by database and source (ingest: this replica's; notify: another's; recheck: another program's).", []string{"database", "source"}, nil)
+	descSubscriptions  = prometheus.NewDesc("lakegate_mcp_subscriptions_open", "Watch resources followed for MCP clients.", nil, nil)
+	descNotifications  = prometheus.NewDesc("lakegate_mcp_resource_notifications_total", "notifications/resources/updated sent.", nil, nil)
 )
 
 func (sc stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMCPEnabled, descSessions, descWorkersMax, descWorkersInUse, descWorkersWaiting,
 		descDBConns, descDBAcquires, descDBEmpty, descDBWait, descBreaker, descStandby, descStandbyLag, descStandbyReads,
-		descBlockTransfers, descBlocks, descBlockBytes, descBlocksStored, descBlockBytesNow} {
+		descBlockTransfers, descBlocks, descBlockBytes, descBlocksStored, descBlockBytesNow,
+		descTailWaiters, descTailSignals, descSubscriptions, descNotifications} {
 		ch <- d
 	}
 }
@@ -225,6 +230,14 @@ func (sc stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descStandbyLag, sb.Lag.Seconds(), sb.Database, sb.Standby)
 		counter(descStandbyReads, float64(sb.Reads), sb.Database, sb.Standby)
+	}
+	gauge(descSubscriptions, float64(st.Subscriptions.Open))
+	counter(descNotifications, float64(st.Subscriptions.Notifications))
+	for _, t := range sc.s.engine.TailStats() {
+		gauge(descTailWaiters, float64(t.Waiters), t.Database)
+		for src, n := range t.Signals {
+			counter(descTailSignals, float64(n), t.Database, src)
+		}
 	}
 	for db, state := range sc.s.engine.BreakerStates() {
 		for _, s := range []query.BreakerState{query.BreakerClosed, query.BreakerOpen, query.BreakerHalfOpen} {

@@ -1,0 +1,125 @@
+package query
+
+import (
+	"context"
+	neturl "net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/config"
+)
+
+// yearRollups are the rollups of make bench's year_readings: a year of
+// one device at 1 Hz (31.5M rows).
+var yearRollups = []config.Rollup{{Table: "year_readings", TimeColumn: "ts", Keys: []string{"device_id"},
+	Values: []string{"temperature"}, Resolutions: []string{"1m", "1h"}}}
+
+// benchEngineWith opens the bench database as benchEngine does, with
+// rollups.
+func benchEngineWith(tb testing.TB, rollups []config.Rollup) *Engine {
+	tb.Helper()
+	raw := os.Getenv(benchEnv)
+	if raw == "" {
+		tb.Skipf("set %s to a database holding the iot data set (make bench does)", benchEnv)
+	}
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u.User = neturl.User("lakegate")
+	e, err := Open(tb.Context(), []config.Database{{Name: "iot", URL: u.String(), Rollups: rollups}},
+		&Options{StatementTimeout: 5 * time.Minute, QueryRole: "lakegate_reader"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = e.Close(context.Background()) })
+	return e
+}
+
+// buildRollups builds e's rollups of table unless they are built, and
+// waits for the end.
+func buildRollupsFor(tb testing.TB, e *Engine, table string) {
+	tb.Helper()
+	built := true
+	for _, r := range e.Rollups(tb.Context()) {
+		built = built && r.Built
+	}
+	if built {
+		return
+	}
+	if _, err := e.BuildRollups("iot", table); err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		bs := e.RollupBuilds()
+		if len(bs) > 0 && bs[0].State != "building" {
+			if bs[0].State != "done" {
+				tb.Fatalf("build: %+v", bs[0])
+			}
+			tb.Logf("built the rollups of %s in %d ms: %v", table, bs[0].TookMS, bs[0].Rows)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// BenchmarkRollupYear is a year of one device at 1 Hz on a budget of 500
+// points, answered from the rollups and from the rows.
+func BenchmarkRollupYear(b *testing.B) {
+	with, raw := benchEngineWith(b, yearRollups), benchEngineWith(b, nil)
+	buildRollupsFor(b, with, "year_readings")
+	r := TimeSeriesRequest{Database: "iot", Table: "year_readings", TimeColumn: "ts", MaxPoints: 500, Values: []string{"temperature"},
+		Filters: []Filter{{Column: "device_id", Op: "=", Value: 1.0}}, Start: "2025-01-01T00:00:00Z", End: "2026-01-01T00:00:00Z", Limit: 1000}
+	for _, tc := range []struct {
+		name   string
+		e      *Engine
+		rollup bool
+	}{{"rollup", with, true}, {"rows", raw, false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				res, _ := collectTimeSeries(b, tc.e, lakegate.Caller{}, r)
+				if res.RowCount < 300 || res.RowCount > 500 || (res.Series.Rollup != "") != tc.rollup {
+					b.Fatalf("%d rows, rollup %q", res.RowCount, res.Series.Rollup)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkIngestRollups is the ingest of batches of 1,000 readings (100
+// devices, 10 s each) into a table with and without rollups at 1 minute
+// and 1 hour.
+func BenchmarkIngestRollups(b *testing.B) {
+	rollups := []config.Rollup{{Table: "ingest_readings", TimeColumn: "ts", Keys: []string{"device_id"},
+		Values: []string{"temperature", "humidity"}, Resolutions: []string{"1m", "1h"}}}
+	for i, tc := range []struct {
+		name    string
+		rollups []config.Rollup
+	}{{"plain", nil}, {"rollups", rollups}} {
+		b.Run(tc.name, func(b *testing.B) {
+			e := benchEngineWith(b, tc.rollups)
+			if tc.rollups != nil {
+				buildRollupsFor(b, e, "ingest_readings")
+			}
+			start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 30 * 24 * time.Hour)
+			batch := 0
+			for b.Loop() {
+				rows := make([]map[string]any, 0, 1000)
+				for s := range 10 {
+					ts := start.Add(time.Duration(batch*10+s) * time.Second).Format(time.RFC3339)
+					for d := range 100 {
+						rows = append(rows, map[string]any{"ts": ts, "device_id": float64(d), "temperature": 20 + float64(d%7)*0.5,
+							"humidity": float64(40 + s)})
+					}
+				}
+				batch++
+				if n, err := e.Insert(b.Context(), lakegate.Caller{}, "iot", "ingest_readings", rows); err != nil || n != 1000 {
+					b.Fatal(n, err)
+				}
+			}
+			b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
