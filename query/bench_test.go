@@ -5,13 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -180,24 +178,7 @@ func benchRun(b *testing.B, e *Engine, db string) {
 
 // benchEngine opens the benchmark database, or skips: as the
 // least-privileged roles make bench gives it (integration/testdata/roles.sql).
-func benchEngine(tb testing.TB) *Engine {
-	tb.Helper()
-	raw := os.Getenv(benchEnv)
-	if raw == "" {
-		tb.Skipf("set %s to a database holding the iot data set (make bench does)", benchEnv)
-	}
-	u, err := neturl.Parse(raw)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	u.User = neturl.User("lakegate")
-	e, err := Open(tb.Context(), []config.Database{{Name: "iot", URL: u.String()}}, &Options{StatementTimeout: 5 * time.Minute, QueryRole: "lakegate_reader"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = e.Close(context.Background()) })
-	return e
-}
+func benchEngine(tb testing.TB) *Engine { return benchEngineWith(tb, nil) }
 
 // countWriter counts bytes and drops them.
 type countWriter struct{ n int64 }

@@ -231,7 +231,7 @@ func aggregateBatch(r *sqlbuild.Rollup, groups []insertGroup, d Dialect) (rollup
 			}
 			t, err := timeOf(row[at[0]], d)
 			if err != nil {
-				return rollupBatch{}, err
+				return rollupBatch{}, lakegate.Errorf(lakegate.KindValidation, "column %q: %v", r.TimeColumn, err)
 			}
 			start := sqlbuild.BucketStart(r.Resolution, t)
 			key = strconv.AppendInt(key[:0], start.Unix(), 36)
