@@ -34,9 +34,9 @@ export function onUnauthorized(fn) {
  * A 401 also calls the onUnauthorized handler, unless quiet401 is set
  * (the sign-in form reports it itself).
  */
-export async function api(method, path, body, { quiet401 = false } = {}) {
+export async function api(method, path, body, { quiet401 = false, signal } = {}) {
   const headers = { Accept: "application/json", Authorization: `Bearer ${token.get() ?? ""}` };
-  const init = { method, headers, cache: "no-store", credentials: "omit" };
+  const init = { method, headers, cache: "no-store", credentials: "omit", signal };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -44,7 +44,8 @@ export async function api(method, path, body, { quiet401 = false } = {}) {
   let res;
   try {
     res = await fetch(path, init);
-  } catch {
+  } catch (err) {
+    if (signal?.aborted) throw new ApiError(0, { kind: "aborted", message: "stopped" });
     throw new ApiError(0, { kind: "network", message: "the server did not answer", hint: "check that it runs and that this page can reach it" });
   }
   const text = await readBounded(res);

@@ -18,6 +18,12 @@ const nextButton = $("next-page");
 const csvButton = $("download-csv");
 const resultTable = $("result-table");
 const status = $("result-status");
+const followFilters = $("follow-filters");
+const followStart = $("follow-start");
+const followStop = $("follow-stop");
+const followError = $("follow-error");
+const followStatus = $("follow-status");
+const followTable = $("follow-table");
 
 const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
 const numericType = /int|numeric|decimal|real|double|float|serial|money/i;
@@ -37,7 +43,9 @@ export function start(c) {
 }
 
 export function stop() {
-  // Nothing refreshes here; an answer in flight still fills the page.
+  // Nothing refreshes here; an answer in flight still fills the page. A
+  // follow stops: it would hold a request open for nothing.
+  stopFollowing();
 }
 
 export function reset() {
@@ -54,6 +62,12 @@ export function reset() {
   maxRows.value = "100";
   clearResult();
   showError(null);
+  stopFollowing();
+  followFilters.value = "";
+  followStatus.textContent = "";
+  followTable.tHead.replaceChildren();
+  followTable.tBodies[0].replaceChildren();
+  showError(null, followError);
 }
 
 async function loadDatabases() {
@@ -250,15 +264,99 @@ function cell(value, numeric) {
   return el("td", { className: numeric ? "num" : "", title: text.length > 60 ? text : undefined }, text);
 }
 
-/** showError fills #sql-error from an error body or ApiError; null hides it. */
-function showError(err) {
-  const box = $("sql-error");
+/** showError fills box (#sql-error) from an error body or ApiError; null hides it. */
+function showError(err, box = $("sql-error")) {
   box.hidden = !err;
   if (!err) return;
   const retry = err.retryAfter || err.retry_after;
   box.querySelector(".error-kind").textContent = err.kind ?? "error";
   box.querySelector(".error-message").textContent = `${err.message}${retry ? ` Retry in ${Math.ceil(retry)} s.` : ""}`;
   show(box.querySelector(".error-hint"), err.hint ?? "");
+}
+
+// Following a table: POST /rest/tail answers its newest rows and a
+// cursor, then, asked again with the cursor, waits (up to followWait) for
+// rows after it. Rows show newest first; the oldest go past followKeep.
+const followWait = 25;
+const followKeep = 200;
+let following = null; // {controller} of the follow running
+
+async function follow() {
+  const database = dbSelect.value;
+  const table = chosenTable;
+  if (!table) {
+    showError({ kind: "validation_error", message: "no table is chosen", hint: "choose one in the list of tables" }, followError);
+    return;
+  }
+  let filters = [];
+  const text = followFilters.value.trim();
+  if (text) {
+    try {
+      filters = JSON.parse(text);
+    } catch (err) {
+      showError({ kind: "validation_error", message: `the filters are not JSON: ${err.message}`, hint: 'write e.g. [{"column": "device_id", "op": "=", "value": 7}]' }, followError);
+      return;
+    }
+    if (!Array.isArray(filters)) filters = [filters];
+  }
+  stopFollowing();
+  showError(null, followError);
+  const run = { controller: new AbortController() };
+  following = run;
+  followStart.disabled = true;
+  followStop.disabled = false;
+  followTable.tHead.replaceChildren();
+  followTable.tBodies[0].replaceChildren();
+  let cursor = "";
+  let columns = null;
+  let shown = 0;
+  followStatus.textContent = `Following ${table}…`;
+  while (following === run) {
+    try {
+      const body = { database, table, filters, wait_s: cursor ? followWait : 0 };
+      if (cursor) body.cursor = cursor;
+      const res = await api("POST", "/rest/tail", body, { signal: run.controller.signal });
+      if (following !== run) return;
+      if (!columns) {
+        columns = res.columns ?? [];
+        const numeric = columns.map((c) => numericType.test(c.type ?? ""));
+        columns.numeric = numeric;
+        followTable.tHead.replaceChildren(
+          el("tr", {}, ...columns.map((c, i) => el("th", { scope: "col", title: c.type, className: numeric[i] ? "num" : "" }, c.name))));
+      }
+      const rows = res.rows ?? [];
+      const tbody = followTable.tBodies[0];
+      for (const old of tbody.querySelectorAll("tr.fresh")) old.classList.remove("fresh");
+      // Rows come oldest first: each goes on top.
+      for (const row of rows) {
+        const tr = el("tr", { className: cursor ? "fresh" : "" }, ...row.map((v, i) => cell(v, columns.numeric[i])));
+        tbody.prepend(tr);
+      }
+      while (tbody.rows.length > followKeep) tbody.lastElementChild.remove();
+      shown += cursor ? rows.length : 0;
+      cursor = res.next_cursor || cursor;
+      followStatus.textContent = `Following ${table} · ${num(shown)} new rows · last look ${new Date().toLocaleTimeString()}`;
+    } catch (err) {
+      if (following !== run) return;
+      if (err.retryAfter) {
+        followStatus.textContent = `Following ${table} · waiting ${Math.ceil(err.retryAfter)} s as the server asks`;
+        await new Promise((r) => setTimeout(r, err.retryAfter * 1000));
+        continue;
+      }
+      showError(err, followError);
+      stopFollowing();
+      followStatus.textContent = `Stopped following ${table}.`;
+    }
+  }
+}
+
+function stopFollowing() {
+  if (!following) return;
+  following.controller.abort();
+  following = null;
+  followStart.disabled = false;
+  followStop.disabled = true;
+  if (followStatus.textContent.startsWith("Following")) followStatus.textContent = "Stopped.";
 }
 
 async function downloadCSV() {
@@ -291,6 +389,8 @@ tablesList.addEventListener("click", (event) => {
   if (button) loadDetail(button.dataset.table);
 });
 runButton.addEventListener("click", run);
+followStart.addEventListener("click", follow);
+followStop.addEventListener("click", stopFollowing);
 nextButton.addEventListener("click", nextPage);
 csvButton.addEventListener("click", downloadCSV);
 sqlText.addEventListener("keydown", (event) => {
