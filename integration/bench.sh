@@ -57,12 +57,17 @@ VACUUM ANALYZE year_readings;
 SQL
 fi
 psql "$bench_url" -q -v ON_ERROR_STOP=1 -c "DROP TABLE IF EXISTS ingest_readings, lakegate_rollup_ingest_readings_1m, lakegate_rollup_ingest_readings_1h" \
-  -c "CREATE TABLE ingest_readings (ts timestamptz NOT NULL, device_id int NOT NULL, temperature float8, humidity float8, PRIMARY KEY (device_id, ts))"
+  -c "CREATE TABLE ingest_readings (ts timestamptz NOT NULL, device_id int NOT NULL, temperature float8, humidity float8, PRIMARY KEY (device_id, ts))" \
+  -c "DROP TABLE IF EXISTS ingest_w0, ingest_w1, ingest_w2, ingest_w3" \
+  -c "CREATE TABLE ingest_w0 (LIKE ingest_readings INCLUDING ALL)" -c "CREATE TABLE ingest_w1 (LIKE ingest_readings INCLUDING ALL)" \
+  -c "CREATE TABLE ingest_w2 (LIKE ingest_readings INCLUDING ALL)" -c "CREATE TABLE ingest_w3 (LIKE ingest_readings INCLUDING ALL)"
 psql "$bench_url" -q -v ON_ERROR_STOP=1 -f "$here/testdata/roles.sql" >/dev/null
 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^$' -bench 'RollupYear' -benchtime 3x -timeout 30m ./query/ | tee "$out/rollup.txt" | grep -E '^Benchmark'
-LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^$' -bench 'IngestRollups' -benchtime 3s ./query/ | tee -a "$out/rollup.txt" | grep -E '^Benchmark'
+LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^$' -bench 'IngestRollups|IngestConcurrent' -benchtime 3s ./query/ | tee -a "$out/rollup.txt" | grep -E '^Benchmark'
 awk '/^BenchmarkRollupYear\/rollup-/ { r = $3 } /^BenchmarkRollupYear\/rows-/ { w = $3 } /^BenchmarkIngestRollups\/plain-/ { p = $5 } /^BenchmarkIngestRollups\/rollups-/ { q = $5 }
-  END { if (w > 0 && p > 0) printf "a year from the rollups: %.1f ms, %.4fx the rows (%.0f ms); ingest with rollups %.2fx the rows/s without\n", r / 1e6, r / w, w / 1e6, q / p }' "$out/rollup.txt"
+  /^BenchmarkIngestConcurrent\/one-table-/ { o = $5 } /^BenchmarkIngestConcurrent\/four-tables-/ { f = $5 }
+  END { if (w > 0 && p > 0) printf "a year from the rollups: %.1f ms, %.4fx the rows (%.0f ms); ingest with rollups %.2fx the rows/s without\n", r / 1e6, r / w, w / 1e6, q / p
+        if (f > 0) printf "four writers into one table (one batch at a time) %.2fx four tables\n", o / f }' "$out/rollup.txt"
 
 echo "== psql \\copy (SELECT * FROM readings) to /dev/null csv, best of 3"
 best=""

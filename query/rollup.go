@@ -321,7 +321,20 @@ func writeRollups(ctx context.Context, d Dialect, tx rollupTx, batches []rollupB
 	}
 	var stmts []sqlbuild.Statement
 	for _, b := range batches {
-		if !exist[b.r] {
+		if !exist[b.r] || len(b.rows) == 0 {
+			continue
+		}
+		if d == Postgres {
+			// One array per column.
+			cols := make([]any, b.r.RowArgs())
+			for j := range cols {
+				col := make([]any, len(b.rows))
+				for i, row := range b.rows {
+					col[i] = row[j]
+				}
+				cols[j] = col
+			}
+			stmts = append(stmts, sqlbuild.Statement{Text: b.r.Upsert(d, len(b.rows)), Args: cols})
 			continue
 		}
 		per := max(1, maxUpsertArgs/b.r.RowArgs())

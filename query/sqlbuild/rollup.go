@@ -229,51 +229,49 @@ func (r *Rollup) RowArgs() int { return len(r.Table.Columns) }
 // Upsert is the statement that adds n rows of partial aggregates (in
 // column order: bucket, keys, row count, then each value's count, sum,
 // min and max) to the rollup, merging each into the row of its bucket and
-// keys when there is one.
+// keys when there is one. In SQLite its arguments are the rows' values,
+// row after row. In PostgreSQL they are one array per column, whatever n:
+// one short statement, planned once.
 func (r *Rollup) Upsert(d Dialect, n int) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO " + tableRef(d, r.Table) + ` AS "lakegate_r" (` + r.columnList() + ") VALUES ")
-	arg := 0
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(")
-		for j := range r.Table.Columns {
+	b.WriteString("INSERT INTO " + tableRef(d, r.Table) + ` AS "lakegate_r" (` + r.columnList() + ") ")
+	if d == Postgres {
+		b.WriteString("SELECT * FROM unnest(")
+		for j, c := range r.Table.Columns {
 			if j > 0 {
 				b.WriteString(", ")
 			}
-			arg++
-			if d == Postgres {
-				b.WriteString("$" + strconv.Itoa(arg))
-			} else {
-				b.WriteString("?")
-			}
+			b.WriteString("CAST($" + strconv.Itoa(j+1) + " AS " + c.Type.Name + "[])")
 		}
 		b.WriteString(")")
+	} else {
+		b.WriteString("VALUES ")
+		row := "(" + strings.Repeat("?, ", len(r.Table.Columns)-1) + "?)"
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(row)
+		}
 	}
 	b.WriteString(" ON CONFLICT (" + strings.Join(r.uniqueCols(), ", ") + ") DO UPDATE SET ")
-	set := func(col, expr string) {
-		if !strings.HasSuffix(b.String(), "SET ") {
-			b.WriteString(", ")
-		}
-		b.WriteString(QuoteIdent(col) + " = " + expr)
-	}
 	old := func(col string) string { return `"lakegate_r".` + QuoteIdent(col) }
 	add := func(col string) string { return `excluded.` + QuoteIdent(col) }
-	set(RollupRows, old(RollupRows)+" + "+add(RollupRows))
+	sets := []string{QuoteIdent(RollupRows) + " = " + old(RollupRows) + " + " + add(RollupRows)}
 	least, greatest := "least", "greatest"
 	if d == SQLite {
 		least, greatest = "min", "max"
 	}
 	for _, v := range r.Values {
 		c, s, lo, hi := RollupPart(v, "count"), RollupPart(v, "sum"), RollupPart(v, "min"), RollupPart(v, "max")
-		set(c, old(c)+" + "+add(c))
-		set(s, "coalesce("+old(s)+" + "+add(s)+", "+old(s)+", "+add(s)+")")
-		// Both dialects' two-argument min and max, NULL-safe.
-		set(lo, least+"(coalesce("+old(lo)+", "+add(lo)+"), coalesce("+add(lo)+", "+old(lo)+"))")
-		set(hi, greatest+"(coalesce("+old(hi)+", "+add(hi)+"), coalesce("+add(hi)+", "+old(hi)+"))")
+		sets = append(sets,
+			QuoteIdent(c)+" = "+old(c)+" + "+add(c),
+			QuoteIdent(s)+" = coalesce("+old(s)+" + "+add(s)+", "+old(s)+", "+add(s)+")",
+			// Both dialects' two-argument min and max, NULL-safe.
+			QuoteIdent(lo)+" = "+least+"(coalesce("+old(lo)+", "+add(lo)+"), coalesce("+add(lo)+", "+old(lo)+"))",
+			QuoteIdent(hi)+" = "+greatest+"(coalesce("+old(hi)+", "+add(hi)+"), coalesce("+add(hi)+", "+old(hi)+"))")
 	}
+	b.WriteString(strings.Join(sets, ", "))
 	return b.String()
 }
 
