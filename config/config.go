@@ -32,6 +32,7 @@ const (
 	DefaultJobTimeout       = time.Hour
 	DefaultJobAfter         = 5 * time.Second
 	DefaultTailRecheck      = time.Second
+	DefaultResultCacheBytes = 64 << 20
 	DefaultJobsPerSubject   = 4
 	DefaultRowLimit         = 100
 	DefaultMaxRowLimit      = 10_000_000
@@ -319,6 +320,13 @@ type Config struct {
 	// is looked at, for rows other programs than lakegate write; 0 turns
 	// it off (lakegate's own ingest still wakes tails at once).
 	TailRecheck Duration `json:"tail_recheck" help:"how often a table a tail waits on is looked at for rows others write (0: never)"`
+	// ResultCacheTTL turns the result cache on: a read repeated within it,
+	// by a caller with the same access, is answered from memory, up to
+	// ResultCacheBytes in all. lakegate's ingest into a database empties
+	// its entries on every replica; rows other programs write show once
+	// the TTL has passed.
+	ResultCacheTTL   Duration `json:"result_cache_ttl" help:"answer a read repeated within this from memory (0: off)"`
+	ResultCacheBytes int64    `json:"result_cache_bytes" help:"memory the result cache may hold (a quarter of it per subject; a result over 1 MiB is not kept)"`
 	// MaxJobsPerSubject bounds the jobs one subject has running at once.
 	MaxJobsPerSubject int `json:"max_jobs_per_subject" help:"jobs one subject may have running at once"`
 	DefaultRowLimit   int `json:"default_row_limit" help:"rows returned when a request names no limit"`
@@ -399,6 +407,7 @@ func Default() Config {
 		JobTimeout:               Duration(DefaultJobTimeout),
 		MCPJobAfter:              Duration(DefaultJobAfter),
 		TailRecheck:              Duration(DefaultTailRecheck),
+		ResultCacheBytes:         DefaultResultCacheBytes,
 		MaxJobsPerSubject:        DefaultJobsPerSubject,
 		MaxStandbyLag:            Duration(10 * time.Second),
 		DefaultRowLimit:          DefaultRowLimit,

@@ -17,6 +17,9 @@ import (
 // a rule may use every database and table.
 type grant struct {
 	db string
+	// subject is the caller's, whose share of the result cache its
+	// reads take.
+	subject string
 	// who names the caller's roles that have rules, for messages.
 	who string
 	// tables are the request names of the tables and views the caller may
@@ -38,7 +41,7 @@ type grant struct {
 // there. Every entry point of the engine calls it first.
 func (e *Engine) grantFor(c lakegate.Caller, db string) (*grant, error) {
 	roles := e.ruledRoles(c)
-	g := &grant{db: db, serverInfo: e.opts.ServerInfoFunctions, pgRole: e.opts.QueryRole}
+	g := &grant{db: db, subject: c.Subject, serverInfo: e.opts.ServerInfoFunctions, pgRole: e.opts.QueryRole}
 	g.allowFunc = validate.AllowFunctions(e.opts.AllowedFunctions)
 	switch g.serverInfo {
 	case config.ServerInfoAll:

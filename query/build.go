@@ -59,6 +59,7 @@ func (e *Engine) PrepareQuery(ctx context.Context, c lakegate.Caller, r Request)
 	if err != nil {
 		return nil, err
 	}
+	s.Fresh = r.Fresh
 	if b.Keys == nil {
 		s.paging = pagingNoKey
 	}
@@ -101,7 +102,7 @@ func normKeys(keys []any) []any {
 // row cap), pages by keyset, and lists its gaps (Result.Series).
 func (e *Engine) PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r TimeSeriesRequest) (*Stmt, error) {
 	page := r
-	page.Limit, page.Cursor = 0, ""
+	page.Limit, page.Cursor, page.Fresh = 0, "", false
 	p, err := e.prepare(ctx, c, r.Database, r.Table, r.Limit, r.Cursor, requestHash("time series", page))
 	if err != nil {
 		return nil, err
@@ -125,6 +126,7 @@ func (e *Engine) PrepareTimeSeries(ctx context.Context, c lakegate.Caller, r Tim
 		return nil, err
 	}
 	s.series = b.Series
+	s.Fresh = r.Fresh
 	s.from, _ = sqlbuild.ParseTime(r.Start)
 	s.to, _ = sqlbuild.ParseTime(r.End)
 	s.from, s.to = s.from.UTC(), s.to.UTC()
@@ -146,6 +148,7 @@ func (e *Engine) dataRange(ctx context.Context, g *grant, src source, cat grante
 	if err != nil {
 		return err
 	}
+	s.Fresh = r.Fresh
 	_, rows, err := Collect(ctx, s, 1<<16)
 	if err != nil {
 		return err
@@ -261,7 +264,7 @@ func (e *Engine) builtStmt(g *grant, src source, db string, b *sqlbuild.Statemen
 // names the request for its cursors.
 func (e *Engine) requestStart(r Request) (start pageStart, hash string, err error) {
 	page := r
-	page.Limit, page.Offset, page.Cursor = 0, 0, ""
+	page.Limit, page.Offset, page.Cursor, page.Fresh = 0, 0, "", false
 	hash = requestHash("query", page)
 	if r.Offset < 0 || r.Offset > maxOffset {
 		return pageStart{}, "", &lakegate.Error{Kind: lakegate.KindValidation, Message: fmt.Sprintf("offset must be 0 to %d", maxOffset)}

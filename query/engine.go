@@ -108,6 +108,8 @@ type Engine struct {
 	// rollups what is known of them (rollup.go).
 	rollupConfigs map[string][]config.Rollup
 	rollups       rollupState
+	// cache is the result cache; nil: off (cache.go).
+	cache *resultCache
 
 	closeOnce sync.Once
 	released  chan struct{} // closed once Close has released every source
@@ -176,6 +178,8 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 		return nil, lakegate.Errorf(lakegate.KindValidation, "server_info_functions %q: want %s, %s or %s", e.opts.ServerInfoFunctions,
 			config.ServerInfoAdmin, config.ServerInfoAll, config.ServerInfoNone)
 	}
+	e.cache = newResultCache(e.opts.ResultCacheTTL, e.opts.ResultCacheBytes)
+	e.tails.onRows = e.cache.forget
 	e.log = e.opts.Logger
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -207,6 +211,12 @@ func Open(ctx context.Context, dbs []config.Database, opts *Options) (*Engine, e
 	if err := errors.Join(errs...); err != nil {
 		e.abandon(ctx)
 		return nil, err
+	}
+	if e.cache != nil {
+		// Other replicas' ingests empty this one's entries too.
+		for _, db := range e.names {
+			e.tails.listenTo(e, db)
+		}
 	}
 	return e, nil
 }

@@ -21,6 +21,12 @@ var yearRollups = []config.Rollup{{Table: "year_readings", TimeColumn: "ts", Key
 // rollups.
 func benchEngineWith(tb testing.TB, rollups []config.Rollup) *Engine {
 	tb.Helper()
+	return benchEngineOpts(tb, rollups, Options{})
+}
+
+// benchEngineOpts is benchEngineWith with options o besides.
+func benchEngineOpts(tb testing.TB, rollups []config.Rollup, o Options) *Engine {
+	tb.Helper()
 	raw := os.Getenv(benchEnv)
 	if raw == "" {
 		tb.Skipf("set %s to a database holding the iot data set (make bench does)", benchEnv)
@@ -30,8 +36,8 @@ func benchEngineWith(tb testing.TB, rollups []config.Rollup) *Engine {
 		tb.Fatal(err)
 	}
 	u.User = neturl.User("lakegate")
-	e, err := Open(tb.Context(), []config.Database{{Name: "iot", URL: u.String(), Rollups: rollups}},
-		&Options{StatementTimeout: 5 * time.Minute, QueryRole: "lakegate_reader"})
+	o.StatementTimeout, o.QueryRole = 5*time.Minute, "lakegate_reader"
+	e, err := Open(tb.Context(), []config.Database{{Name: "iot", URL: u.String(), Rollups: rollups}}, &o)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -160,6 +166,31 @@ func BenchmarkIngestConcurrent(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// BenchmarkResultCache is the same time series over the 1M readings (the
+// whole range in 200 points of min, avg and max temperature) answered
+// from the result cache and read again (fresh).
+func BenchmarkResultCache(b *testing.B) {
+	e := benchEngineOpts(b, nil, Options{ResultCacheTTL: time.Hour, ResultCacheBytes: 64 << 20})
+	r := TimeSeriesRequest{Database: "iot", Table: "readings", TimeColumn: "ts", MaxPoints: 200,
+		Values: []string{"temperature"}, Limit: 10000}
+	for _, tc := range []struct {
+		name  string
+		fresh bool
+	}{{"cached", false}, {"fresh", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := r
+			r.Fresh = tc.fresh
+			collectTimeSeries(b, e, lakegate.Caller{Subject: "bench"}, r) // kept
+			for b.Loop() {
+				res, _ := collectTimeSeries(b, e, lakegate.Caller{Subject: "bench"}, r)
+				if res.Cache == nil || res.Cache.Hit == tc.fresh || res.RowCount == 0 {
+					b.Fatalf("%+v", res.Cache)
+				}
+			}
 		})
 	}
 }

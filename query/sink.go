@@ -46,6 +46,9 @@ type Result struct {
 	LagS float64   `json:"lag_s"`
 	// Series, for a time series, is its bucket width, range and gaps.
 	Series *SeriesInfo `json:"series,omitempty"`
+	// Cache, with the result cache on, says whether the rows came from
+	// it and how old they are.
+	Cache *CacheInfo `json:"cache,omitempty"`
 }
 
 // Collect runs s and returns its rows as Go values (see [Buffer.Values]),

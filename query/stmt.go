@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"slices"
+
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query/sqlbuild"
 	"github.com/lakegate/lakegate/query/validate"
@@ -41,6 +43,9 @@ type Stmt struct {
 	// Limit is the row cap: Run reads at most Limit rows and marks the
 	// result truncated when there were more.
 	Limit int
+	// Fresh runs the statement even when the result cache holds its
+	// answer (and keeps the new one).
+	Fresh bool
 
 	// timeout is the statement timeout.
 	timeout time.Duration
@@ -140,6 +145,7 @@ func (e *Engine) PrepareSQL(ctx context.Context, c lakegate.Caller, r SQLRequest
 	if !validate.HasOrderBy(text) {
 		s.paging = pagingUnordered
 	}
+	s.Fresh = r.Fresh
 	return s, nil
 }
 
@@ -163,13 +169,45 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 		t.series = newSeriesGaps(s.series, s.from, s.to, s.start)
 	}
 	defer func() { endSpan(span, res, t.bytes, err) }()
-	err = s.e.retry(ctx, s, func(ctx context.Context) (bool, error) {
-		var err error
-		res, err = s.src.run(ctx, s, t)
-		return t.started, err
-	})
-	if err != nil {
-		return nil, s.suggest(ctx, err)
+	cache := s.e.cache
+	if s.tail {
+		cache = nil // a tail is about what is new
+	}
+	var key [32]byte
+	if cache != nil {
+		key = s.cacheKey()
+		if ent := cache.get(key, start); ent != nil && !s.Fresh {
+			if res, err = ent.replay(t); err != nil {
+				return nil, err
+			}
+			res.Cache = &CacheInfo{Hit: true, AgeMS: start.Sub(ent.at).Milliseconds()}
+		}
+	}
+	if res == nil {
+		var rec *recordSink
+		err = s.e.retry(ctx, s, func(ctx context.Context) (bool, error) {
+			var err error
+			if cache == nil {
+				res, err = s.src.run(ctx, s, t)
+				return t.started, err
+			}
+			rec = &recordSink{Sink: t}
+			res, err = s.src.run(ctx, s, rec)
+			return t.started, err
+		})
+		if err != nil {
+			return nil, s.suggest(ctx, err)
+		}
+		if rec != nil {
+			res.Cache = &CacheInfo{}
+			if !rec.off {
+				ent := &cacheEntry{key: key, subject: s.g.subject, db: s.Database, at: start, cols: rec.cols, rows: rec.rows, res: *res,
+					size: rec.size + 512}
+				ent.res.Columns = slices.Clone(res.Columns)
+				ent.res.Cache = nil
+				cache.put(ent)
+			}
+		}
 	}
 	res.SQL = s.SQL
 	res.Columns = res.Columns[:len(res.Columns)-s.hidden]

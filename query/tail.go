@@ -157,9 +157,12 @@ type tailHub struct {
 	mu        sync.Mutex
 	watches   map[tailKey]*tailWatch
 	listening map[string]bool // databases whose NOTIFY a connection listens to
+	heard     map[string]bool // databases whose listener is connected now
 	// signals counts, by database and source, the signals that rows may
 	// have arrived.
 	signals map[[2]string]uint64
+	// onRows, when set, hears of each signal first (the result cache).
+	onRows func(db string)
 }
 
 // The sources of a wake: this process's ingest, another replica's (a
@@ -175,6 +178,9 @@ type TailStat struct {
 	Database string
 	// Waiters are the tails (and watch subscriptions) waiting now.
 	Waiters int
+	// Listening says that other replicas' ingests are heard now (a
+	// PostgreSQL connection listens).
+	Listening bool
 	// Signals counts the signals that rows arrived, by source: ingest,
 	// notify, recheck.
 	Signals map[string]uint64
@@ -188,7 +194,7 @@ func (e *Engine) TailStats() []TailStat {
 	defer h.mu.Unlock()
 	out := make([]TailStat, len(e.names))
 	for i, db := range e.names {
-		out[i] = TailStat{Database: db, Signals: map[string]uint64{}}
+		out[i] = TailStat{Database: db, Signals: map[string]uint64{}, Listening: h.heard[db]}
 		for _, src := range []string{wakeIngest, wakeNotify, wakeRecheck} {
 			out[i].Signals[src] = h.signals[[2]string{db, src}]
 		}
@@ -217,6 +223,9 @@ func (h *tailHub) wake(db, table, source string) {
 		h.signals = map[[2]string]uint64{}
 	}
 	h.signals[[2]string{db, source}]++
+	if h.onRows != nil && source != wakeRecheck {
+		h.onRows(db)
+	}
 	if w := h.watches[tailKey{db, table}]; w != nil {
 		close(w.woken)
 		w.woken = make(chan struct{})
@@ -227,6 +236,9 @@ func (h *tailHub) wake(db, table, source string) {
 func (h *tailHub) wakeAll(db string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.onRows != nil {
+		h.onRows(db)
+	}
 	for k, w := range h.watches {
 		if k.db == db {
 			close(w.woken)
@@ -285,18 +297,7 @@ func (h *tailHub) enter(e *Engine, key tailKey, newest func() (*Stmt, error)) (w
 			}
 		}
 	}
-	if !h.listening[key.db] {
-		if src, err := e.source(key.db); err == nil {
-			if pg, ok := src.(*pgSource); ok {
-				h.listening[key.db] = true
-				e.watchers.Add(1)
-				go func() {
-					defer e.watchers.Done()
-					h.listen(e.stopping, key.db, pg.pool, e.log)
-				}()
-			}
-		}
-	}
+	h.listenLocked(e, key.db)
 	w.waiters++
 	woken = func() <-chan struct{} {
 		h.mu.Lock()
@@ -311,6 +312,33 @@ func (h *tailHub) enter(e *Engine, key tailKey, newest func() (*Stmt, error)) (w
 				w.stop()
 			}
 			delete(h.watches, key)
+		}
+	}
+}
+
+// listenTo starts, for a PostgreSQL database, the connection that hears
+// other replicas' ingests (listen), once.
+func (h *tailHub) listenTo(e *Engine, db string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listenLocked(e, db)
+}
+
+func (h *tailHub) listenLocked(e *Engine, db string) {
+	if h.listening == nil {
+		h.listening = map[string]bool{}
+	}
+	if h.listening[db] {
+		return
+	}
+	if src, err := e.source(db); err == nil {
+		if pg, ok := src.(*pgSource); ok {
+			h.listening[db] = true
+			e.watchers.Add(1)
+			go func() {
+				defer e.watchers.Done()
+				h.listen(e.stopping, db, pg.pool, e.log)
+			}()
 		}
 	}
 }
@@ -383,16 +411,33 @@ func (h *tailHub) listenOnce(ctx context.Context, db string, pool *pgxpool.Pool,
 		return err
 	}
 	listening()
+	h.hear(db, true)
+	defer h.hear(db, false)
 	// Rows that came before the LISTEN took hold were told to no one:
 	// the waiters look again.
 	h.wakeAll(db)
+	// The wait ends with ctx by its socket's deadline: a CancelRequest
+	// (what the pool's connections do) stops nothing on an idle
+	// connection, and would hold Close for its whole grace.
+	pc := conn.Conn().PgConn()
+	stop := context.AfterFunc(ctx, func() { _ = pc.Conn().SetDeadline(time.Now()) })
+	defer stop()
 	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
+		n, err := conn.Conn().WaitForNotification(context.WithoutCancel(ctx))
 		if err != nil {
 			return err
 		}
 		h.wake(db, n.Payload, wakeNotify)
 	}
+}
+
+func (h *tailHub) hear(db string, on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.heard == nil {
+		h.heard = map[string]bool{}
+	}
+	h.heard[db] = on
 }
 
 // countRows runs s (a statement of at most one row) and counts its rows.

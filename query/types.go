@@ -63,6 +63,8 @@ type SQLRequest struct {
 	// Cursor continues a truncated result: its NextCursor, with the same
 	// database, SQL and params.
 	Cursor string `json:"cursor,omitempty"`
+	// Fresh reads the rows now even when the result cache holds them.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // ResultColumn names and types one column of a result.
@@ -127,6 +129,11 @@ type Options struct {
 	// is looked at, for rows other programs write (default 1s; negative:
 	// never, only lakegate's ingest wakes tails).
 	TailRecheck time.Duration
+	// ResultCacheTTL and ResultCacheBytes turn the result cache on: reads
+	// repeated within the TTL are answered from at most that many bytes
+	// of memory (a quarter of it per subject). Zero: off.
+	ResultCacheTTL   time.Duration
+	ResultCacheBytes int64
 	// CursorKey signs the cursors of truncated results; nil: a random key,
 	// so that cursors end with the engine. Servers that share cursors
 	// (replicas, restarts) give the same key.
@@ -183,6 +190,8 @@ func OptionsFrom(cfg config.Config) Options {
 		ServerInfoFunctions: cfg.ServerInfoFunctions,
 		AllowedFunctions:    cfg.AllowedFunctions,
 		TailRecheck:         tailRecheck(time.Duration(cfg.TailRecheck)),
+		ResultCacheTTL:      time.Duration(cfg.ResultCacheTTL),
+		ResultCacheBytes:    cfg.ResultCacheBytes,
 	}
 }
 

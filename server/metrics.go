@@ -176,13 +176,19 @@ var (
 	descTailSignals    = prometheus.NewDesc("lakegate_tail_signals_total", "Signals that rows arrived, by database and source (ingest: this replica's; notify: another's; recheck: another program's).", []string{"database", "source"}, nil)
 	descSubscriptions  = prometheus.NewDesc("lakegate_mcp_subscriptions_open", "Watch resources followed for MCP clients.", nil, nil)
 	descNotifications  = prometheus.NewDesc("lakegate_mcp_resource_notifications_total", "notifications/resources/updated sent.", nil, nil)
+	descCacheHits      = prometheus.NewDesc("lakegate_cache_hits_total", "Reads answered from the result cache.", nil, nil)
+	descCacheMisses    = prometheus.NewDesc("lakegate_cache_misses_total", "Reads the result cache did not hold (run, and kept when they fit).", nil, nil)
+	descCacheEvictions = prometheus.NewDesc("lakegate_cache_evictions_total", "Result cache entries dropped to make room.", nil, nil)
+	descCacheBytes     = prometheus.NewDesc("lakegate_cache_bytes", "Bytes the result cache holds, and its bound (max).", []string{"kind"}, nil)
+	descCacheEntries   = prometheus.NewDesc("lakegate_cache_entries", "Results the result cache holds.", nil, nil)
 )
 
 func (sc stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMCPEnabled, descSessions, descWorkersMax, descWorkersInUse, descWorkersWaiting,
 		descDBConns, descDBAcquires, descDBEmpty, descDBWait, descBreaker, descStandby, descStandbyLag, descStandbyReads,
 		descBlockTransfers, descBlocks, descBlockBytes, descBlocksStored, descBlockBytesNow,
-		descTailWaiters, descTailSignals, descSubscriptions, descNotifications} {
+		descTailWaiters, descTailSignals, descSubscriptions, descNotifications,
+		descCacheHits, descCacheMisses, descCacheEvictions, descCacheBytes, descCacheEntries} {
 		ch <- d
 	}
 }
@@ -231,6 +237,13 @@ func (sc stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descStandbyLag, sb.Lag.Seconds(), sb.Database, sb.Standby)
 		counter(descStandbyReads, float64(sb.Reads), sb.Database, sb.Standby)
 	}
+	cs := sc.s.engine.CacheStats()
+	counter(descCacheHits, float64(cs.Hits))
+	counter(descCacheMisses, float64(cs.Misses))
+	counter(descCacheEvictions, float64(cs.Evictions))
+	gauge(descCacheBytes, float64(cs.Bytes), "held")
+	gauge(descCacheBytes, float64(cs.MaxBytes), "max")
+	gauge(descCacheEntries, float64(cs.Entries))
 	gauge(descSubscriptions, float64(st.Subscriptions.Open))
 	counter(descNotifications, float64(st.Subscriptions.Notifications))
 	for _, t := range sc.s.engine.TailStats() {

@@ -41,6 +41,8 @@ type Request struct {
 	// Cursor continues a truncated answer: Result.NextCursor of the same
 	// request.
 	Cursor string `json:"cursor,omitempty"`
+	// Fresh reads the rows now even when the result cache holds them.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // Filter is one condition of a structured query: column op value, or a
@@ -130,6 +132,8 @@ type TimeSeriesRequest struct {
 	// Cursor continues a truncated result: its NextCursor, with the same
 	// request otherwise.
 	Cursor string `json:"cursor,omitempty"`
+	// Fresh reads the rows now even when the result cache holds them.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // Bucket is the width of a time bucket: Count (default 1) Units.

@@ -37,6 +37,8 @@ type resultArgs struct {
 	// MaxChars bounds the answer's text below the server's
 	// mcp_answer_chars; absent: that setting.
 	MaxChars *int `json:"max_chars"`
+	// Fresh reads the rows now even when the result cache holds them.
+	Fresh bool `json:"fresh"`
 }
 
 // minAnswerChars is the least max_chars a call may ask for: a header, a
@@ -126,6 +128,9 @@ type ResultMeta struct {
 	Profile []query.ColumnProfile `json:"profile,omitempty"`
 	// Series, for a time series: its bucket, range and gaps.
 	Series *query.SeriesInfo `json:"series,omitempty"`
+	// Cache, with the result cache on: whether the rows came from it,
+	// and how old they are.
+	Cache *query.CacheInfo `json:"cache,omitempty"`
 }
 
 // result makes the tool result: the rows (or the preview) encoded once as
@@ -141,7 +146,7 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 	a.Rows = nil // the cells become text here: let them go before the SDK copies the reply
 	inline := a.transfer == nil
 	meta := ResultMeta{Columns: a.Columns, RowCount: a.RowCount, Truncated: a.Truncated, NextCursor: a.NextCursor,
-		Hint: a.Hint, SQL: a.SQL, ElapsedMS: a.ElapsedMS, AsOf: a.AsOf, LagS: a.LagS, Mode: ModeInline, Series: a.Series}
+		Hint: a.Hint, SQL: a.SQL, ElapsedMS: a.ElapsedMS, AsOf: a.AsOf, LagS: a.LagS, Mode: ModeInline, Series: a.Series, Cache: a.Cache}
 	// The footer's room: as long as it can be (every row shown, the
 	// longest cursor), so that the rows shown leave room for it.
 	room := len(a.footer(held.Len(), meta, cellBytes, held.Cut()))
@@ -338,10 +343,14 @@ func profileText(cols []query.ColumnProfile, max int) string {
 // staleNote says, for rows read from a standby more than a second behind,
 // how old they are; else nothing.
 func staleNote(meta ResultMeta) string {
-	if meta.LagS <= 1 {
-		return ""
+	note := ""
+	if c := meta.Cache; c != nil && c.Hit {
+		note = fmt.Sprintf("# from the result cache, read %.1f s ago (ask again with fresh: true to read now)\n", float64(c.AgeMS)/1000)
 	}
-	return fmt.Sprintf("# as of %s: read from a standby %.0f s behind the primary\n", meta.AsOf.Format(time.RFC3339), meta.LagS)
+	if meta.LagS <= 1 {
+		return note
+	}
+	return note + fmt.Sprintf("# as of %s: read from a standby %.0f s behind the primary\n", meta.AsOf.Format(time.RFC3339), meta.LagS)
 }
 
 func truncNote(t bool) string {
