@@ -203,6 +203,23 @@ func (g *grant) deniedHint(d Dialect, t validate.TableRef) string {
 	return g.tablesHint()
 }
 
+// checkKey names what check's answer for sqlText depends on, for the
+// cache of accepted statements: the database (its dialect), the
+// server-information policy's answer for this caller, its table list
+// and the text.
+func (g *grant) checkKey(sqlText string) string {
+	tables := "*"
+	if g.tables != nil {
+		names := make([]string, 0, len(g.tables))
+		for t := range g.tables {
+			names = append(names, t)
+		}
+		sort.Strings(names)
+		tables = strings.Join(names, "\x01")
+	}
+	return fmt.Sprintf("sql\x00%s\x00%t\x00%s\x00%s", g.db, g.infoOK, tables, sqlText)
+}
+
 // check validates caller-written SQL (validate.Check). With a table list,
 // only its tables may be read: another table is forbidden, and a
 // statement whose tables the validator cannot list is refused.

@@ -48,6 +48,27 @@ func BenchmarkBuildAndValidate(b *testing.B) {
 	}
 }
 
+// BenchmarkPrepareSQL is the preparation of a point query as run_sql
+// sends it: grant, validation, row cap.
+func BenchmarkPrepareSQL(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "demo.db")
+	if err := CreateDemo(b.Context(), path); err != nil {
+		b.Fatal(err)
+	}
+	e, err := Open(b.Context(), []config.Database{{Name: "lite", URL: "sqlite:" + path}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = e.Close(context.Background()) }()
+	r := SQLRequest{Database: "lite", SQL: "SELECT id, device_id, ts, temperature FROM readings WHERE id = $1", Params: []any{4242.0}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.PrepareSQL(b.Context(), lakegate.Caller{}, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkValidate(b *testing.B) {
 	sql := "SELECT device_id, count(*) AS n, avg(temperature) FROM readings WHERE ts >= $1 AND status IN ('ok', 'warn') GROUP BY device_id ORDER BY n DESC LIMIT 20"
 	b.ReportAllocs()

@@ -110,6 +110,8 @@ type Engine struct {
 	rollups       rollupState
 	// cache is the result cache; nil: off (cache.go).
 	cache *resultCache
+	// checked remembers the statements the validator accepted (checked.go).
+	checked checkedCache
 
 	closeOnce sync.Once
 	released  chan struct{} // closed once Close has released every source

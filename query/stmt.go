@@ -126,10 +126,11 @@ func (e *Engine) PrepareSQL(ctx context.Context, c lakegate.Caller, r SQLRequest
 	// connection, one statement only and the statement timeout. With a
 	// table list (access rules), only its tables may be read and such
 	// statements are refused.
-	if !e.acceptAll {
+	if key := g.checkKey(r.SQL); !e.acceptAll && !e.checked.seen(key) {
 		if err := g.check(src.dialect(), r.SQL); err != nil {
 			return nil, err
 		}
+		e.checked.add(key)
 	}
 	args, err := normParams(r.Params)
 	if err != nil {
