@@ -26,6 +26,8 @@ type tool struct {
 	handler toolHandler
 	// confirm asks the person to confirm each call first (elicit.go).
 	confirm bool
+	// fresh: the tool's calls never read from the result cache.
+	fresh bool
 }
 
 // A toolHandler runs one tool's calls. Its arguments are checked against
@@ -56,6 +58,9 @@ type output interface {
 type call struct {
 	lakegate.Caller
 	timeout time.Duration
+	// fresh: the call reads now, never from the result cache (the tool's
+	// cache: false).
+	fresh bool
 	args    *argsSchema
 	// inline bounds the bytes of an inline answer (at most
 	// mcp_block_threshold; less on a session slow to read its replies).

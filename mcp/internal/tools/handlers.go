@@ -154,7 +154,7 @@ func runQuery(ctx context.Context, ts *Set, c call, in queryIn) (output, error) 
 	}
 	st, err := ts.engine.PrepareQuery(ctx, c.Caller, query.Request{
 		Database: in.Database, Table: in.Table, Columns: in.Columns, Filters: in.Filters, Joins: in.Joins,
-		GroupBy: in.GroupBy, Having: in.Having, OrderBy: in.OrderBy, Limit: limit, Offset: in.Offset, Cursor: in.Cursor, Fresh: in.Fresh,
+		GroupBy: in.GroupBy, Having: in.Having, OrderBy: in.OrderBy, Limit: limit, Offset: in.Offset, Cursor: in.Cursor, Fresh: in.Fresh || c.fresh,
 	})
 	if err != nil {
 		return nil, err
@@ -178,7 +178,7 @@ func runSQL(ctx context.Context, ts *Set, c call, in sqlIn) (output, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := ts.engine.PrepareSQL(ctx, c.Caller, query.SQLRequest{Database: in.Database, SQL: in.SQL, Params: in.Params, Limit: limit, Cursor: in.Cursor, Fresh: in.Fresh})
+	st, err := ts.engine.PrepareSQL(ctx, c.Caller, query.SQLRequest{Database: in.Database, SQL: in.SQL, Params: in.Params, Limit: limit, Cursor: in.Cursor, Fresh: in.Fresh || c.fresh})
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,7 @@ func runTimeSeries(ctx context.Context, ts *Set, c call, in timeSeriesIn) (outpu
 	st, err := ae.PrepareTimeSeries(ctx, c.Caller, query.TimeSeriesRequest{
 		Database: in.Database, Table: in.Table, TimeColumn: in.TimeColumn, Bucket: in.Bucket, MaxPoints: in.MaxPoints, Values: in.Values,
 		Aggregates: in.Aggregates, Fill: in.Fill,
-		GroupBy: in.GroupBy, Start: in.Start, End: in.End, Filters: in.Filters, Limit: in.Limit, Cursor: in.Cursor, Fresh: in.Fresh,
+		GroupBy: in.GroupBy, Start: in.Start, End: in.End, Filters: in.Filters, Limit: in.Limit, Cursor: in.Cursor, Fresh: in.Fresh || c.fresh,
 	})
 	if err != nil {
 		return nil, err
@@ -330,6 +330,7 @@ func sqlHandler(tool *query.SQLTool) toolHandler {
 		if err != nil {
 			return nil, err
 		}
+		r.Fresh = c.fresh
 		st, err := ts.engine.PrepareSQL(ctx, c.Caller, r)
 		if err != nil {
 			return nil, err

@@ -58,6 +58,9 @@ type Spec struct {
 	// Confirm asks the person behind the client to confirm each call
 	// before it runs, where the client can ask (MCP elicitation, form).
 	Confirm bool `json:"confirm,omitempty"`
+	// Cache false has every call read now, never from the result cache
+	// (as fresh: true does for one call).
+	Cache   *bool `json:"cache,omitempty"`
 	timeout time.Duration
 	sqlTool *query.SQLTool
 	args    *argsSchema
@@ -70,7 +73,7 @@ func (t Spec) run() tool {
 	if t.sqlTool != nil {
 		h = sqlHandler(t.sqlTool)
 	}
-	return tool{name: t.Name, timeout: t.timeout, args: t.args, handler: h, confirm: t.Confirm}
+	return tool{name: t.Name, timeout: t.timeout, args: t.args, handler: h, confirm: t.Confirm, fresh: t.Cache != nil && !*t.Cache}
 }
 
 // Tool is the declared tool as clients see it in tools/list.
