@@ -61,7 +61,7 @@ type call struct {
 	// fresh: the call reads now, never from the result cache (the tool's
 	// cache: false).
 	fresh bool
-	args    *argsSchema
+	args  *argsSchema
 	// inline bounds the bytes of an inline answer (at most
 	// mcp_block_threshold; less on a session slow to read its replies).
 	inline int64
