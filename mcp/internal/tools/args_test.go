@@ -52,7 +52,7 @@ func TestArgsRefusals(t *testing.T) {
 		}
 	}
 	err := builtinArgs(t, "run_sql").decode(json.RawMessage(`{"database": "d"}`), &sqlIn{})
-	if body := lakegate.NewErrorBody(err); body.Hint != "accepted arguments: cursor, database, deliver, export, format, max_chars, max_rows, params, sql" {
+	if body := lakegate.NewErrorBody(err); body.Hint != "accepted arguments: cursor, database, deliver, export, format, fresh, max_chars, max_rows, params, sql" {
 		t.Errorf("hint: got %q", body.Hint)
 	}
 }
