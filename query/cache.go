@@ -51,6 +51,9 @@ type resultCache struct {
 	lru     list.List                  // front: the most recently used
 	bytes   int64
 	bySub   map[string]int64
+	// gens counts each database's forgets: a read that began before one
+	// keeps nothing (its rows may be older than the ingest).
+	gens map[string]uint64
 
 	hits, misses, evictions atomic.Uint64
 }
@@ -73,7 +76,24 @@ func newResultCache(ttl time.Duration, maxBytes int64) *resultCache {
 		return nil
 	}
 	return &resultCache{ttl: ttl, maxBytes: maxBytes, perSub: max(maxBytes/4, 1),
-		entries: map[[32]byte]*list.Element{}, bySub: map[string]int64{}}
+		entries: map[[32]byte]*list.Element{}, bySub: map[string]int64{}, gens: map[string]uint64{}}
+}
+
+// generation is db's count of forgets, read when a read begins.
+func (c *resultCache) generation(db string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gens[db]
+}
+
+// lookup is get, unless the read asked for fresh rows (then no lookup,
+// and no miss counted twice: the run that follows counts as one).
+func (c *resultCache) lookup(key [32]byte, now time.Time, fresh bool) *cacheEntry {
+	if fresh {
+		c.misses.Add(1)
+		return nil
+	}
+	return c.get(key, now)
 }
 
 // cacheKey names what a statement answers for whom: the database, the
@@ -110,14 +130,18 @@ func (c *resultCache) get(key [32]byte, now time.Time) *cacheEntry {
 	return ent
 }
 
-// put keeps ent, making room: the least recently used entries go, the
-// subject's own first when it is over its share.
-func (c *resultCache) put(ent *cacheEntry) {
+// put keeps ent, read when ent.db's generation was gen, making room: the
+// least recently used entries go, the subject's own first when it is over
+// its share. An entry read before its database's last forget is dropped.
+func (c *resultCache) put(ent *cacheEntry, gen uint64) {
 	if ent.size > c.perSub {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.gens[ent.db] != gen {
+		return
+	}
 	if el, ok := c.entries[ent.key]; ok {
 		c.remove(el)
 	}
@@ -154,6 +178,7 @@ func (c *resultCache) forget(db string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gens[db]++
 	for el := c.lru.Front(); el != nil; {
 		next := el.Next()
 		if el.Value.(*cacheEntry).db == db {

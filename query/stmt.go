@@ -175,9 +175,10 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 		cache = nil // a tail is about what is new
 	}
 	var key [32]byte
+	var gen uint64
 	if cache != nil {
-		key = s.cacheKey()
-		if ent := cache.get(key, start); ent != nil && !s.Fresh {
+		key, gen = s.cacheKey(), cache.generation(s.Database)
+		if ent := cache.lookup(key, start, s.Fresh); ent != nil {
 			if res, err = ent.replay(t); err != nil {
 				return nil, err
 			}
@@ -206,7 +207,7 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 					size: rec.size + 512}
 				ent.res.Columns = slices.Clone(res.Columns)
 				ent.res.Cache = nil
-				cache.put(ent)
+				cache.put(ent, gen)
 			}
 		}
 	}
