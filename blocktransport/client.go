@@ -138,17 +138,25 @@ func (c *Client) get(ctx context.Context, u string, h http.Header) (*http.Respon
 
 // Manifest fetches the manifest of transfer id, retrying as Attempts says.
 func (c *Client) Manifest(ctx context.Context, id string) (*Manifest, error) {
-	return c.manifest(ctx, &pacer{}, id)
+	return c.manifest(ctx, &pacer{}, id, "")
 }
 
-func (c *Client) manifest(ctx context.Context, p *pacer, id string) (*Manifest, error) {
+// followQuery asks the server to answer a manifest once it has more than
+// after blocks (or is complete), waiting up to MaxAwait: the follow of a
+// transfer being written learns of each block as it is sealed. A server
+// that does not know it answers at once.
+func followQuery(after int) string {
+	return fmt.Sprintf("?after=%d&wait_ms=%d", after, MaxAwait.Milliseconds())
+}
+
+func (c *Client) manifest(ctx context.Context, p *pacer, id, query string) (*Manifest, error) {
 	if err := c.checkBaseURL(); err != nil {
 		return nil, err
 	}
 	var m *Manifest
 	err := c.retry(ctx, p, -1, func(ctx context.Context) error {
 		var err error
-		m, err = c.manifestOnce(ctx, id)
+		m, err = c.manifestOnce(ctx, id, query)
 		return err
 	})
 	if err != nil {
@@ -157,8 +165,8 @@ func (c *Client) manifest(ctx context.Context, p *pacer, id string) (*Manifest, 
 	return m, nil
 }
 
-func (c *Client) manifestOnce(ctx context.Context, id string) (*Manifest, error) {
-	resp, err := c.get(ctx, c.url(id), nil)
+func (c *Client) manifestOnce(ctx context.Context, id, query string) (*Manifest, error) {
+	resp, err := c.get(ctx, c.url(id)+query, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +270,7 @@ func rangeStart(v string) int64 {
 // may then hold a prefix of the result.
 func (c *Client) Fetch(ctx context.Context, id string, w io.Writer) (*Manifest, error) {
 	p := &pacer{}
-	m, err := c.manifest(ctx, p, id)
+	m, err := c.manifest(ctx, p, id, "")
 	if err != nil {
 		return nil, err
 	}
@@ -319,13 +327,17 @@ func (c *Client) Fetch(ctx context.Context, id string, w io.Writer) (*Manifest, 
 				final = m
 				return
 			}
-			if err := sleep(ctx, c.followInterval()); err != nil {
-				return
-			}
-			if m, feedErr = c.manifest(ctx, p, id); feedErr != nil {
+			asked := time.Now()
+			if m, feedErr = c.manifest(ctx, p, id, followQuery(next)); feedErr != nil {
 				return
 			}
 			known.Store(m.Bytes)
+			if len(m.Blocks) <= next && !m.Complete && time.Since(asked) < c.followInterval() {
+				// Nothing new, at once: a server that does not wait.
+				if err := sleep(ctx, c.followInterval()); err != nil {
+					return
+				}
+			}
 		}
 	})
 	for range parallel {

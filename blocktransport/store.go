@@ -111,6 +111,9 @@ type Store struct {
 	usedBy    map[string]int64
 	stats     Stats
 	closed    bool
+	// changed is closed, and replaced, when a transfer being written
+	// seals a block, commits or goes (Await).
+	changed chan struct{}
 
 	stop chan struct{} // closed by Close: the sweeper stops
 	done chan struct{} // closed by the sweeper as it ends
@@ -352,6 +355,53 @@ func (s *Store) sealed(id string, b Block) {
 	if t, ok := s.writing[id]; ok {
 		t.manifest.Blocks = append(t.manifest.Blocks, b)
 		t.manifest.Bytes += b.Size
+	}
+	s.changedLocked()
+}
+
+// changedLocked wakes the Awaits. s.mu is held.
+func (s *Store) changedLocked() {
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+}
+
+// MaxAwait bounds how long Await waits.
+const MaxAwait = 5 * time.Second
+
+// Await is Lookup for a reader following a transfer being written: it
+// answers once the transfer has more than after blocks or is complete (or
+// gone), or when wait (at most MaxAwait) has passed, or ctx ended, with
+// the manifest as it is then.
+func (s *Store) Await(ctx context.Context, id string, after int, wait time.Duration) (*Manifest, string, error) {
+	timer := time.NewTimer(min(max(wait, 0), MaxAwait))
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		t, ok := s.findLocked(id)
+		if !ok {
+			s.mu.Unlock()
+			return nil, "", ErrNotFound
+		}
+		if t.manifest.Complete || len(t.manifest.Blocks) > after {
+			m := t.manifest
+			m.Blocks = slices.Clone(m.Blocks)
+			s.mu.Unlock()
+			return &m, t.owner, nil
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer.C:
+			return s.Lookup(id)
+		case <-ctx.Done():
+			return s.Lookup(id)
+		}
 	}
 }
 

@@ -361,3 +361,60 @@ func TestListAndDelete(t *testing.T) {
 		t.Errorf("after delete: got %v", got)
 	}
 }
+
+// Await answers a follower as soon as a block is sealed or the transfer
+// commits, and after its wait otherwise (virtual time: synctest).
+func TestAwait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := open(t, Options{BlockSize: 1024})
+		w, err := s.Create("alice", "ndjson")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := w.ID()
+		start := time.Now()
+		got := make(chan *Manifest, 1)
+		go func() {
+			m, _, err := s.Await(t.Context(), id, 0, time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- m
+		}()
+		synctest.Wait() // the follower waits
+		for _, r := range records(60) {
+			if _, err := w.Write(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if m := <-got; len(m.Blocks) == 0 || time.Since(start) >= MaxAwait {
+			t.Errorf("after %v: %d blocks, want one as soon as it was sealed", time.Since(start), len(m.Blocks))
+		}
+		// Nothing new: the wait's end answers what there is.
+		m, _, _ := s.Lookup(id)
+		start = time.Now()
+		again, _, err := s.Await(t.Context(), id, len(m.Blocks), time.Second)
+		if err != nil || len(again.Blocks) != len(m.Blocks) || time.Since(start) != time.Second {
+			t.Errorf("a wait with nothing new: %v, %d blocks after %v", err, len(again.Blocks), time.Since(start))
+		}
+		// The commit answers at once, complete.
+		go func() {
+			m, _, err := s.Await(t.Context(), id, 1<<20, MaxAwait)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- m
+		}()
+		synctest.Wait()
+		start = time.Now()
+		if _, err := w.Commit(60, nil); err != nil {
+			t.Fatal(err)
+		}
+		if m := <-got; !m.Complete || time.Since(start) != 0 {
+			t.Errorf("after the commit: complete %v after %v", m.Complete, time.Since(start))
+		}
+		if _, _, err := s.Await(t.Context(), "00000000000000000000000000000000", 0, time.Second); !errors.Is(err, ErrNotFound) {
+			t.Errorf("an unknown transfer: %v", err)
+		}
+	})
+}

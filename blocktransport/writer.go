@@ -201,6 +201,7 @@ func (w *Writer) Commit(rows int64, columns json.RawMessage) (*Manifest, error) 
 	s.transfers[w.m.ID] = &transfer{owner: w.owner, dir: w.dir, manifest: w.m}
 	s.stats.Created++
 	s.stats.Written += w.m.Bytes
+	s.changedLocked()
 	s.mu.Unlock()
 	m := w.m
 	return &m, nil
@@ -226,5 +227,6 @@ func (w *Writer) Abort() {
 	delete(s.writing, w.m.ID)
 	s.releaseLocked(w.owner, w.m.Bytes) // Bytes grows only after a reserve
 	s.stats.Aborted++
+	s.changedLocked()
 	s.mu.Unlock()
 }

@@ -142,6 +142,18 @@ func (b *blockRoutes) serveManifest(c *gin.Context) {
 	}
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	m, err := b.transfer(caller, c.Param("id"))
+	if err == nil && !m.Complete && c.Query("after") != "" {
+		// A follower: the manifest once it has more than after blocks.
+		after, aerr := strconv.Atoi(c.Query("after"))
+		wait, werr := strconv.Atoi(c.DefaultQuery("wait_ms", "0"))
+		if aerr != nil || werr != nil || after < 0 || wait < 0 {
+			route.Fail(c, &lakegate.Error{Kind: lakegate.KindValidation, Message: "after and wait_ms are counts",
+				Hint: fmt.Sprintf("?after=<blocks known>&wait_ms=<at most %d>", blocktransport.MaxAwait.Milliseconds())})
+			return
+		}
+		m, _, err = b.store.Await(c.Request.Context(), c.Param("id"), after, time.Duration(wait)*time.Millisecond)
+		err = wire.BlockErr(err)
+	}
 	if err != nil {
 		route.Fail(c, err)
 		return
