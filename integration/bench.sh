@@ -14,6 +14,9 @@ set -euo pipefail
 GO="${1:-go}"
 ROWS="${BENCH_ROWS:-1000000}"
 admin="${LAKEGATE_TEST_DATABASE_URL:?set LAKEGATE_TEST_DATABASE_URL}"
+# The servers started here take the test harness's variables for no
+# setting of theirs.
+export LAKEGATE_IGNORE_ENV='LAKEGATE_TEST_*'
 here="$(cd "$(dirname "$0")" && pwd)"
 base="${admin%%\?*}"; query=""; [[ "$admin" == *\?* ]] && query="?${admin#*\?}"
 bench_url="${base%/*}/lakegate_bench${query}"
@@ -155,7 +158,7 @@ inline_run() {
   inline=""
   for _ in 1 2 3; do
     s=$(now)
-    curl -sf -H "Authorization: Bearer $tok" -d "{\"database\":\"bench\",\"sql\":\"$1\",\"format\":\"ndjson\",\"limit\":-1}" \
+    curl -sf -H "Authorization: Bearer $tok" -d "{\"database\":\"bench\",\"sql\":\"$1\",\"format\":\"ndjson\"}" \
       "$server/rest/sql" -o "$out/inline.ndjson"
     e=$(now)
     t=$(secs "$s" "$e")
