@@ -23,7 +23,10 @@ import (
 // (integration/bench.sh) sets it up.
 const benchEnv = "LAKEGATE_BENCH_DATABASE_URL"
 
-func BenchmarkBuildAndValidate(b *testing.B) {
+// demoBenchEngine opens the demo database, in a temporary directory, as
+// "lite".
+func demoBenchEngine(b *testing.B) *Engine {
+	b.Helper()
 	path := filepath.Join(b.TempDir(), "demo.db")
 	if err := CreateDemo(b.Context(), path); err != nil {
 		b.Fatal(err)
@@ -32,7 +35,12 @@ func BenchmarkBuildAndValidate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = e.Close(context.Background()) }()
+	b.Cleanup(func() { _ = e.Close(context.Background()) })
+	return e
+}
+
+func BenchmarkBuildAndValidate(b *testing.B) {
+	e := demoBenchEngine(b)
 	r := Request{Database: "lite", Table: "readings",
 		Filters: []Filter{{Column: "device_id", Op: "=", Value: 3.0}, {Column: "status", Op: "in", Value: []any{"ok", "warn"}}},
 		OrderBy: []Order{{Column: "ts", Desc: true}}, Limit: 50}
@@ -51,15 +59,7 @@ func BenchmarkBuildAndValidate(b *testing.B) {
 // BenchmarkPrepareSQL is the preparation of a point query as run_sql
 // sends it: grant, validation, row cap.
 func BenchmarkPrepareSQL(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "demo.db")
-	if err := CreateDemo(b.Context(), path); err != nil {
-		b.Fatal(err)
-	}
-	e, err := Open(b.Context(), []config.Database{{Name: "lite", URL: "sqlite:" + path}}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = e.Close(context.Background()) }()
+	e := demoBenchEngine(b)
 	r := SQLRequest{Database: "lite", SQL: "SELECT id, device_id, ts, temperature FROM readings WHERE id = $1", Params: []any{4242.0}}
 	b.ReportAllocs()
 	for b.Loop() {
