@@ -390,7 +390,9 @@ func TestAwait(t *testing.T) {
 		if m := <-got; len(m.Blocks) == 0 || time.Since(start) >= MaxAwait {
 			t.Errorf("after %v: %d blocks, want one as soon as it was sealed", time.Since(start), len(m.Blocks))
 		}
-		// Nothing new: the wait's end answers what there is.
+		// Nothing new (every block written is sealed): the wait's end
+		// answers what there is.
+		synctest.Wait()
 		m, _, _ := s.Lookup(id)
 		start = time.Now()
 		again, _, err := s.Await(t.Context(), id, len(m.Blocks), time.Second)
