@@ -174,20 +174,29 @@ func (w *writer) pgBucket(col string, kind Kind, b Bucket) {
 		// m counts months from year 0; buckets of n months start where
 		// m is a multiple of n (n = 3: quarters, 12: years).
 		m := "(CAST(extract(year FROM " + utc(col) + ") AS int) * 12 + CAST(extract(month FROM " + utc(col) + ") AS int) - 1)"
-		w.b.WriteString("make_" + typ + "(" + m + " / ")
-		w.param(n)
-		w.b.WriteString(" * ")
-		w.param(n)
-		w.b.WriteString(" / 12, " + m + " / ")
-		w.param(n)
-		w.b.WriteString(" * ")
-		w.param(n)
-		w.b.WriteString(" % 12 + 1, 1, 0, 0, 0")
+		w.b.WriteString("make_" + typ + "(")
+		w.yearMonth(m, n)
+		w.b.WriteString(", 1, 0, 0, 0")
 		if typ == "timestamptz" {
 			w.b.WriteString(", 'UTC'")
 		}
 		w.b.WriteString(")")
 	}
+}
+
+// yearMonth writes the year and the month (1 to 12) that the n-month
+// bucket of m starts in, m an expression counting months from year 0:
+// "year, month".
+func (w *writer) yearMonth(m string, n int) {
+	w.b.WriteString(m + " / ")
+	w.param(n)
+	w.b.WriteString(" * ")
+	w.param(n)
+	w.b.WriteString(" / 12, " + m + " / ")
+	w.param(n)
+	w.b.WriteString(" * ")
+	w.param(n)
+	w.b.WriteString(" % 12 + 1")
 }
 
 // sqliteBucket writes the bucket start of col (ISO text) as RFC 3339
@@ -196,15 +205,9 @@ func (w *writer) sqliteBucket(col string, b Bucket) {
 	n := max(b.Count, 1)
 	if b.Unit == "month" {
 		m := "(CAST(strftime('%Y', " + col + ") AS INTEGER) * 12 + CAST(strftime('%m', " + col + ") AS INTEGER) - 1)"
-		w.b.WriteString("printf('%04d-%02d-01T00:00:00Z', " + m + " / ")
-		w.param(n)
-		w.b.WriteString(" * ")
-		w.param(n)
-		w.b.WriteString(" / 12, " + m + " / ")
-		w.param(n)
-		w.b.WriteString(" * ")
-		w.param(n)
-		w.b.WriteString(" % 12 + 1)")
+		w.b.WriteString("printf('%04d-%02d-01T00:00:00Z', ")
+		w.yearMonth(m, n)
+		w.b.WriteString(")")
 		return
 	}
 	width := int64(time.Duration(n) * bucketUnits[b.Unit] / time.Second)
