@@ -103,7 +103,9 @@ func (p *Progress) Bytes() int64 { return p.bytes.Load() }
 // Run is a job's work: it runs until done or ctx ends (a cancel, the
 // timeout, the registry closing), hands watch the Meter of its progress
 // once it has one, and returns its result (what Status.Result shows once
-// done) or its error.
+// done) or its error. Calling watch again tells those waiting on the job
+// (Wait) that its status has news worth an answer before its end: its
+// transfer is named, and its first blocks readable.
 type Run func(ctx context.Context, watch func(Meter)) (result any, err error)
 
 // Status is a job as its owner sees it.
@@ -143,11 +145,17 @@ type job struct {
 	err     error
 	result  any
 	changed chan struct{} // closed when the job ends
+	news    chan struct{} // closed (and replaced) when the run tells of news
+	newsN   int           // the news told by the run
+	told    int           // the news told by a status shown
 }
 
+// status is the job's status, shown to a caller: the news so far counts
+// as told.
 func (j *job) status() Status {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.told = j.newsN
 	st := Status{ID: j.id, Owner: j.owner, Tool: j.tool, State: j.state, Created: j.created, Result: j.result, Keep: j.keep}
 	if m := j.meter.Load(); m != nil {
 		st.Rows, st.Bytes = (*m).Rows(), (*m).Bytes()
@@ -280,14 +288,14 @@ func (r *Registry) start(ctx context.Context, owner, tool string, run Run, hidde
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	ctx, stop := context.WithTimeoutCause(ctx, r.opts.Timeout, errTimeout(r.opts.Timeout))
 	j := &job{id: r.newID(), owner: owner, tool: tool, created: now, cancel: cancel, hidden: hidden, keep: keep,
-		state: Running, changed: make(chan struct{})}
+		state: Running, changed: make(chan struct{}), news: make(chan struct{})}
 	r.jobs[j.id] = j
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
 		defer stop()
-		result, err := run(ctx, func(m Meter) { j.meter.Store(&m) })
+		result, err := run(ctx, j.watch)
 		if err == nil && ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
@@ -316,7 +324,7 @@ func (r *Registry) tidyLocked(owner string, now time.Time) (running int) {
 		if j.owner != owner || j.hidden {
 			continue
 		}
-		if st := j.status(); st.State == Running {
+		if j.running() {
 			running++
 		} else {
 			ended = append(ended, j)
@@ -339,6 +347,26 @@ func errTimeout(d time.Duration) error {
 
 // errCancelled is the cause of a job cancelled by its owner.
 var errCancelled = &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the job was cancelled"}
+
+// running is whether the job has not ended.
+func (j *job) running() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.state == Running
+}
+
+// watch keeps m as the job's Meter; from the second call on, it wakes
+// those waiting for news.
+func (j *job) watch(m Meter) {
+	if j.meter.Swap(&m) == nil {
+		return
+	}
+	j.mu.Lock()
+	close(j.news)
+	j.news = make(chan struct{})
+	j.newsN++
+	j.mu.Unlock()
+}
 
 // end records how the job ended: cancelled when its owner cancelled it,
 // else done or failed.
@@ -411,18 +439,26 @@ func (r *Registry) Get(c lakegate.Caller, id string) (Status, error) {
 	return j.status(), nil
 }
 
-// Wait is Get once job id has ended, or once wait has passed, or ctx
+// Wait is Get once job id has ended or told of news (its transfer named)
+// that no status shown has told yet, or once wait has passed, or ctx
 // ended, whichever comes first: a caller polls rarely and learns of the
-// end at once.
+// end, or of blocks to fetch, at once.
 func (r *Registry) Wait(ctx context.Context, c lakegate.Caller, id string, wait time.Duration) (Status, error) {
 	j, err := r.lookup(c, id)
 	if err != nil {
 		return Status{}, err
 	}
+	j.mu.Lock()
+	news, untold := j.news, j.told < j.newsN
+	j.mu.Unlock()
+	if untold {
+		return j.status(), nil
+	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-j.changed:
+	case <-news:
 	case <-t.C:
 	case <-ctx.Done():
 	}

@@ -89,6 +89,70 @@ func TestWaitRunsOut(t *testing.T) {
 	})
 }
 
+// A run that names its transfer tells the waiters at once (a second
+// watch): a wait that began before answers with the transfer, 2 s in, not
+// at the job's end; the next wait waits for the end.
+func TestWaitWakesOnNews(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry(t, Options{})
+		st, _ := r.Start(t.Context(), "alice", "run_sql", func(ctx context.Context, watch func(Meter)) (any, error) {
+			m := &namedMeter{}
+			watch(m)
+			time.Sleep(2 * time.Second)
+			m.id = "t1"
+			watch(m)
+			time.Sleep(10 * time.Second)
+			return "done", nil
+		})
+		start := time.Now()
+		got, err := r.Wait(t.Context(), alice, st.ID, 25*time.Second)
+		if err != nil || got.State != Running || got.Transfer != "t1" || time.Since(start) != 2*time.Second {
+			t.Errorf("first wait: got %+v %v after %v, want running with t1 at 2s", got, err, time.Since(start))
+		}
+		got, err = r.Wait(t.Context(), alice, st.ID, 25*time.Second)
+		if err != nil || got.State != Done || time.Since(start) != 12*time.Second {
+			t.Errorf("second wait: got %+v %v after %v, want done at 12s", got, err, time.Since(start))
+		}
+	})
+}
+
+// News told before a wait began, and not yet in any status shown, answers
+// the wait at once: a follower that asks just after the naming still
+// learns of it without waiting for the job's end.
+func TestWaitTellsEarlierNews(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry(t, Options{})
+		named := make(chan struct{})
+		st, _ := r.Start(t.Context(), "alice", "run_sql", func(ctx context.Context, watch func(Meter)) (any, error) {
+			m := &namedMeter{}
+			watch(m)
+			m.id = "t1"
+			watch(m)
+			close(named)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		<-named
+		start := time.Now()
+		got, err := r.Wait(t.Context(), alice, st.ID, 25*time.Second)
+		if err != nil || got.Transfer != "t1" || time.Since(start) != 0 {
+			t.Errorf("first wait: got %+v %v after %v, want t1 at once", got, err, time.Since(start))
+		}
+		got, _ = r.Wait(t.Context(), alice, st.ID, 25*time.Second)
+		if got.State != Running || time.Since(start) != 25*time.Second {
+			t.Errorf("second wait: got %+v after %v, want the whole wait (the news was told)", got, time.Since(start))
+		}
+	})
+}
+
+// namedMeter is a TransferMeter whose transfer is set by its test.
+type namedMeter struct {
+	Progress
+	id string
+}
+
+func (m *namedMeter) Transfer() string { return m.id }
+
 // Cancel stops a running job: its context ends, it is cancelled (not
 // failed), and another subject cannot cancel it.
 func TestCancel(t *testing.T) {

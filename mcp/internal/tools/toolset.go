@@ -409,6 +409,7 @@ func (ts *Set) answer(ctx context.Context, c call, st *query.Stmt, f query.Forma
 				sp.profiled = !ts.answers.noProfile
 				if meter != nil {
 					meter.transfer.Store(sp.w.ID())
+					c.watch(meter) // a waiting job_status answers with it
 				}
 			}
 			return sp, err
