@@ -2,14 +2,13 @@ package blocktransport
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -196,11 +195,16 @@ func (c *Client) checkBaseURL() error {
 // retrying as Attempts says. A retry after a cut-off read asks only for
 // the rest of the block (Range, If-Range on its ETag).
 func (c *Client) Block(ctx context.Context, id string, b Block) ([]byte, error) {
-	return c.block(ctx, &pacer{}, id, b)
+	return c.block(ctx, &pacer{}, id, b, nil)
 }
 
-func (c *Client) block(ctx context.Context, p *pacer, id string, b Block) ([]byte, error) {
-	data := make([]byte, b.Size)
+// block reads block b into buf when it has room (else into a new slice).
+func (c *Client) block(ctx context.Context, p *pacer, id string, b Block, buf []byte) ([]byte, error) {
+	data := buf[:0]
+	if int64(cap(data)) < b.Size {
+		data = make([]byte, b.Size)
+	}
+	data = data[:b.Size]
 	var have int64 // bytes of data received and not yet found damaged
 	err := c.retry(ctx, p, b.N, func(ctx context.Context) error {
 		var err error
@@ -260,7 +264,9 @@ func rangeStart(v string) int64 {
 }
 
 // Fetch writes the whole result of transfer id to w, in order, fetching
-// Parallel blocks at a time and checking every block and the whole. A
+// Parallel blocks at a time and checking every block against the
+// manifest's SHA-256 (so the whole is checked too: the complete manifest
+// must list the blocks written, in order, with the same sums). A
 // transfer still being written is followed: its sealed blocks are fetched
 // at once, and its manifest asked again (every FollowInterval) until it
 // is complete. Each request is retried as Attempts says; a block that
@@ -340,16 +346,24 @@ func (c *Client) Fetch(ctx context.Context, id string, w io.Writer) (*Manifest, 
 			}
 		}
 	})
+	// The buffers of blocks written are fetched into again: at most
+	// 3*parallel are in use (dispatched, fetching, being written).
+	free := make(chan []byte, 3*parallel)
 	for range parallel {
 		wg.Go(func() {
 			for f := range jobs {
-				data, err := c.block(ctx, p, id, f.b)
+				var buf []byte
+				select {
+				case buf = <-free:
+				default:
+				}
+				data, err := c.block(ctx, p, id, f.b, buf)
 				f.out <- result{data, err}
 			}
 		})
 	}
 
-	total := sha256.New()
+	var written []Block
 	var done int64
 	for f := range order {
 		var r result
@@ -364,7 +378,11 @@ func (c *Client) Fetch(ctx context.Context, id string, w io.Writer) (*Manifest, 
 		if _, err := w.Write(r.data); err != nil {
 			return nil, fmt.Errorf("write result: %w", err)
 		}
-		total.Write(r.data)
+		select {
+		case free <- r.data:
+		default:
+		}
+		written = append(written, f.b)
 		done += int64(len(r.data))
 		if c.Progress != nil {
 			c.Progress(done, known.Load())
@@ -377,8 +395,9 @@ func (c *Client) Fetch(ctx context.Context, id string, w io.Writer) (*Manifest, 
 	case final == nil:
 		return nil, ctx.Err()
 	}
-	if got := hex.EncodeToString(total.Sum(nil)); got != final.SHA256 {
-		return nil, fmt.Errorf("transfer %s: %w", id, &ChecksumError{Want: final.SHA256, Got: got})
+	if !slices.Equal(written, final.Blocks) || done != final.Bytes {
+		return nil, fmt.Errorf("transfer %s: the blocks written (%d, %d bytes) are not the complete manifest's (%d, %d bytes)",
+			id, len(written), done, len(final.Blocks), final.Bytes)
 	}
 	return final, nil
 }

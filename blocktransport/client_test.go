@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -400,5 +402,64 @@ func TestFetchFollowsWriting(t *testing.T) {
 	w2.Abort()
 	if err := <-done; err == nil {
 		t.Error("fetch of an aborted transfer: got no error")
+	}
+}
+
+// Every block is checked against its manifest's sum, and the whole against
+// the complete manifest: one that names other sums for the blocks fetched
+// while the transfer was followed fails the fetch (no second hash of the
+// whole is needed to notice).
+func TestFetchChecksTheCompleteManifest(t *testing.T) {
+	s := open(t, Options{BlockSize: 512})
+	w, err := s.Create("alice", "ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records(100) {
+		if _, err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := w.Commit(100, nil)
+	if err != nil || len(m.Blocks) < 3 {
+		t.Fatalf("commit: %v, %d blocks", err, len(m.Blocks))
+	}
+	for _, tc := range []struct {
+		name   string
+		final  func(m Manifest) Manifest
+		failed bool
+	}{
+		{"as written", func(m Manifest) Manifest { return m }, false},
+		{"another sum for a block fetched", func(m Manifest) Manifest {
+			m.Blocks = slices.Clone(m.Blocks)
+			m.Blocks[1].SHA256 = strings.Repeat("0", 64)
+			return m
+		}, true},
+		{"other bytes in all", func(m Manifest) Manifest { m.Bytes++; return m }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked atomic.Int32
+			mux := http.NewServeMux()
+			mux.HandleFunc("GET /mcp/blocks/{id}", func(rw http.ResponseWriter, r *http.Request) {
+				got := *m
+				if asked.Add(1) == 1 { // first: being written, two blocks sealed
+					got.Complete, got.Blocks, got.SHA256 = false, m.Blocks[:2], ""
+				} else {
+					got = tc.final(got)
+				}
+				ServeManifest(rw, &got)
+			})
+			mux.HandleFunc("GET /mcp/blocks/{id}/{n}", func(rw http.ResponseWriter, r *http.Request) {
+				n, _ := strconv.Atoi(r.PathValue("n"))
+				_ = s.ServeBlock(rw, r, r.PathValue("id"), n)
+			})
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			c := &Client{BaseURL: srv.URL + "/mcp/blocks", HTTP: srv.Client(), FollowInterval: time.Millisecond}
+			_, err := c.Fetch(t.Context(), m.ID, io.Discard)
+			if (err != nil) != tc.failed {
+				t.Errorf("got %v, want failed %v", err, tc.failed)
+			}
+		})
 	}
 }
