@@ -200,9 +200,19 @@ echo "== server peak RSS (VmHWM) around result-heavy calls, each on a fresh serv
 LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestResultMemory$' -count=1 -v -timeout 20m ./integration/ \
   | grep -E 'peak RSS|FAIL|^ok' || true
 
-echo "== CPU instructions per run_sql call over SSE (callgrind, GOMAXPROCS=1)"
+echo "== CPU instructions and bytes allocated per run_sql call over legacy SSE and Streamable HTTP, beside a bare go-sdk server (callgrind, GOMAXPROCS=1)"
+# The earlier build measured in the same run: LAKEGATE_BENCH_BIN, else the
+# commit LAKEGATE_BENCH_BASE (default HEAD~10) built from a worktree.
+earlier="${LAKEGATE_BENCH_BIN:-}"
+base_rev="${LAKEGATE_BENCH_BASE:-HEAD~10}"
+if [[ -z "$earlier" ]] && git -C "$here/.." rev-parse -q --verify "$base_rev^{commit}" >/dev/null 2>&1; then
+  if git -C "$here/.." worktree add -q --detach "$out/base" "$base_rev" 2>/dev/null; then
+    (cd "$out/base" && "$GO" build -o "$out/lakegate-base" ./cmd/lakegate) && earlier="$out/lakegate-base"
+    git -C "$here/.." worktree remove --force "$out/base"
+  fi
+fi
 if command -v valgrind >/dev/null 2>&1; then
-  for bin in ${LAKEGATE_BENCH_BIN:-} ""; do
+  for bin in $earlier ""; do
     echo "binary: ${bin:-this tree}"
     LAKEGATE_BENCH_BIN="$bin" LAKEGATE_BENCH_CPU=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" \
       "$GO" test -run '^TestCallInstructions$' -count=1 -v -timeout 20m ./integration/ | grep -E 'instructions|FAIL|^ok' || true

@@ -2,7 +2,9 @@ package integration
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,17 +16,24 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// underCallgrind is the GODEBUG of a process run under callgrind: no async
+// preemption (its signals would be counted), and no RDTSCP in the
+// runtime's clock (valgrind 3.19 cannot run it: the process dies of
+// SIGILL at its first lock).
+const underCallgrind = "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off"
+
 // TestCallInstructions counts the server's CPU instructions per tool call
 // with callgrind, which is steady whatever the machine's load: the real
-// binary runs under valgrind (GOMAXPROCS=1, async preemption off), a go-sdk
-// client calls run_sql over the legacy SSE transport, and the counts of a
-// batch of calls (after a warm-up) are divided by the calls. A benchmark,
-// run by make bench:
-//
-//	LAKEGATE_BENCH_CPU=1 LAKEGATE_BENCH_DATABASE_URL=... go test -run '^TestCallInstructions$' -count=1 -v ./integration/
-//
-// LAKEGATE_BENCH_CPU_OUT=DIR keeps the dumps in DIR for callgrind_annotate;
-// LAKEGATE_BENCH_BIN=PATH measures that binary instead of this tree's.
+// binary runs under valgrind (GOMAXPROCS=1), a go-sdk client calls run_sql
+// over each transport (legacy SSE, Streamable HTTP), and a point call and
+// a 1000-row call are counted over 50 calls each, with the bytes the
+// server allocated per call (what the collector's work follows; its own
+// share cannot be read from callgrind, whose call graph the runtime's
+// stack switches confuse). Beside each count is the floor: a bare go-sdk
+// server (testdata/sdkfloor) that runs the same statement through pgx and
+// answers the text lakegate answered, under callgrind in the same run.
+// LAKEGATE_BENCH_BIN measures another build (make bench passes an
+// earlier one) beside the same floor.
 func TestCallInstructions(t *testing.T) {
 	benchURL := benchDatabase(t, "LAKEGATE_BENCH_CPU")
 	if _, err := exec.LookPath("valgrind"); err != nil {
@@ -34,46 +43,149 @@ func TestCallInstructions(t *testing.T) {
 	if bin == "" {
 		bin = buildBinary(t)
 	}
+	calls := []benchCall{
+		{"run_sql_1000_rows", map[string]any{"database": "bench", "sql": "SELECT * FROM readings ORDER BY id LIMIT 1000", "max_rows": 1000}},
+		{"run_sql_point", map[string]any{"database": "bench", "sql": "SELECT * FROM readings WHERE id = $1", "params": []any{4242}}},
+	}
+	lg := startCallgrind(t, bin, benchEnv(benchURL, "LAKEGATE_MCP_KEEPALIVE=1h")...)
+	lgAllocs := func() float64 { return metricValue(t, scrapeMetricsAt(t, lg.base), "go_memstats_alloc_bytes_total") }
+	answers := map[string]string{}
+	got := map[string]callCost{}
+	for _, tr := range []string{"sse", "http"} {
+		cs := benchSessionOver(t, lg.base, tr, token("bench", "reader"))
+		for _, c := range calls {
+			answers[c.args["sql"].(string)] = callText(t, cs, c.args)
+			got[tr+"/"+c.name] = lg.measure(t, cs, c, tr, lgAllocs)
+		}
+		cs.Close()
+	}
+
+	answersFile := filepath.Join(t.TempDir(), "answers.json")
+	b, _ := json.Marshal(answers)
+	if err := os.WriteFile(answersFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	floorBin := filepath.Join(t.TempDir(), "sdkfloor")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", floorBin, "./testdata/sdkfloor").CombinedOutput(); err != nil {
+		t.Fatalf("go build sdkfloor: %v\n%s", err, out)
+	}
+	fl := startCallgrind(t, floorBin, "FLOOR_DATABASE_URL="+appURLOf(benchURL), "FLOOR_ANSWERS="+answersFile)
+	flAllocs := func() float64 {
+		_, body := get(t, fl.base+"/allocs", "")
+		v, err := strconv.ParseFloat(body, 64)
+		if err != nil {
+			t.Fatalf("/allocs: %q", body)
+		}
+		return v
+	}
+	for _, tr := range []string{"sse", "http"} {
+		cs := benchSessionOver(t, fl.base, tr, "")
+		for _, c := range calls {
+			floor := fl.measure(t, cs, c, tr, flAllocs)
+			l := got[tr+"/"+c.name]
+			t.Logf("%s over %s: %.2f M instructions per call, %.1f KB allocated; go-sdk floor %.2f M, %.1f KB: %.2fx the floor",
+				c.name, tr, l.ir/1e6, l.alloc/1e3, floor.ir/1e6, floor.alloc/1e3, l.ir/floor.ir)
+		}
+		cs.Close()
+	}
+	for _, tr := range []string{"sse", "http"} {
+		t.Logf("per row of a 1000-row call over %s, over a point call: %.0f instructions", tr,
+			(got[tr+"/run_sql_1000_rows"].ir-got[tr+"/run_sql_point"].ir)/1000)
+	}
+}
+
+// benchCall is one tool call a benchmark repeats.
+type benchCall struct {
+	name string
+	args map[string]any
+}
+
+// callCost is what one call costs a server under callgrind: instructions
+// and bytes allocated.
+type callCost struct{ ir, alloc float64 }
+
+// callgrindProc is a server running under callgrind.
+type callgrindProc struct {
+	*proc
+	out string // the dumps' path prefix
+}
+
+// startCallgrind runs bin serve under callgrind with env.
+func startCallgrind(t *testing.T, bin string, env ...string) *callgrindProc {
+	t.Helper()
 	dir := t.TempDir()
 	if keep := os.Getenv("LAKEGATE_BENCH_CPU_OUT"); keep != "" {
 		dir = keep // the dumps stay there, for callgrind_annotate
 	}
-	out := filepath.Join(dir, "callgrind.out")
-	wrapper := filepath.Join(dir, "lakegate-under-callgrind")
+	out := filepath.Join(dir, filepath.Base(bin)+".callgrind.out")
+	wrapper := filepath.Join(t.TempDir(), filepath.Base(bin)+"-under-callgrind")
 	script := fmt.Sprintf("#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file=%s %s \"$@\"\n", out, bin)
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := startProcWithin(t, 5*time.Minute, wrapper, benchEnv(benchURL, "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1", "LAKEGATE_MCP_KEEPALIVE=1h")...)
-	cs := benchSession(t, p)
-	pid := strconv.Itoa(p.cmd.Process.Pid)
-	control := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("callgrind_control", append(args, pid)...)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("callgrind_control %v: %v: %s", args, err, b)
-		}
+	return &callgrindProc{proc: startProcWithin(t, 5*time.Minute, wrapper, append([]string{"GOMAXPROCS=1", underCallgrind}, env...)...), out: out}
+}
+
+func (p *callgrindProc) control(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command("callgrind_control", append(args, strconv.Itoa(p.cmd.Process.Pid))...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("callgrind_control %v: %v: %s", args, err, b)
 	}
+}
+
+// measure counts what c costs the server over 50 calls on cs, after
+// three to warm up (catalog, plans, connections); allocs reads the bytes
+// the server has allocated, whose own cost (two reads with no call
+// between) is taken out.
+func (p *callgrindProc) measure(t *testing.T, cs *mcpsdk.ClientSession, c benchCall, tr string, allocs func() float64) callCost {
+	t.Helper()
 	const calls = 50
-	measure := func(name string, args map[string]any) float64 {
-		for range 3 { // warm up: catalog, plan cache, connections
-			callTool(t, cs, args)
-		}
-		control("--zero")
-		for range calls {
-			callTool(t, cs, args)
-		}
-		before := time.Now()
-		control("--dump=" + name)
-		ir := dumpedInstructions(t, out, before)
-		t.Logf("%s: %.2f M instructions per call (callgrind, %d calls)", name, ir/calls/1e6, calls)
-		return ir / calls
+	for range 3 {
+		callTool(t, cs, c.args)
 	}
-	rows := measure("run_sql_1000_rows", map[string]any{"database": "bench",
-		"sql": "SELECT * FROM readings ORDER BY id LIMIT 1000", "max_rows": 1000})
-	point := measure("run_sql_point", map[string]any{"database": "bench",
-		"sql": "SELECT * FROM readings WHERE id = $1", "params": []any{4242}})
-	t.Logf("per row of a 1000-row call, over a point call: %.0f instructions", (rows-point)/1000)
+	a0 := allocs()
+	a1 := allocs()
+	p.control(t, "--zero")
+	for range calls {
+		callTool(t, cs, c.args)
+	}
+	before := time.Now()
+	name := c.name + "_" + tr
+	p.control(t, "--dump="+name)
+	a2 := allocs()
+	ir := dumpedInstructions(t, p.out, before)
+	return callCost{ir: ir / calls, alloc: (a2 - a1 - (a1 - a0)) / calls}
+}
+
+// benchSessionOver is a go-sdk client session to base over transport
+// "sse" or "http" with token tok ("" for none); closed when the test ends.
+func benchSessionOver(t *testing.T, base, transport, tok string) *mcpsdk.ClientSession {
+	t.Helper()
+	hc := http.DefaultClient
+	if tok != "" {
+		hc = httpClient(tok)
+	}
+	var tr mcpsdk.Transport = &mcpsdk.SSEClientTransport{Endpoint: base + "/mcp/sse", HTTPClient: hc}
+	if transport == "http" {
+		tr = &mcpsdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc, MaxRetries: -1}
+	}
+	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(t.Context(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// callText is the text a call answers.
+func callText(t *testing.T, cs *mcpsdk.ClientSession, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("run_sql: %v %v", err, res)
+	}
+	return res.Content[0].(*mcpsdk.TextContent).Text
 }
 
 func callTool(t *testing.T, cs *mcpsdk.ClientSession, args map[string]any) {

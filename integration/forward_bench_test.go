@@ -47,7 +47,7 @@ func TestForwardInstructions(t *testing.T) {
 		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		rs[i].p = startProcWithin(t, 5*time.Minute, wrapper, benchEnv(benchURL, "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1",
+		rs[i].p = startProcWithin(t, 5*time.Minute, wrapper, benchEnv(benchURL, "GOMAXPROCS=1", underCallgrind,
 			"LAKEGATE_MCP_KEEPALIVE=1h", "LAKEGATE_CLUSTER_DSN="+benchURL, "LAKEGATE_CLUSTER_SECRET="+clusterSecret)...)
 	}
 	// The session's stream is on replica 0; its POSTs go to replica 1 while

@@ -109,10 +109,16 @@ func wantToolRetry(t *testing.T, res *mcpsdk.CallToolResult, err error, kind lak
 	}
 }
 
-// scrapeMetrics reads GET /metrics as an admin.
+// scrapeMetrics reads GET /metrics of e as an admin.
 func scrapeMetrics(t *testing.T, e *env) map[string]*dto.MetricFamily {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.base+"/metrics", nil)
+	return scrapeMetricsAt(t, e.base)
+}
+
+// scrapeMetricsAt reads GET /metrics of the server at base as an admin.
+func scrapeMetricsAt(t *testing.T, base string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+token("prometheus", "admin"))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -190,14 +190,20 @@ func benchDatabase(t *testing.T, flag string) string {
 // through the least-privileged roles make bench gives it
 // (integration/testdata/roles.sql).
 func benchEnv(raw string, extra ...string) []string {
-	u, err := url.Parse(raw)
-	if err == nil {
-		u.User = url.User("lakegate")
-		raw = u.String()
-	}
-	return append([]string{"LAKEGATE_DATABASES=bench=" + raw, "LAKEGATE_QUERY_ROLE=lakegate_reader",
+	return append([]string{"LAKEGATE_DATABASES=bench=" + appURLOf(raw), "LAKEGATE_QUERY_ROLE=lakegate_reader",
 		"LAKEGATE_MCP_BLOCK_BUDGET=" + strconv.Itoa(16<<30), "LAKEGATE_MCP_BLOCK_BUDGET_PER_SUBJECT=" + strconv.Itoa(8<<30),
 		"LAKEGATE_RATE_LIMIT_RPS=0", "LAKEGATE_STATEMENT_TIMEOUT=5m"}, extra...)
+}
+
+// appURLOf is the URL of the database at raw as lakegate's own role,
+// lakegate, connects to it.
+func appURLOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.User = url.User("lakegate")
+	return u.String()
 }
 
 // benchSession is a go-sdk client session over legacy SSE to p, as a

@@ -58,7 +58,7 @@ func TestTraceInstructions(t *testing.T) {
 		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		env := append([]string{"GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1", "LAKEGATE_MCP_KEEPALIVE=1h"}, r.env...)
+		env := append([]string{"GOMAXPROCS=1", underCallgrind, "LAKEGATE_MCP_KEEPALIVE=1h"}, r.env...)
 		p := startProcWithin(t, 5*time.Minute, wrapper, benchEnv(benchURL, env...)...)
 		cs := benchSession(t, p)
 		pid := strconv.Itoa(p.cmd.Process.Pid)
