@@ -267,6 +267,14 @@ func TakesTasks(req *mcpsdk.CallToolRequest) bool {
 	if req == nil || req.Params == nil || req.ProtocolVersion() < "2026-07-28" {
 		return false
 	}
+	// The capabilities as the request's _meta carries them, decoded: read
+	// in place. The SDK's ClientCapabilities would encode and decode them
+	// again on every call (32 KB of decoder buffer).
+	if raw, ok := req.Params.GetMeta()[mcpsdk.MetaKeyClientCapabilities].(map[string]any); ok {
+		ext, _ := raw["extensions"].(map[string]any)
+		_, ok := ext[tasksExtension]
+		return ok
+	}
 	caps := req.ClientCapabilities()
 	if caps == nil {
 		return false
