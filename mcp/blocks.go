@@ -137,12 +137,16 @@ func (b *blockRoutes) serveManifest(c *gin.Context) {
 	if route.Forward(b.peers, c, c.Param("id")) {
 		return // a transfer of another replica
 	}
-	if !b.metered(c) {
-		return
-	}
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	m, err := b.transfer(caller, c.Param("id"))
-	if err == nil && !m.Complete && c.Query("after") != "" {
+	// Following a transfer (after: the blocks known) is part of reading
+	// its blocks, which take no token: only the first look at a manifest
+	// takes one.
+	follow := err == nil && c.Query("after") != ""
+	if !follow && !b.metered(c) {
+		return
+	}
+	if follow && !m.Complete {
 		// A follower: the manifest once it has more than after blocks.
 		after, aerr := strconv.Atoi(c.Query("after"))
 		wait, werr := strconv.Atoi(c.DefaultQuery("wait_ms", "0"))
