@@ -45,6 +45,26 @@ func WithPaid(ctx context.Context) context.Context { return context.WithValue(ct
 // Paid reports whether ctx's work was paid for (WithPaid).
 func Paid(ctx context.Context) bool { v, _ := ctx.Value(paidKey{}).(bool); return v }
 
+// keepKey carries a request's connection keeper (WithConnKeeper).
+type keepKey struct{}
+
+// WithConnKeeper gives the handlers of a request the host's keeper of its
+// connection: keep marks the connection in use past the handler's return
+// (a stream the handler took over from the HTTP server), so that the host
+// never closes it as idle, until the release it returns is called.
+func WithConnKeeper(ctx context.Context, keep func() (release func())) context.Context {
+	return context.WithValue(ctx, keepKey{}, keep)
+}
+
+// KeepConn marks the connection of the request of ctx in use until release
+// is called (WithConnKeeper); without a keeper it does nothing.
+func KeepConn(ctx context.Context) (release func()) {
+	if keep, ok := ctx.Value(keepKey{}).(func() func()); ok {
+		return keep()
+	}
+	return func() {}
+}
+
 // Observer receives the plugin's measurements, for the host's metrics.
 // Its methods are called on the request path: they must be quick and
 // safe for concurrent use.

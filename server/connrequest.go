@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+
+	"github.com/lakegate/lakegate/host"
 )
 
 // A request's life on its connection, as the connection caps see it
@@ -86,9 +88,18 @@ func withConn(ctx context.Context, c net.Conn) context.Context {
 		c = t.NetConn()
 	}
 	if tc, ok := c.(*trackedConn); ok {
-		return context.WithValue(ctx, connKey{}, tc)
+		return host.WithConnKeeper(context.WithValue(ctx, connKey{}, tc), tc.keep)
 	}
 	return ctx
+}
+
+// keep marks a request on tc received and served until the release it
+// returns: a stream taken over from the HTTP server (host.KeepConn), so
+// that the caps never close its connection as quiet.
+func (tc *trackedConn) keep() (release func()) {
+	kept := tc.begin()
+	kept.received()
+	return kept.end
 }
 
 // busyWhileHandling marks the request in progress on its connection while

@@ -377,6 +377,10 @@ func (tc *trackedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// NetConn is the connection tracked: a stream taken over from the HTTP
+// server reaches its socket through it.
+func (tc *trackedConn) NetConn() net.Conn { return tc.Conn }
+
 // Close stops counting the connection and closes it.
 func (tc *trackedConn) Close() error {
 	tc.once.Do(func() {

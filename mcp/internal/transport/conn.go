@@ -39,6 +39,9 @@ type conn struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	// ended is done once the session closes (for context.AfterFunc).
+	ended   context.Context
+	setEnds context.CancelFunc
 	// onClose, if set, runs once when the session closes.
 	onClose func()
 	act     activity // guarded by the Sessions's lock
@@ -54,7 +57,7 @@ type conn struct {
 var _ mcpsdk.Connection = (*conn)(nil)
 
 func newConn(id string, caller lakegate.Caller, queue int, queueBytes int64, writeTimeout time.Duration) *conn {
-	return &conn{
+	c := &conn{
 		id:           id,
 		caller:       caller,
 		in:           make(chan jsonrpc.Message, queue),
@@ -62,6 +65,8 @@ func newConn(id string, caller lakegate.Caller, queue int, queueBytes int64, wri
 		writeTimeout: writeTimeout,
 		closed:       make(chan struct{}),
 	}
+	c.ended, c.setEnds = context.WithCancel(context.Background())
+	return c
 }
 
 // Read returns the next message POSTed by the client. Close unblocks it.
@@ -229,6 +234,7 @@ func (c *conn) closeWith(cause error) {
 		if c.onClose != nil {
 			c.onClose()
 		}
+		c.setEnds()
 	})
 }
 
@@ -273,6 +279,7 @@ type outQueue struct {
 	maxMsgs  int
 	maxBytes int64
 	ready    chan struct{} // a message was added (capacity 1)
+	notify   func()        // if set, called (outside mu) when a message is added
 	room     chan struct{} // a message was taken (capacity 1)
 
 	// reserved sums the reservations of the calls running, listed in
@@ -413,9 +420,9 @@ func signal(ch chan struct{}) {
 // key, if any, which it ends.
 func (q *outQueue) tryPush(key string, data frame) bool {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	n := int64(data.size())
 	if len(q.msgs) > 0 && (len(q.msgs) >= q.maxMsgs || q.bytes+n > q.maxBytes) {
+		q.mu.Unlock()
 		return false
 	}
 	q.msgs = append(q.msgs, data)
@@ -425,7 +432,26 @@ func (q *outQueue) tryPush(key string, data frame) bool {
 	}
 	q.peak = max(q.peak, q.heldLocked())
 	signal(q.ready)
+	notify := q.notify
+	q.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
 	return true
+}
+
+// onPush sets the function called each time a message is added.
+func (q *outQueue) onPush(f func()) {
+	q.mu.Lock()
+	q.notify = f
+	q.mu.Unlock()
+}
+
+// pending reports whether a message waits.
+func (q *outQueue) pending() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.msgs) > 0
 }
 
 // push adds data, the message of JSON-RPC id key ("": none), waiting at
