@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -57,8 +58,9 @@ func dialSSE(addr, tok string) (*sseConn, error) {
 		return nil, err
 	}
 	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		conn.Close()
-		return nil, fmt.Errorf("GET /mcp/sse: got %d %q, want 200 text/event-stream", resp.StatusCode, ct)
+		return nil, fmt.Errorf("GET /mcp/sse: got %d %q %s, want 200 text/event-stream", resp.StatusCode, ct, body)
 	}
 	s := &sseConn{conn: conn, events: ssetest.NewReader(resp.Body), tok: tok}
 	ev, err := s.next(10 * time.Second)
@@ -208,36 +210,126 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 	return 0
 }
 
-// TestIdleSessionMemory measures the memory of idle SSE sessions in the
-// real binary: its resident set before and after opening 1,000 sessions
-// that only receive keepalives. A benchmark, run by make bench:
+// idleSessions is how many idle sessions TestIdleSessionMemory holds.
+const idleSessions = 10_000
+
+// TestIdleSessionMemory measures the memory of idle sessions in the real
+// binary: its resident set before and after opening 10,000 sessions that
+// only wait, each transport on a fresh server: legacy SSE streams that
+// receive keepalives, and Streamable HTTP sessions (2025-11-25), each with
+// its GET stream open. A benchmark, run by make bench:
 //
 //	LAKEGATE_BENCH_SESSIONS=1 go test -run '^TestIdleSessionMemory$' -count=1 -v ./integration/
 func TestIdleSessionMemory(t *testing.T) {
 	if os.Getenv("LAKEGATE_BENCH_SESSIONS") == "" {
 		t.Skip("a benchmark: set LAKEGATE_BENCH_SESSIONS=1 (make bench does)")
 	}
-	ensureFiles(t, manySessions+512)
-	p := startProc(t, buildBinary(t), "LAKEGATE_MCP_KEEPALIVE=2s")
-	addr := strings.TrimPrefix(p.base, "http://")
-	// Warm up: one session opened and closed, so that what every server
-	// allocates once is in the baseline.
-	openSessions(t, addr, 1)[0].close()
-	time.Sleep(time.Second)
-	before := rss(t, p.cmd.Process.Pid)
-	sessions := openSessions(t, addr, manySessions)
-	// Idle long enough for keepalives to reach every session.
-	for i, s := range sessions {
-		if err := s.waitFor(10*time.Second, keepalive); err != nil {
-			t.Fatalf("session %d: no keepalive: %v", i, err)
+	ensureFiles(t, idleSessions+1024)
+	bin := buildBinary(t)
+	for _, transport := range []string{"sse", "streamable"} {
+		t.Run(transport, func(t *testing.T) {
+			p := startProc(t, bin, "LAKEGATE_MCP_KEEPALIVE=2s", "LAKEGATE_MCP_MAX_SESSIONS="+strconv.Itoa(2*idleSessions),
+				"LAKEGATE_MAX_CONNECTIONS_PER_ADDRESS="+strconv.Itoa(2*idleSessions))
+			addr := strings.TrimPrefix(p.base, "http://")
+			open := func(n int) []io.Closer {
+				if transport == "sse" {
+					var out []io.Closer
+					for _, s := range openSessions(t, addr, n) {
+						out = append(out, s.conn)
+					}
+					return out
+				}
+				return openStreamableStreams(t, p.base, n)
+			}
+			// Warm up: one session opened and closed, so that what every
+			// server allocates once is in the baseline.
+			open(1)[0].Close()
+			time.Sleep(time.Second)
+			before := rss(t, p.cmd.Process.Pid)
+			held := open(idleSessions)
+			if transport == "sse" {
+				// Idle long enough for keepalives to reach every session.
+				time.Sleep(5 * time.Second)
+			} else {
+				time.Sleep(3 * time.Second)
+			}
+			after := rss(t, p.cmd.Process.Pid)
+			per := float64(after-before) / idleSessions / 1024
+			t.Logf("idle %s sessions: %d; server RSS %.1f MiB before, %.1f MiB after: %.1f KiB per idle session (target <= 20 KiB)",
+				transport, idleSessions, float64(before)/(1<<20), float64(after)/(1<<20), per)
+			for _, c := range held {
+				c.Close()
+			}
+		})
+	}
+}
+
+// openStreamableStreams opens n Streamable HTTP sessions on base
+// (2025-11-25, sessionsPerSubject per subject), each with its GET stream
+// open on a connection of its own; they close when the test ends.
+func openStreamableStreams(t *testing.T, base string, n int) []io.Closer {
+	t.Helper()
+	const version = "2025-11-25"
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	defer client.CloseIdleConnections()
+	postMCP := func(tok, session, body string) string {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("MCP-Protocol-Version", version)
 		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode >= 300 {
+			t.Fatalf("POST /mcp %s: got %d", body, resp.StatusCode)
+		}
+		return resp.Header.Get("Mcp-Session-Id")
 	}
-	time.Sleep(3 * time.Second)
-	after := rss(t, p.cmd.Process.Pid)
-	per := float64(after-before) / manySessions / 1024
-	t.Logf("idle SSE sessions: %d; server RSS %.1f MiB before, %.1f MiB after: %.1f KiB per idle session (target < 50 KiB)",
-		manySessions, float64(before)/(1<<20), float64(after)/(1<<20), per)
-	if per >= 50 {
-		t.Errorf("%.1f KiB per idle session, want under 50 KiB", per)
+	var out []io.Closer
+	t.Cleanup(func() {
+		for _, c := range out {
+			c.Close()
+		}
+	})
+	var tok string
+	for i := range n {
+		if i%sessionsPerSubject == 0 {
+			tok = token(fmt.Sprintf("agent-%d", i/sessionsPerSubject), "reader")
+		}
+		id := postMCP(tok, "", initialize(version))
+		if id == "" {
+			t.Fatal("initialize: no Mcp-Session-Id")
+		}
+		postMCP(tok, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		conn, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, conn)
+		req, _ := http.NewRequest(http.MethodGet, base+"/mcp", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", id)
+		req.Header.Set("MCP-Protocol-Version", version)
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := req.Write(conn); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), req)
+		if err != nil {
+			t.Fatalf("GET /mcp stream %d: %v", i, err)
+		}
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+			t.Fatalf("GET /mcp stream %d: got %d %q, want 200 text/event-stream", i, resp.StatusCode, ct)
+		}
+		_ = conn.SetDeadline(time.Time{})
 	}
+	return out
 }

@@ -129,7 +129,8 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	p.sse = transport.NewSSE(p.servers.getServer, p.sessions, &transport.SSEOptions{Enabled: p.Enabled, Peers: o.Peers,
 		Queue: o.SessionQueue, QueueBytes: o.SessionQueueBytes, WriteTimeout: o.WriteTimeout, Keepalive: o.Keepalive, Tasks: tasks, Logger: log})
 	p.streamable = transport.NewStreamable(p.servers.getServer, p.sessions, &transport.StreamableOptions{
-		SessionTimeout: o.SessionTimeout, Peers: o.Peers, StatelessDisabled: o.StatelessDisabled, Tasks: tasks, Logger: log})
+		SessionTimeout: o.SessionTimeout, Peers: o.Peers, StatelessDisabled: o.StatelessDisabled, Tasks: tasks, Logger: log,
+		WriteTimeout: o.WriteTimeout, Keepalive: o.Keepalive})
 
 	// build makes one protocol server: /mcp's (no group) or a group's.
 	var fixtures []string // the conformance fixtures' tools, on /mcp's server

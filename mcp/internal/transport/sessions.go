@@ -277,6 +277,18 @@ func (r *Sessions) addSSE(c *conn) error {
 	return nil
 }
 
+// holdStream counts a stream taken over from the HTTP server for wait,
+// until done; it refuses (false) once the sessions are shutting down.
+func (r *Sessions) holdStream() (done func(), ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, false
+	}
+	r.wg.Add(1)
+	return r.wg.Done, true
+}
+
 // doneSSE closes c and marks its stream done for wait.
 func (r *Sessions) doneSSE(c *conn) {
 	c.Close()

@@ -27,8 +27,10 @@ import (
 // an idle one then holds its socket and its session, and no goroutine of
 // its own. A writer runs only while something waits to be written, with a
 // buffer from a pool; the SSE's one keepalive ticker marks a keepalive due
-// on every stream and wakes the writer, which also notices a client that
-// has gone. HTTP/2 and HTTP/3 streams stay with their server's loop.
+// on every stream and wakes the writer. A client that closes its
+// connection is noticed at once by peerCloses (one goroutine for every
+// stream; off Linux, by the writer at the next keepalive). HTTP/2 and
+// HTTP/3 streams stay with their server's loop.
 
 // errClientLeft closes a session whose client closed its connection.
 var errClientLeft = errors.New("client left")
@@ -49,6 +51,7 @@ type takenStream struct {
 	nc      net.Conn
 	log     *slog.Logger
 	release func() // the host's hold on the connection
+	unwatch func() // ends peerCloses' watch; nil when not watched
 
 	running   atomic.Bool // a writer goroutine is started
 	keepalive atomic.Bool // a keepalive comment is due
@@ -72,20 +75,16 @@ func (h *SSE) takeOver(w http.ResponseWriter, r *http.Request, sess *conn, ss *m
 	// The server's read and write buffers are left behind: nothing is
 	// buffered (the request has no body, no response was written).
 	ts := &takenStream{h: h, sess: sess, ss: ss, nc: nc, log: log, release: release}
-	head := []byte("HTTP/1.1 200 OK\r\n")
-	var hb bytes.Buffer
-	_ = w.Header().Write(&hb)
-	head = append(head, hb.Bytes()...)
-	head = append(head, "Date: "...)
-	head = time.Now().UTC().AppendFormat(head, http.TimeFormat)
-	head = append(head, "\r\nTransfer-Encoding: chunked\r\n\r\n"...)
 	buf := writeBufs.Get().(*[]byte)
 	cw := chunkWriter{nc: nc, buf: (*buf)[:0], timeout: h.o.WriteTimeout}
-	cw.raw(head)
+	cw.raw(responseHead(http.StatusOK, w.Header()))
 	_, _ = cw.Write(endpointEvent(sess.id))
 	err = cw.flush()
 	*buf = cw.buf[:0]
 	writeBufs.Put(buf)
+	if stop, ok := peerCloses.watch(nc, func() { sess.closeWith(errClientLeft) }); ok {
+		ts.unwatch = stop
+	}
 	h.hub.add(ts)
 	sess.out.onPush(ts.kick)
 	context.AfterFunc(sess.ended, ts.finish)
@@ -110,6 +109,30 @@ func canHijack(w http.ResponseWriter) bool {
 		}
 		w = u.Unwrap()
 	}
+}
+
+// responseHead is the head of a chunked HTTP/1.1 response on a connection
+// taken over: it closes once the body ends.
+func responseHead(code int, h http.Header) []byte {
+	h.Set("Connection", "close")
+	h.Del("Content-Length")
+	var b bytes.Buffer
+	b.WriteString("HTTP/1.1 ")
+	b.WriteString(strconv.Itoa(code))
+	b.WriteByte(' ')
+	b.WriteString(http.StatusText(code))
+	b.WriteString("\r\n")
+	_ = h.Write(&b)
+	b.WriteString("Date: ")
+	b.Write(time.Now().UTC().AppendFormat(nil, http.TimeFormat))
+	b.WriteString("\r\nTransfer-Encoding: chunked\r\n\r\n")
+	return b.Bytes()
+}
+
+// tick is the keepalive ticker's visit: a keepalive is due.
+func (ts *takenStream) tick() {
+	ts.keepalive.Store(true)
+	ts.kick()
 }
 
 // kick starts a writer unless one runs.
@@ -198,6 +221,9 @@ func (ts *takenStream) finish() {
 		}
 		ts.mu.Unlock()
 	}
+	if ts.unwatch != nil {
+		ts.unwatch()
+	}
 	_ = ts.nc.Close() // a writer blocked on the socket returns
 	ts.mu.Lock()      // and is done before the stream is forgotten
 	h.hub.remove(ts)
@@ -212,14 +238,7 @@ func (ts *takenStream) finish() {
 // read would find the end), looking without reading or waiting. A
 // connection it cannot look into counts as open: a write will tell.
 func peerClosed(nc net.Conn) bool {
-	for {
-		u, ok := nc.(interface{ NetConn() net.Conn })
-		if !ok {
-			break
-		}
-		nc = u.NetConn()
-	}
-	sc, ok := nc.(syscall.Conn)
+	sc, ok := unwrapConn(nc).(syscall.Conn)
 	if !ok {
 		return false
 	}
@@ -235,6 +254,18 @@ func peerClosed(nc net.Conn) bool {
 		return true
 	})
 	return closed
+}
+
+// unwrapConn is the connection under nc's wrappers (TLS, the host's
+// tracking): the one with the socket.
+func unwrapConn(nc net.Conn) net.Conn {
+	for {
+		u, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nc
+		}
+		nc = u.NetConn()
+	}
 }
 
 // chunkWriter writes HTTP/1.1 chunks to a taken-over connection: writes
@@ -300,20 +331,23 @@ func (w *chunkWriter) send(bufs *net.Buffers) {
 	_, w.err = bufs.WriteTo(w.nc)
 }
 
-// streamHub keeps the taken-over streams of an SSE for its keepalive
-// ticker, which runs while there is one.
+// streamHub keeps the taken-over streams of a transport for its ticker,
+// which runs while there is one and visits each every hub.every.
 type streamHub struct {
 	every   time.Duration
 	mu      sync.Mutex
-	streams map[*takenStream]struct{}
+	streams map[ticked]struct{}
 	stop    chan struct{} // closes the running ticker; nil when none runs
 }
 
-func (hub *streamHub) add(ts *takenStream) {
+// ticked is a stream the hub's ticker visits; tick must not block.
+type ticked interface{ tick() }
+
+func (hub *streamHub) add(ts ticked) {
 	hub.mu.Lock()
 	defer hub.mu.Unlock()
 	if hub.streams == nil {
-		hub.streams = map[*takenStream]struct{}{}
+		hub.streams = map[ticked]struct{}{}
 	}
 	hub.streams[ts] = struct{}{}
 	if hub.stop == nil && hub.every > 0 {
@@ -322,7 +356,7 @@ func (hub *streamHub) add(ts *takenStream) {
 	}
 }
 
-func (hub *streamHub) remove(ts *takenStream) {
+func (hub *streamHub) remove(ts ticked) {
 	hub.mu.Lock()
 	defer hub.mu.Unlock()
 	delete(hub.streams, ts)
@@ -332,8 +366,7 @@ func (hub *streamHub) remove(ts *takenStream) {
 	}
 }
 
-// tick marks a keepalive due on every stream and wakes its writer, every
-// hub.every, until stop closes.
+// tick visits every stream, every hub.every, until stop closes.
 func (hub *streamHub) tick(stop chan struct{}) {
 	t := time.NewTicker(hub.every)
 	defer t.Stop()
@@ -345,8 +378,7 @@ func (hub *streamHub) tick(stop chan struct{}) {
 		}
 		hub.mu.Lock()
 		for ts := range hub.streams {
-			ts.keepalive.Store(true)
-			ts.kick()
+			ts.tick()
 		}
 		hub.mu.Unlock()
 	}

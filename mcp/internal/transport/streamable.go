@@ -37,6 +37,8 @@ type Streamable struct {
 	peers               host.Peers // nil: a single server
 	statelessDisabled   bool
 	tasks               Tasks // nil: no Tasks extension
+	writeTimeout        time.Duration
+	hub                 streamHub // the GET streams taken over (streamtaken.go)
 }
 
 // StreamableOptions tune a Streamable. The zero value of each field is
@@ -49,6 +51,10 @@ type StreamableOptions struct {
 	Peers host.Peers
 	// StatelessDisabled sends every request to the stateful handler.
 	StatelessDisabled bool
+	// WriteTimeout bounds a write to a GET stream taken over from the
+	// HTTP server (zero: none); Keepalive is how often such a stream is
+	// looked at for a client that has gone (zero: never).
+	WriteTimeout, Keepalive time.Duration
 	// Tasks, if set, answers the Tasks extension's requests: the
 	// 2025-11-25 form's on stateful sessions (tasks.go), the 2026-07-28
 	// form's on the stateless handler (tasksmodern.go).
@@ -85,6 +91,8 @@ func NewStreamable(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessi
 		peers:             o.Peers,
 		statelessDisabled: o.StatelessDisabled,
 		tasks:             o.Tasks,
+		writeTimeout:      o.WriteTimeout,
+		hub:               streamHub{every: o.Keepalive},
 	}
 }
 
@@ -177,6 +185,9 @@ func (s *Streamable) Serve(c *gin.Context) {
 		}
 	}
 	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" {
+		if c.Request.Method == http.MethodGet && s.takeGET(c, h, id) {
+			return // the stream lives on in a goroutine of its own
+		}
 		// In use while this request runs: never closed to make room.
 		defer s.sessions.useStream(id)()
 	}
