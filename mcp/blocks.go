@@ -191,11 +191,45 @@ func (b *blockRoutes) serveBlock(c *gin.Context) {
 			Hint: "use 0 to blocks-1, or all"})
 		return
 	}
+	c.Writer = &sendfileWriter{ResponseWriter: c.Writer}
 	err = serveRead(c, id, n, func() error { return b.store.ServeBlock(c.Writer, c.Request, id, n) })
 	if err != nil {
 		route.Fail(c, wire.BlockErr(err))
 	}
 }
+
+// sendfileWriter lets net/http send a block's file with sendfile, the
+// kernel copying it from the page cache to the socket: gin's writer has no
+// ReadFrom, so the copy would read the file into a buffer and write it
+// again. What it sends counts in Size, for the access log and the span.
+type sendfileWriter struct {
+	gin.ResponseWriter
+	sent int64
+}
+
+func (w *sendfileWriter) ReadFrom(r io.Reader) (int64, error) {
+	u, ok := w.ResponseWriter.(interface{ Unwrap() http.ResponseWriter })
+	if !ok {
+		return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+	}
+	rf, ok := u.Unwrap().(io.ReaderFrom)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+	}
+	w.WriteHeaderNow()
+	n, err := rf.ReadFrom(r)
+	w.sent += n
+	return n, err
+}
+
+func (w *sendfileWriter) Size() int {
+	if w.sent == 0 {
+		return w.ResponseWriter.Size()
+	}
+	return max(w.ResponseWriter.Size(), 0) + int(w.sent)
+}
+
+func (w *sendfileWriter) Written() bool { return w.sent > 0 || w.ResponseWriter.Written() }
 
 // metered runs the host's rate limit (Mount's meter) for this request and
 // reports whether it may go on.

@@ -377,6 +377,15 @@ func (tc *trackedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// ReadFrom lets net/http hand a file to the connection's own ReadFrom
+// (sendfile) through the tracking.
+func (tc *trackedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := tc.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(tc.Conn, r)
+}
+
 // NetConn is the connection tracked: a stream taken over from the HTTP
 // server reaches its socket through it.
 func (tc *trackedConn) NetConn() net.Conn { return tc.Conn }
