@@ -218,31 +218,14 @@ func TestTakenStreamShutdown(t *testing.T) {
 // peerClosed tells an open connection from one its peer closed, without
 // reading from it; a byte waiting counts as open (a write will tell).
 func TestPeerClosed(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	pair := func() (client, server net.Conn) {
-		client, err := net.Dial("tcp", l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		server, err = l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.Close(); server.Close() })
-		return client, server
-	}
-	client, server := pair()
+	client, server := tcpPair(t)
 	if peerClosed(server) {
 		t.Error("open connection: got closed")
 	}
 	client.Close()
 	testutil.Eventually(t, 5*time.Second, "the close to be seen", func() bool { return peerClosed(server) })
 
-	client, server = pair()
+	client, server = tcpPair(t)
 	if _, err := client.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +326,9 @@ func TestTakenGETStream(t *testing.T) {
 		t.Fatalf("session in use: %d, want 1 (its GET stream)", got)
 	}
 	mcpsdk.AddTool(server, &mcpsdk.Tool{Name: "late", InputSchema: &jsonschema.Schema{Type: "object"}},
-		func(context.Context, *mcpsdk.CallToolRequest, map[string]any) (*mcpsdk.CallToolResult, any, error) { return nil, nil, nil })
+		func(context.Context, *mcpsdk.CallToolRequest, map[string]any) (*mcpsdk.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
 	if ev := s.event(t); !strings.Contains(ev, "notifications/tools/list_changed") {
 		t.Fatalf("got %q, want the tool list change", ev)
 	}
@@ -354,25 +339,8 @@ func TestTakenGETStream(t *testing.T) {
 // peerCloses tells of a closed peer at once, once; a watch stopped first
 // tells nothing; with nothing watched its goroutine ends (goleak).
 func TestPeerClosesWatch(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	pair := func() (client, server net.Conn) {
-		client, err := net.Dial("tcp", l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		server, err = l.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { client.Close(); server.Close() })
-		return client, server
-	}
-	c1, s1 := pair()
-	c2, s2 := pair()
+	c1, s1 := tcpPair(t)
+	c2, s2 := tcpPair(t)
 	closed := make(chan int, 4)
 	stop1, ok1 := peerCloses.watch(s1, func() { closed <- 1 })
 	stop2, ok2 := peerCloses.watch(s2, func() { closed <- 2 })
@@ -403,4 +371,25 @@ func TestPeerClosesWatch(t *testing.T) {
 		t.Fatalf("told of %d after its watch stopped", n)
 	default:
 	}
+}
+
+// tcpPair is both ends of a loopback TCP connection, closed when the test
+// ends.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	client, err = net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
 }
