@@ -126,13 +126,9 @@ func startEpollLoop(w *closeWatch) (*epollLoop, error) {
 	return l, nil
 }
 
-// run waits for closes on l until its stop pipe is written.
+// run waits for closes on l until its stop pipe is written, then closes
+// l's descriptors.
 func (w *closeWatch) run(l *epollLoop) {
-	defer func() {
-		syscall.Close(l.epfd)
-		syscall.Close(l.stopR)
-		syscall.Close(l.stopW)
-	}()
 	events := make([]syscall.EpollEvent, 64)
 	for {
 		n, err := syscall.EpollWait(l.epfd, events, -1)
@@ -140,11 +136,22 @@ func (w *closeWatch) run(l *epollLoop) {
 			continue
 		}
 		if err != nil {
+			// Not expected: the next watch starts another loop. l's
+			// descriptors stay open, so that no stop writes to a
+			// number reused by another file.
+			w.mu.Lock()
+			if w.loop == l {
+				w.loop = nil
+			}
+			w.mu.Unlock()
 			return
 		}
 		for _, ev := range events[:n] {
 			token := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
 			if token == 0 {
+				syscall.Close(l.epfd)
+				syscall.Close(l.stopR)
+				syscall.Close(l.stopW)
 				return
 			}
 			if ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) == 0 {
