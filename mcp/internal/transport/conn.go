@@ -38,9 +38,6 @@ type conn struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
-	// ended is done once the session closes (for context.AfterFunc).
-	ended   context.Context
-	setEnds context.CancelFunc
 	// onClose, if set, runs once when the session closes.
 	onClose func()
 	act     activity // guarded by the Sessions's lock
@@ -56,7 +53,7 @@ type conn struct {
 var _ mcpsdk.Connection = (*conn)(nil)
 
 func newConn(id string, caller lakegate.Caller, queue int, queueBytes int64, writeTimeout time.Duration) *conn {
-	c := &conn{
+	return &conn{
 		id:           id,
 		caller:       caller,
 		in:           make(chan jsonrpc.Message, queue),
@@ -64,8 +61,6 @@ func newConn(id string, caller lakegate.Caller, queue int, queueBytes int64, wri
 		writeTimeout: writeTimeout,
 		closed:       make(chan struct{}),
 	}
-	c.ended, c.setEnds = context.WithCancel(context.Background())
-	return c
 }
 
 // Read returns the next message POSTed by the client. Close unblocks it.
@@ -233,7 +228,6 @@ func (c *conn) closeWith(cause error) {
 		if c.onClose != nil {
 			c.onClose()
 		}
-		c.setEnds()
 	})
 }
 
