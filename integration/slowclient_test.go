@@ -60,6 +60,14 @@ func TestSlowSSEClientIsDropped(t *testing.T) {
 	}
 }
 
+// stalledRcvBuf is a stalled client's receive buffer: small, so that the
+// server's writes block soon after it stops reading, but a loopback
+// segment (64 KiB) at least. Below that, once the client reads again, its
+// freed space may never reach a segment, so it announces no window and
+// the server learns of it only by its zero-window probes, whose backoff
+// stalled the stream for up to a minute.
+const stalledRcvBuf = 64 << 10
+
 // stalledSSE opens an SSE stream by hand, reads the endpoint event, then
 // stops reading; it returns the message endpoint, the stream's reader,
 // for a test to read from later, and its connection, whose deadline (30 s
@@ -72,7 +80,7 @@ func stalledSSE(t *testing.T, e *env, tok string) (endpoint string, stream *sset
 	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		return rc.Control(func(fd uintptr) {
-			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, stalledRcvBuf)
 		})
 	}}
 	nc, err := d.DialContext(t.Context(), "tcp", strings.TrimPrefix(e.base, "http://"))
