@@ -38,6 +38,9 @@ type conn struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	// ended is done once the session closes (for context.AfterFunc).
+	ended   context.Context
+	setEnds context.CancelFunc
 	// onClose, if set, runs once when the session closes.
 	onClose func()
 	act     activity // guarded by the Sessions's lock
@@ -53,7 +56,7 @@ type conn struct {
 var _ mcpsdk.Connection = (*conn)(nil)
 
 func newConn(id string, caller lakegate.Caller, queue int, queueBytes int64, writeTimeout time.Duration) *conn {
-	return &conn{
+	c := &conn{
 		id:           id,
 		caller:       caller,
 		in:           make(chan jsonrpc.Message, queue),
@@ -61,6 +64,8 @@ func newConn(id string, caller lakegate.Caller, queue int, queueBytes int64, wri
 		writeTimeout: writeTimeout,
 		closed:       make(chan struct{}),
 	}
+	c.ended, c.setEnds = context.WithCancel(context.Background())
+	return c
 }
 
 // Read returns the next message POSTed by the client. Close unblocks it.
@@ -228,6 +233,7 @@ func (c *conn) closeWith(cause error) {
 		if c.onClose != nil {
 			c.onClose()
 		}
+		c.setEnds()
 	})
 }
 

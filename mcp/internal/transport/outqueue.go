@@ -31,6 +31,7 @@ type outQueue struct {
 	maxMsgs  int
 	maxBytes int64
 	ready    chan struct{} // a message was added (capacity 1)
+	notify   func()        // if set, called (outside mu) when a message is added
 	room     chan struct{} // a message was taken (capacity 1)
 
 	// reserved sums the reservations of the calls running, listed in
@@ -171,9 +172,9 @@ func signal(ch chan struct{}) {
 // key, if any, which it ends.
 func (q *outQueue) tryPush(key string, data frame) bool {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	n := int64(data.size())
 	if len(q.msgs) > 0 && (len(q.msgs) >= q.maxMsgs || q.bytes+n > q.maxBytes) {
+		q.mu.Unlock()
 		return false
 	}
 	q.msgs = append(q.msgs, data)
@@ -183,7 +184,26 @@ func (q *outQueue) tryPush(key string, data frame) bool {
 	}
 	q.peak = max(q.peak, q.heldLocked())
 	signal(q.ready)
+	notify := q.notify
+	q.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
 	return true
+}
+
+// onPush sets the function called each time a message is added.
+func (q *outQueue) onPush(f func()) {
+	q.mu.Lock()
+	q.notify = f
+	q.mu.Unlock()
+}
+
+// pending reports whether a message waits.
+func (q *outQueue) pending() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.msgs) > 0
 }
 
 // push adds data, the message of JSON-RPC id key ("": none), waiting at

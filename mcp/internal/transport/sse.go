@@ -30,6 +30,7 @@ type SSE struct {
 	sessions  *Sessions
 	o         SSEOptions
 	log       *slog.Logger
+	hub       streamHub // the streams taken over (ssestream.go)
 }
 
 // SSEOptions tune an SSE. The zero value of each field is its default,
@@ -68,6 +69,7 @@ func NewSSE(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessions, op
 	if h.o.Enabled == nil {
 		h.o.Enabled = func() bool { return true }
 	}
+	h.hub.every = h.o.Keepalive
 	return h
 }
 
@@ -81,7 +83,6 @@ func (h *SSE) Stream(c *gin.Context) {
 		route.Fail(c, err)
 		return
 	}
-	defer h.sessions.doneSSE(sess)
 	log := h.log.With(lakegate.LogSessionID, sess.id, lakegate.LogSubject, caller.Subject, lakegate.LogRequestID, c.Request.Header.Get(wire.HeaderRequestID))
 
 	// The session's protocol context carries the caller but not the
@@ -89,22 +90,28 @@ func (h *SSE) Stream(c *gin.Context) {
 	ctx := lakegate.WithCaller(context.WithoutCancel(c.Request.Context()), caller)
 	ss, err := sess.server.Connect(ctx, sseTransport{sess}, nil)
 	if err != nil {
+		h.sessions.doneSSE(sess)
 		route.Fail(c, fmt.Errorf("connect mcp session: %w", err))
 		return
 	}
-	defer ss.Close()
-	// Deferred last, so run first: closing the connection cancels the
-	// calls still running on it (untilSessionEnds), for which ss.Close
-	// waits.
-	defer sess.Close()
 
 	w := c.Writer
-	rc := http.NewResponseController(w)
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache")
 	hd.Set("Connection", "keep-alive")
 	hd.Set("X-Accel-Buffering", "no")
+	log.Info("mcp sse session opened")
+	if h.takeOver(w, c.Request, sess, ss, log) {
+		return // the stream lives on without this goroutine
+	}
+	defer h.sessions.doneSSE(sess)
+	defer ss.Close()
+	// Deferred last, so run first: closing the connection cancels the
+	// calls still running on it (untilSessionEnds), for which ss.Close
+	// waits.
+	defer sess.Close()
+	rc := http.NewResponseController(w)
 	w.WriteHeader(http.StatusOK)
 
 	deadline := func() error {
@@ -141,7 +148,6 @@ func (h *SSE) Stream(c *gin.Context) {
 			}
 		}
 	}
-	log.Info("mcp sse session opened")
 	if err := write(endpointEvent(sess.id)); err != nil {
 		log.Info("mcp sse session ended", lakegate.LogReason, err.Error())
 		return

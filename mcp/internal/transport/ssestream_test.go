@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"iter"
 	"net"
@@ -10,23 +11,78 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/internal/testutil"
 )
 
-// rawStream is an event stream read off its socket, chunked encoding and
+// sseServer serves an SSE on a loopback HTTP/1.1 server; callers are
+// named by X-Sub.
+func sseServer(t *testing.T, o SSEOptions) (*SSE, *Sessions, string) {
+	t.Helper()
+	server := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "t", Version: "1"}, nil)
+	sessions := NewSessions(func() iter.Seq[*mcpsdk.ServerSession] { return server.Sessions() }, &SessionsOptions{MaxSessions: 100, MaxSessionsPerSubject: 100})
+	h := NewSSE(func(*http.Request) *mcpsdk.Server { return server }, sessions, &o)
+	gin.SetMode(gin.TestMode)
+	r := gin.New()
+	r.Use(func(c *gin.Context) {
+		caller := lakegate.Caller{Subject: c.GetHeader("X-Sub"), Roles: []string{lakegate.RoleReader}}
+		c.Request = c.Request.WithContext(lakegate.WithCaller(c.Request.Context(), caller))
+	})
+	r.GET("/mcp/sse", h.Stream)
+	r.POST("/mcp/messages/", h.Message)
+	srv := httptest.NewServer(r)
+	t.Cleanup(func() {
+		sessions.CloseAll()
+		sessions.wait()
+		srv.Close()
+	})
+	return h, sessions, srv.URL
+}
+
+// rawStream is a GET /mcp/sse read off its socket, chunked encoding and
 // all, as a client sees it.
 type rawStream struct {
 	nc   net.Conn
 	resp *http.Response
 	rd   *bufio.Reader
+	id   string
+}
+
+func openRaw(t *testing.T, base, sub string) *rawStream {
+	t.Helper()
+	nc, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, base+"/mcp/sse", nil)
+	req.Header.Set("X-Sub", sub)
+	if err := req.Write(nc); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(nc), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || resp.TransferEncoding[0] != "chunked" {
+		t.Fatalf("got %d %v %v, want 200 text/event-stream, chunked", resp.StatusCode, resp.Header, resp.TransferEncoding)
+	}
+	s := &rawStream{nc: nc, resp: resp, rd: bufio.NewReader(resp.Body)}
+	ev := s.event(t)
+	id, ok := strings.CutPrefix(ev, "event: endpoint\ndata: /mcp/messages/?session_id=")
+	if !ok {
+		t.Fatalf("first event: %q", ev)
+	}
+	s.id = id
+	return s
 }
 
 // event reads the next event or comment, without its blank line.
@@ -44,6 +100,119 @@ func (s *rawStream) event(t *testing.T) string {
 		}
 		lines = append(lines, strings.TrimSuffix(line, "\n"))
 	}
+}
+
+// A stream over HTTP/1.1 is taken over from the HTTP server: its
+// messages, however many writers queue them at once, arrive whole and in
+// chunks a client decodes; keepalives come from the shared ticker; a
+// client that closes its connection ends its session at the next tick;
+// the last stream gone, the ticker stops (goleak checks that nothing
+// lingers).
+func TestTakenStream(t *testing.T) {
+	_, sessions, base := sseServer(t, SSEOptions{Queue: 64, QueueBytes: 1 << 20, WriteTimeout: 5 * time.Second, Keepalive: 20 * time.Millisecond})
+	a := openRaw(t, base, "alice")
+	b := openRaw(t, base, "bob")
+	if got := sessions.Counts().SSE; got != 2 {
+		t.Fatalf("open sessions: got %d, want 2", got)
+	}
+	ca := sessions.sseSession(a.id)
+	if ca == nil {
+		t.Fatal("alice's session is not registered")
+	}
+
+	// Many writers at once, among keepalives: every message arrives
+	// whole, once; a large one goes out as a chunk of its own.
+	const writers, each = 8, 25
+	big := strings.Repeat("x", 3*writeBufSize)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				params := fmt.Sprintf(`{"w":%d,"i":%d,"pad":%q}`, w, i, big[:(w*each+i)%len(big)])
+				msg := &jsonrpc.Request{Method: "notifications/message", Params: []byte(params)}
+				if err := ca.Write(context.Background(), msg); err != nil {
+					t.Errorf("write: %v", err)
+				}
+			}
+		})
+	}
+	seen := map[string]bool{}
+	keepalives := 0
+	for len(seen) < writers*each {
+		ev := a.event(t)
+		if ev == ": keepalive" {
+			keepalives++
+			continue
+		}
+		data, ok := strings.CutPrefix(ev, "event: message\ndata: ")
+		if !ok || strings.Contains(data, "\n") {
+			t.Fatalf("got %q, want one message event", ev)
+		}
+		key := data[strings.Index(data, `"w":`):strings.Index(data, `,"pad"`)]
+		if seen[key] {
+			t.Fatalf("message %s twice", key)
+		}
+		seen[key] = true
+	}
+	wg.Wait()
+	for keepalives < 2 {
+		if ev := a.event(t); ev == ": keepalive" {
+			keepalives++
+		}
+	}
+	if now, _ := ca.out.held(); now != 0 {
+		t.Errorf("bytes held after every message was read: %d, want 0", now)
+	}
+
+	// Bob leaves: his session ends at a tick; alice's stream goes on.
+	b.nc.Close()
+	testutil.Eventually(t, 5*time.Second, "bob's session to end", func() bool { return sessions.Counts().SSE == 1 })
+	if ev := a.event(t); ev != ": keepalive" {
+		t.Errorf("alice after bob left: got %q, want a keepalive", ev)
+	}
+
+	// Closed by the server (an operator, a disable): the stream ends.
+	ca.Close()
+	testutil.Eventually(t, 5*time.Second, "alice's session to end", func() bool { return sessions.Counts().SSE == 0 })
+	_ = a.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, a.rd); err == nil {
+		// A close by the server cuts the stream: no last chunk.
+		t.Log("the stream ended cleanly")
+	}
+	a.nc.Close()
+}
+
+// At shutdown a taken stream sends what is queued, says why, and ends
+// its body cleanly (the last chunk).
+func TestTakenStreamShutdown(t *testing.T) {
+	_, sessions, base := sseServer(t, SSEOptions{Queue: 64, QueueBytes: 1 << 20, WriteTimeout: 5 * time.Second, Keepalive: time.Hour})
+	a := openRaw(t, base, "alice")
+	ca := sessions.sseSession(a.id)
+	sessions.shut()
+	msg := &jsonrpc.Request{Method: "notifications/message", Params: []byte(`{"last":true}`)}
+	// Queued without waking the writer, as an answer queued while the
+	// stream is being closed would be.
+	data, err := encodeFrame(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca.out.onPush(nil)
+	if !ca.out.tryPush("", data) {
+		t.Fatal("push refused")
+	}
+	sessions.closeAll(true)
+	if ev := a.event(t); !strings.Contains(ev, `{"last":true}`) {
+		t.Errorf("got %q, want the queued message", ev)
+	}
+	if ev := a.event(t); ev != ": server shutting down" {
+		t.Errorf("got %q, want the shutdown comment", ev)
+	}
+	_ = a.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if rest, err := io.ReadAll(a.rd); err != nil || len(rest) != 0 {
+		t.Errorf("after the comment: %q, %v; want a clean end of the body", rest, err)
+	}
+	sessions.wait()
+	a.nc.Close()
 }
 
 // peerClosed tells an open connection from one its peer closed, without
