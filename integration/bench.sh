@@ -72,10 +72,12 @@ awk '/^BenchmarkRollupYear\/rollup-/ { r = $3 } /^BenchmarkRollupYear\/rows-/ { 
   END { if (w > 0 && p > 0) printf "a year from the rollups: %.1f ms, %.4fx the rows (%.0f ms); ingest with rollups %.2fx the rows/s without\n", r / 1e6, r / w, w / 1e6, q / p
         if (f > 0) printf "four writers into one table (one batch at a time) %.2fx four tables\n", o / f }' "$out/rollup.txt"
 
-echo "== result cache: a time series over the 1M readings answered from the cache, and read again"
+echo "== result cache: a time series over the 1M readings answered from the cache, and read again; then its third page"
 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^$' -bench 'ResultCache' -benchtime 20x ./query/ | tee "$out/cache.txt" | grep -E '^Benchmark'
 awk '/^BenchmarkResultCache\/cached-/ { c = $3 } /^BenchmarkResultCache\/fresh-/ { f = $3 }
-  END { if (f > 0) printf "from the cache: %.2f ms, %.4fx reading it (%.1f ms)\n", c / 1e6, c / f, f / 1e6 }' "$out/cache.txt"
+  /^BenchmarkResultCache\/page-cached-/ { pc = $3 } /^BenchmarkResultCache\/page-fresh-/ { pf = $3 }
+  END { if (f > 0) printf "from the cache: %.2f ms, %.4fx reading it (%.1f ms)\n", c / 1e6, c / f, f / 1e6
+        if (pf > 0) printf "its third page of 20, read ahead by the second: %.2f ms, %.4fx reading it (%.1f ms)\n", pc / 1e6, pc / pf, pf / 1e6 }' "$out/cache.txt"
 
 echo "== psql \\copy (SELECT * FROM readings) to /dev/null csv, best of 3"
 best=""

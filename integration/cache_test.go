@@ -72,6 +72,36 @@ func TestResultCacheTools(t *testing.T) {
 			t.Error("a tool declared cache: false was a hit")
 		}
 	}
+	// Paging: the page after the second comes from what the second
+	// read ahead, the same rows a fresh read gives.
+	type paged struct {
+		cached
+		NextCursor string `json:"next_cursor"`
+	}
+	ids := "SELECT id FROM readings WHERE device_id = 7 ORDER BY id"
+	var shown []string
+	cursor := ""
+	for i, want := range []bool{false, false, true, true} {
+		args := map[string]any{"database": "iot", "sql": ids, "max_rows": 5}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		var out paged
+		res := callJSON(t, cs, "run_sql", args, &out)
+		if res.IsError || out.Cache == nil || out.Cache.Hit != want || out.NextCursor == "" {
+			t.Fatalf("page %d: %v, cache %+v, want hit %v and a next cursor", i+1, res.Content, out.Cache, want)
+		}
+		text := res.Content[0].(*mcpsdk.TextContent).Text
+		shown = append(shown, strings.Split(strings.TrimSpace(text[:strings.Index(text, "# rows")]), "\n")[1:]...)
+		cursor = out.NextCursor
+	}
+	var none struct{}
+	whole := callJSON(t, cs, "run_sql", map[string]any{"database": "iot", "sql": ids, "max_rows": 20, "fresh": true}, &none)
+	first := strings.Split(strings.TrimSpace(whole.Content[0].(*mcpsdk.TextContent).Text), "\n")[1:21]
+	if strings.Join(shown, ",") != strings.Join(first, ",") {
+		t.Errorf("four pages of 5 showed %v, want %v", shown, first)
+	}
+
 	body := `[{"id": 200001, "device_id": 7, "ts": "2026-01-01T00:00:00Z", "temperature": 20, "humidity": 40, "status": "ok"}]`
 	if code, out := post(t, e.base+"/data/iot/readings", token("ingest", "writer"), body); code != http.StatusOK {
 		t.Fatalf("ingest: %d %s", code, out)

@@ -258,7 +258,8 @@ func (e *Engine) builtStmt(g *grant, src source, db string, b *sqlbuild.Statemen
 		e.checked.add(key)
 	}
 	s := e.newStmt(g, src, db, limit)
-	s.SQL, s.text, s.args = capped, b.Capped(limit+1, start.offset), b.Args
+	s.recap = func(n int) string { return b.Capped(n, start.offset) }
+	s.SQL, s.text, s.args = capped, s.recap(limit+1), b.Args
 	s.start, s.hash, s.keys, s.hidden = start, hash, b.Keys, b.Hidden
 	return s, nil
 }

@@ -25,10 +25,15 @@ import (
 // the page starts after that row, then skips Offset rows (those of a page
 // cut short by a reader's budget, CursorAt): a deep page costs what the
 // first does, and rows inserted before it never shift it.
+//
+// A cursor also says where its page starts in the whole result (p), when
+// that is known, so that the result cache can answer the page from rows
+// it holds (cache.go).
 type cursorData struct {
 	Offset int    `json:"o"`
 	Hash   string `json:"h"`
 	Keys   []any  `json:"k,omitempty"`
+	Pos    *int   `json:"p,omitempty"`
 }
 
 // maxCursor bounds a cursor's length; keys that make it longer (a long
@@ -36,10 +41,39 @@ type cursorData struct {
 const maxCursor = 4096
 
 // pageStart is where a page starts: after the row whose keys are after
-// (nil: the result's start), then offset rows on.
+// (nil: the result's start), then offset rows on. at, for a start after
+// keys, is 1 + its first row's place in the whole result; 0 when not
+// known (a tail's page, a cursor that did not say).
 type pageStart struct {
 	after  []any
 	offset int
+	at     int
+}
+
+// place is where the page starts in the whole result, counted from 0; -1
+// when not known.
+func (p pageStart) place() int {
+	if p.after == nil {
+		return p.offset
+	}
+	return p.at - 1
+}
+
+// on is the start n rows on from p: after the row of keys after, or
+// (nil) n rows further from p's own start.
+func (p pageStart) on(n int, after []any) pageStart {
+	if after == nil {
+		next := pageStart{after: p.after, offset: p.offset + n}
+		if p.at > 0 {
+			next.at = p.at + n
+		}
+		return next
+	}
+	next := pageStart{after: after}
+	if pos := p.place(); pos >= 0 {
+		next.at = pos + n + 1
+	}
+	return next
 }
 
 // requestHash names what a request asks, whatever page it is on: parts
@@ -70,7 +104,11 @@ func (e *Engine) signCursor(body string) string {
 // encodeCursor is the cursor of the page p of the request of hash, or ""
 // when it would be longer than maxCursor.
 func (e *Engine) encodeCursor(p pageStart, hash string) string {
-	b, err := json.Marshal(cursorData{Offset: p.offset, Hash: hash, Keys: p.after})
+	d := cursorData{Offset: p.offset, Hash: hash, Keys: p.after}
+	if pos := p.place(); pos >= 0 && p.after != nil {
+		d.Pos = &pos
+	}
+	b, err := json.Marshal(d)
 	if err != nil {
 		return ""
 	}
@@ -103,7 +141,11 @@ func (e *Engine) pageStart(c, hash string) (pageStart, error) {
 	if err := dec.Decode(&d); err != nil || d.Hash != hash || d.Offset < 0 || d.Offset > maxOffset {
 		return pageStart{}, bad
 	}
-	return pageStart{after: d.Keys, offset: d.Offset}, nil
+	p := pageStart{after: d.Keys, offset: d.Offset}
+	if p.after != nil && d.Pos != nil && *d.Pos > d.Offset && *d.Pos <= maxOffset {
+		p.at = *d.Pos + 1
+	}
+	return p, nil
 }
 
 // paging is how a statement's pages follow one another, for the hint of

@@ -60,7 +60,7 @@ func (e *Engine) Explain(ctx context.Context, c lakegate.Caller, db, sqlText str
 	text := trimSQL(sqlText)
 	d := s.src.dialect()
 	p := &Plan{Database: db, Dialect: d, Format: format, Analyze: analyze, SQL: text}
-	s.Limit, s.hash = maxPlanLines, ""
+	s.Limit, s.hash, s.recap = maxPlanLines, "", nil
 	if d == SQLite {
 		if analyze {
 			return nil, &lakegate.Error{Kind: lakegate.KindValidation, Message: "analyze is available on PostgreSQL databases only",

@@ -176,6 +176,10 @@ func (s *pgSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error
 			return nil, err
 		}
 		if err := sink.Row(cells); err != nil {
+			if err == errEnough {
+				res.Truncated = true
+				break
+			}
 			return nil, err
 		}
 		res.RowCount++

@@ -193,4 +193,26 @@ func BenchmarkResultCache(b *testing.B) {
 			}
 		})
 	}
+	// The third page of 20 points, after the second read ahead (kept),
+	// and read again.
+	for _, tc := range []struct {
+		name  string
+		fresh bool
+	}{{"page-cached", false}, {"page-fresh", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := r
+			r.Limit = 20
+			caller := lakegate.Caller{Subject: "bench-" + tc.name}
+			first, _ := collectTimeSeries(b, e, caller, r)
+			r.Cursor = first.NextCursor
+			second, _ := collectTimeSeries(b, e, caller, r)
+			r.Cursor, r.Fresh = second.NextCursor, tc.fresh
+			for b.Loop() {
+				res, _ := collectTimeSeries(b, e, caller, r)
+				if res.Cache == nil || res.Cache.Hit == tc.fresh || res.RowCount != 20 {
+					b.Fatalf("%+v", res)
+				}
+			}
+		})
+	}
 }

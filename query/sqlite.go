@@ -198,6 +198,10 @@ func (s *sqliteSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, e
 			}
 		}
 		if err := sink.Row(cells); err != nil {
+			if err == errEnough {
+				res.Truncated = true
+				break
+			}
 			return nil, err
 		}
 		res.RowCount++

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"slices"
-
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/query/sqlbuild"
 	"github.com/lakegate/lakegate/query/validate"
@@ -60,7 +58,10 @@ type Stmt struct {
 	g    *grant // what the caller may see, for hints (suggest)
 	src  source
 	text string // what runs: capped at Limit+1 rows
-	args []any
+	// recap is the text capped at n rows instead (nil: text only), for
+	// a page that reads ahead into the result cache.
+	recap func(n int) string
+	args  []any
 	// start is where the page starts in the whole result, and hash names
 	// the request, for the cursor of the next page; paging says how pages
 	// follow one another (for the hint). keys are the built statement's
@@ -141,7 +142,9 @@ func (e *Engine) PrepareSQL(ctx context.Context, c lakegate.Caller, r SQLRequest
 	if s.start, err = e.pageStart(r.Cursor, s.hash); err != nil {
 		return nil, err
 	}
-	s.SQL, s.text, s.args = r.SQL, wrapLimit(text, limit+1, s.start.offset), args
+	offset := s.start.offset
+	s.recap = func(n int) string { return wrapLimit(text, n, offset) }
+	s.SQL, s.text, s.args = r.SQL, s.recap(limit+1), args
 	s.paging = pagingOffset
 	if !validate.HasOrderBy(text) {
 		s.paging = pagingUnordered
@@ -174,42 +177,17 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 	if s.tail {
 		cache = nil // a tail is about what is new
 	}
-	var key [32]byte
-	var gen uint64
 	if cache != nil {
-		key, gen = s.cacheKey(), cache.generation(s.Database)
-		if ent := cache.lookup(key, start, s.Fresh); ent != nil {
-			if res, err = ent.replay(t); err != nil {
-				return nil, err
-			}
-			res.Cache = &CacheInfo{Hit: true, AgeMS: start.Sub(ent.at).Milliseconds()}
-		}
-	}
-	if res == nil {
-		var rec *recordSink
+		res, err = s.runCached(ctx, t, cache, start)
+	} else {
 		err = s.e.retry(ctx, s, func(ctx context.Context) (bool, error) {
 			var err error
-			if cache == nil {
-				res, err = s.src.run(ctx, s, t)
-				return t.started, err
-			}
-			rec = &recordSink{Sink: t}
-			res, err = s.src.run(ctx, s, rec)
+			res, err = s.src.run(ctx, s, t)
 			return t.started, err
 		})
-		if err != nil {
-			return nil, s.suggest(ctx, err)
-		}
-		if rec != nil {
-			res.Cache = &CacheInfo{}
-			if !rec.off {
-				ent := &cacheEntry{key: key, subject: s.g.subject, db: s.Database, at: start, cols: rec.cols, rows: rec.rows, res: *res,
-					size: rec.size + 512}
-				ent.res.Columns = slices.Clone(res.Columns)
-				ent.res.Cache = nil
-				cache.put(ent, gen)
-			}
-		}
+	}
+	if err != nil {
+		return nil, s.suggest(ctx, err)
 	}
 	res.SQL = s.SQL
 	res.Columns = res.Columns[:len(res.Columns)-s.hidden]
@@ -224,10 +202,10 @@ func (s *Stmt) Run(ctx context.Context, sink Sink) (res *Result, err error) {
 		// After the last row's keys; else (keys past the cursor's bound,
 		// or none) a page on from this one's start.
 		if keys := t.lastKeys(); keys != nil {
-			res.NextCursor = s.e.encodeCursor(pageStart{after: keys}, s.hash)
+			res.NextCursor = s.e.encodeCursor(s.start.on(s.Limit, keys), s.hash)
 		}
 		if res.NextCursor == "" {
-			res.NextCursor = s.e.encodeCursor(pageStart{after: s.start.after, offset: s.start.offset + s.Limit}, s.hash)
+			res.NextCursor = s.e.encodeCursor(s.start.on(s.Limit, nil), s.hash)
 		}
 		res.Hint = s.e.truncatedHint(s.paging)
 	}
@@ -264,7 +242,7 @@ func (s *Stmt) CursorAt(n int) (cursor, hint string) {
 		// has no start to count from.
 		return s.e.encodeCursor(pageStart{after: s.rowKeys[n-1]}, s.hash), s.e.truncatedHint(s.paging)
 	}
-	return s.e.encodeCursor(pageStart{after: s.start.after, offset: s.start.offset + n}, s.hash), s.e.truncatedHint(s.paging)
+	return s.e.encodeCursor(s.start.on(n, nil), s.hash), s.e.truncatedHint(s.paging)
 }
 
 // trackSink notes whether output has begun and marks the sink's errors so
