@@ -358,6 +358,7 @@ func testCachePages(t *testing.T, e *Engine, db, pad string) {
 		t.Errorf("the cache holds %d bytes, over a subject's %d", st.Bytes, st.MaxSubjectBytes)
 	}
 }
+
 // Two entries of one request join when one's rows go on where the
 // other's end, after the row its run began after.
 func TestJoinedEntries(t *testing.T) {
