@@ -140,8 +140,9 @@ func (b *blockRoutes) serveManifest(c *gin.Context) {
 	caller, _ := lakegate.CallerFrom(c.Request.Context())
 	m, err := b.transfer(caller, c.Param("id"))
 	// Following a transfer (after: the blocks known) is part of reading
-	// its blocks, which take no token: only the first look at a manifest
-	// takes one.
+	// its blocks, which take no token when it brings news: only the first
+	// look at a manifest takes one, and a follow that learns nothing new
+	// (a poll) does.
 	follow := err == nil && c.Query("after") != ""
 	if !follow && !b.metered(c) {
 		return
@@ -156,6 +157,9 @@ func (b *blockRoutes) serveManifest(c *gin.Context) {
 			return
 		}
 		m, _, err = b.store.Await(c.Request.Context(), c.Param("id"), after, time.Duration(wait)*time.Millisecond)
+		if err == nil && !m.Complete && len(m.Blocks) <= after && !b.metered(c) {
+			return
+		}
 		err = wire.BlockErr(err)
 	}
 	if err != nil {

@@ -205,7 +205,10 @@ func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context
 // testRouter mounts p on a bare router behind a stand-in for the host's
 // auth: the X-Sub header names the caller, a reader (an admin when the
 // name begins with "admin").
-func testRouter(p *Plugin) *gin.Engine {
+func testRouter(p *Plugin) *gin.Engine { return meteredRouter(p, nil) }
+
+// meteredRouter is testRouter with meter as the host's rate limit.
+func meteredRouter(p *Plugin, meter gin.HandlerFunc) *gin.Engine {
 	// A bare router: the plugin answers its own errors.
 	r := gin.New()
 	authed := r.Group("", func(c *gin.Context) {
@@ -220,7 +223,7 @@ func testRouter(p *Plugin) *gin.Engine {
 		}
 		c.Request = c.Request.WithContext(lakegate.WithCaller(c.Request.Context(), lakegate.Caller{Subject: sub, Roles: roles}))
 	})
-	p.Mount(authed, nil)
+	p.Mount(authed, meter)
 	return r
 }
 
