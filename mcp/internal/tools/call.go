@@ -62,6 +62,9 @@ type call struct {
 	// cache: false).
 	fresh bool
 	args  *argsSchema
+	// decoded holds the arguments once a tool's ask has decoded them, so
+	// that its handler does not decode them again.
+	decoded *any
 	// inline bounds the bytes of an inline answer (at most
 	// mcp_block_threshold; less on a session slow to read its replies).
 	inline int64
@@ -80,6 +83,22 @@ type call struct {
 	// tasks: the client takes the Tasks extension's tasks (2026-07-28):
 	// a call that becomes a job answers as its task (TaskMetaKey).
 	tasks bool
+}
+
+// keepDecoded keeps the decoded arguments v (a pointer to the handler's
+// argument type) for the handler.
+func (c call) keepDecoded(v any) {
+	if c.decoded != nil {
+		*c.decoded = v
+	}
+}
+
+// decodedArgs are the arguments a tool's ask decoded; nil when none did.
+func (c call) decodedArgs() any {
+	if c.decoded == nil {
+		return nil
+	}
+	return *c.decoded
 }
 
 // clampText cuts the text of res to chars bytes at a line end, saying so:

@@ -131,6 +131,7 @@ func runSQLFirst(ctx context.Context, ts *Set, c call, args json.RawMessage) (ou
 	if err := c.args.decode(args, &in); err != nil {
 		return nil, nil // a bad argument is the handler's to answer
 	}
+	c.keepDecoded(&in)
 	switch {
 	case in.Deliver == deliverPerson:
 		return ts.deliver(ctx, c, in)

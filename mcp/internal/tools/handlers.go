@@ -21,7 +21,9 @@ func typed[In any, Out output](fn func(ctx context.Context, ts *Set, c call, in 
 		args: jsonFields(new(In)),
 		run: func(ctx context.Context, ts *Set, c call, args json.RawMessage) (output, error) {
 			var in In
-			if err := c.args.decode(args, &in); err != nil {
+			if p, ok := c.decodedArgs().(*In); ok {
+				in = *p
+			} else if err := c.args.decode(args, &in); err != nil {
 				return nil, err
 			}
 			out, err := fn(ctx, ts, c, in)

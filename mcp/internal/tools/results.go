@@ -147,14 +147,15 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 	inline := a.transfer == nil
 	meta := ResultMeta{Columns: a.Columns, RowCount: a.RowCount, Truncated: a.Truncated, NextCursor: a.NextCursor,
 		Hint: a.Hint, SQL: a.SQL, ElapsedMS: a.ElapsedMS, AsOf: a.AsOf, LagS: a.LagS, Mode: ModeInline, Series: a.Series, Cache: a.Cache}
-	// The footer's room: as long as it can be (every row shown, the
-	// longest cursor), so that the rows shown leave room for it.
+	// The footer's room: as long as it can be (every row shown), so that
+	// the rows shown leave room for it. An inline answer cut to its
+	// budget says more (why, and the cursor past the rows shown): its
+	// rows are fitted again, leaving room for that footer.
 	room := len(a.footer(held.Len(), meta, cellBytes, held.Cut()))
-	if inline {
-		room = max(room, len(a.footer(held.Len(), a.cutMeta(meta, held.Len()), cellBytes, held.Cut())))
-	}
 	text, shown := fitRows(held, a.Columns, a.chars-room-16)
 	if inline && shown < held.Len() {
+		room = max(room, len(a.footer(held.Len(), a.cutMeta(meta, held.Len()), cellBytes, held.Cut())))
+		text, shown = fitRows(held, a.Columns, a.chars-room-16)
 		meta = a.cutMeta(meta, shown)
 	}
 	var b strings.Builder

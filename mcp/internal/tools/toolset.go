@@ -234,7 +234,7 @@ func (ts *Set) handle(t tool) mcpsdk.ToolHandler {
 		}
 		ctx, stop := ts.untilCallerGone(ctx, req)
 		defer stop()
-		c := call{Caller: caller, timeout: t.timeout, fresh: t.fresh, args: t.args, tool: t.name,
+		c := call{Caller: caller, timeout: t.timeout, fresh: t.fresh, args: t.args, decoded: new(any), tool: t.name,
 			session: req.Session, inputs: req.Params.InputResponses, state: req.Params.RequestState, tasks: TakesTasks(req)}
 		// First what the person is asked (elicit.go), which may answer the
 		// call: it holds no reply bytes and no worker while they decide.
