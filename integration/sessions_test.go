@@ -278,26 +278,6 @@ func openStreamableStreams(t *testing.T, base string, n int) []io.Closer {
 	const version = "2025-11-25"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	defer client.CloseIdleConnections()
-	postMCP := func(tok, session, body string) string {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("MCP-Protocol-Version", version)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, resp.Body)
-		if resp.StatusCode >= 300 {
-			t.Fatalf("POST /mcp %s: got %d", body, resp.StatusCode)
-		}
-		return resp.Header.Get("Mcp-Session-Id")
-	}
 	var out []io.Closer
 	t.Cleanup(func() {
 		for _, c := range out {
@@ -309,11 +289,7 @@ func openStreamableStreams(t *testing.T, base string, n int) []io.Closer {
 		if i%sessionsPerSubject == 0 {
 			tok = token(fmt.Sprintf("agent-%d", i/sessionsPerSubject), "reader")
 		}
-		id := postMCP(tok, "", initialize(version))
-		if id == "" {
-			t.Fatal("initialize: no Mcp-Session-Id")
-		}
-		postMCP(tok, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		id := testutil.OpenStreamable(t, client, base+"/mcp", "Bearer "+tok, version)
 		conn, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), 10*time.Second)
 		if err != nil {
 			t.Fatal(err)

@@ -265,27 +265,7 @@ func TestTakenGETStream(t *testing.T) {
 	}()
 
 	const version = "2025-11-25"
-	post := func(session, body string) string {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("MCP-Protocol-Version", version)
-		}
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, resp.Body)
-		if resp.StatusCode >= 300 {
-			t.Fatalf("POST %s: %d", body, resp.StatusCode)
-		}
-		return resp.Header.Get("Mcp-Session-Id")
-	}
-	id := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	post(id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	id := testutil.OpenStreamable(t, srv.Client(), srv.URL+"/mcp", "", version)
 	defer srv.Client().CloseIdleConnections()
 
 	nc, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
