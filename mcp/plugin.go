@@ -137,7 +137,7 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 	build := func(g tools.Group) (*protoServer, error) {
 		sopts := &mcpsdk.ServerOptions{
 			Instructions:      cmp.Or(g.Instructions, instructions),
-			Logger:            log,
+			Logger:            transport.SDKLogger(log),
 			PageSize:          o.PageSize,
 			CompletionHandler: prompts.complete,
 			// A group's prompts change with tools.json, /mcp's never.

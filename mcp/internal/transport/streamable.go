@@ -78,12 +78,12 @@ func NewStreamable(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessi
 	owner := func(h http.Handler) http.Handler { return hostAuthenticated(bearer(h)) }
 	return &Streamable{
 		stateful: owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
-			Logger:         log,
+			Logger:         SDKLogger(log),
 			SessionTimeout: o.SessionTimeout,
 		})),
 		stateless: owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
 			Stateless:                    true,
-			Logger:                       log,
+			Logger:                       SDKLogger(log),
 			PropagateRequestCancellation: true,
 		})),
 		getServer:         getServer,
