@@ -327,6 +327,11 @@ type Config struct {
 	// the TTL has passed.
 	ResultCacheTTL   Duration `json:"result_cache_ttl" help:"answer a read repeated within this from memory (0: off)"`
 	ResultCacheBytes int64    `json:"result_cache_bytes" help:"memory the result cache may hold (a quarter of it per subject; a result over 1 MiB is not kept)"`
+	// GCHeadroom keeps the garbage collector's heap goal at least this
+	// many bytes above the live heap (GOGC set after each collection), so
+	// that a small heap is not collected every few requests; 0 leaves
+	// GOGC as it is. Ignored when the GOGC variable is set.
+	GCHeadroom int64 `json:"gc_headroom" help:"bytes of garbage the collector may let build up over the live heap (0: GOGC as set)"`
 	// MaxJobsPerSubject bounds the jobs one subject has running at once.
 	MaxJobsPerSubject int `json:"max_jobs_per_subject" help:"jobs one subject may have running at once"`
 	DefaultRowLimit   int `json:"default_row_limit" help:"rows returned when a request names no limit"`

@@ -131,6 +131,9 @@ func (c *Config) Validate() error {
 	if c.MCPSessionQueueBytes < 0 {
 		bad("mcp_session_queue_bytes %d: want 0 (4 × mcp_block_threshold) or more", c.MCPSessionQueueBytes)
 	}
+	if c.GCHeadroom < 0 {
+		bad("gc_headroom %d: want 0 (off) or more", c.GCHeadroom)
+	}
 	if c.MaxBodyBytes < 1024 {
 		bad("max_body_bytes %d: want at least 1024", c.MaxBodyBytes)
 	}

@@ -78,13 +78,29 @@ func TestCallInstructions(t *testing.T) {
 		}
 		return v
 	}
+	floors := map[string]callCost{}
 	for _, tr := range []string{"sse", "http"} {
 		cs := benchSessionOver(t, fl.base, tr, "")
 		for _, c := range calls {
 			floor := fl.measure(t, cs, c, tr, flAllocs)
+			floors[tr+"/"+c.name] = floor
 			l := got[tr+"/"+c.name]
 			t.Logf("%s over %s: %.2f M instructions per call, %.1f KB allocated; go-sdk floor %.2f M, %.1f KB: %.2fx the floor",
 				c.name, tr, l.ir/1e6, l.alloc/1e3, floor.ir/1e6, floor.alloc/1e3, l.ir/floor.ir)
+		}
+		cs.Close()
+	}
+	// The same calls with gc_headroom: the collector's cost is most of
+	// what a small call costs beyond the floor.
+	const headroom = 32 << 20
+	gc := startCallgrind(t, bin, benchEnv(benchURL, "LAKEGATE_MCP_KEEPALIVE=1h", "LAKEGATE_GC_HEADROOM="+strconv.Itoa(headroom))...)
+	gcAllocs := func() float64 { return metricValue(t, scrapeMetricsAt(t, gc.base), "go_memstats_alloc_bytes_total") }
+	for _, tr := range []string{"sse", "http"} {
+		cs := benchSessionOver(t, gc.base, tr, token("bench", "reader"))
+		for _, c := range calls {
+			l, floor := gc.measure(t, cs, c, tr, gcAllocs), floors[tr+"/"+c.name]
+			t.Logf("%s over %s with gc_headroom %d MiB: %.2f M instructions per call: %.2fx the floor, %.2fx without it",
+				c.name, tr, headroom>>20, l.ir/1e6, l.ir/floor.ir, l.ir/got[tr+"/"+c.name].ir)
 		}
 		cs.Close()
 	}

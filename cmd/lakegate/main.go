@@ -30,6 +30,7 @@ import (
 	"github.com/lakegate/lakegate/cluster"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/host"
+	"github.com/lakegate/lakegate/internal/gctune"
 	"github.com/lakegate/lakegate/mcp"
 	"github.com/lakegate/lakegate/query"
 	"github.com/lakegate/lakegate/server"
@@ -154,6 +155,16 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts)))
 }
 
+// tuneGC applies gc_headroom, unless the GOGC variable says how to
+// collect; the func it returns undoes it.
+func tuneGC(cfg config.Config, log *slog.Logger) (undo func()) {
+	if cfg.GCHeadroom > 0 && os.Getenv("GOGC") != "" {
+		log.Info("gc_headroom is not applied: the GOGC variable is set", "gogc", os.Getenv("GOGC"))
+		return func() {}
+	}
+	return gctune.Start(cfg.GCHeadroom)
+}
+
 // serveOptions are serve's flags beyond the configuration.
 type serveOptions struct {
 	conformance bool
@@ -168,6 +179,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 // serveWith is serve with the command's flags.
 func serveWith(ctx context.Context, cfg config.Config, so serveOptions, stdout, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
+	defer tuneGC(cfg, log)()
 	// Before anything that makes spans is built; closed after it all.
 	tracing, err := startTracing(ctx, log)
 	if err != nil {

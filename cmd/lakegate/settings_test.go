@@ -24,7 +24,7 @@ var readWhole = []string{
 	"rate_limit_rps", "rate_limit_burst", "max_queries_per_subject", "metrics_auth",
 	"max_body_bytes", "max_connections", "max_connections_per_address",
 	"header_timeout", "read_timeout", "idle_timeout", "drain_timeout", "shutdown_delay",
-	"log_format", "log_level", "ignore_env",
+	"log_format", "log_level", "ignore_env", "gc_headroom",
 }
 
 // fromConfig is every options value the binary builds from a Config.

@@ -76,6 +76,7 @@ func validRole(r string) bool {
 // (and its answers are written), the client is gone, or ctx ends.
 func runStdio(ctx context.Context, cfg config.Config, caller lakegate.Caller, group string, t mcpsdk.Transport, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
+	defer tuneGC(cfg, log)()
 	if err := useDemo(ctx, &cfg, log); err != nil {
 		return err
 	}

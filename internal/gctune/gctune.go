@@ -1,0 +1,97 @@
+// Package gctune keeps the garbage collector's heap goal at least a fixed
+// headroom above the live heap.
+//
+// Go's collector runs when the heap has grown by GOGC percent of the live
+// heap (100: doubled), and at 4 MiB at least. A server whose live heap is
+// a few MiB but which allocates a few hundred KB per request then
+// collects every few requests, and marking is most of what a request
+// costs. Raising GOGC helps, but it grows with the live heap: GOGC=400 on
+// a 150 MiB live heap lets 600 MiB of garbage build up. Headroom is an
+// absolute bound instead: the goal is the live heap plus headroom, or
+// twice the live heap when that is more. After every collection the
+// tuner sets GOGC to what gives that goal.
+package gctune
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+)
+
+// maxPercent bounds the GOGC the tuner sets (a live heap of a few KB).
+const maxPercent = 100_000
+
+// Start keeps the heap goal at least headroom bytes above the live heap
+// until stop is called, which puts GOGC back as it was. headroom <= 0
+// does nothing.
+func Start(headroom int64) (stop func()) {
+	if headroom <= 0 {
+		return func() {}
+	}
+	orig := debug.SetGCPercent(100) // reads GOGC, put back at once
+	debug.SetGCPercent(orig)
+	t := &tuner{headroom: uint64(headroom), orig: orig, last: orig}
+	t.arm()
+	return t.stop
+}
+
+type tuner struct {
+	headroom uint64
+
+	mu      sync.Mutex
+	orig    int // GOGC before Start
+	last    int // GOGC last set
+	stopped bool
+}
+
+// arm runs tune after the next collection: a cleanup of an object nothing
+// refers to runs once a collection has found it unreachable.
+func (t *tuner) arm() {
+	sentinel := &struct{ _ *int }{}
+	runtime.AddCleanup(sentinel, func(t *tuner) {
+		if t.tune() {
+			t.arm()
+		}
+	}, t)
+}
+
+// tune sets GOGC for the live heap the last collection left; false once
+// stopped.
+func (t *tuner) tune() bool {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	live := uint64(0)
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		live = sample[0].Value.Uint64()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return false
+	}
+	p := Percent(live, t.headroom)
+	if p != t.last {
+		debug.SetGCPercent(p)
+		t.last = p
+	}
+	return true
+}
+
+func (t *tuner) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.stopped {
+		t.stopped = true
+		debug.SetGCPercent(t.orig)
+	}
+}
+
+// Percent is the GOGC whose goal is live plus headroom, and at least 100.
+func Percent(live, headroom uint64) int {
+	if live == 0 {
+		return maxPercent
+	}
+	p := headroom * 100 / live
+	return int(min(max(p, 100), maxPercent))
+}
