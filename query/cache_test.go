@@ -393,3 +393,56 @@ func TestJoinedEntries(t *testing.T) {
 		t.Error("joined rows after a result's end")
 	}
 }
+
+// Callers paging the same request at once share its entry, each walk
+// whole and in order.
+func TestResultCachePagesConcurrent(t *testing.T) {
+	e, _ := sqliteEngine(t, &Options{ResultCacheTTL: time.Minute, ResultCacheBytes: 4 << 20})
+	alice := lakegate.Caller{Subject: "alice", Roles: []string{"reader"}}
+	_, want := collectSQL(t, e, alice, SQLRequest{Database: "lite", SQL: "SELECT id FROM readings WHERE id <= 60 ORDER BY id", Fresh: true})
+	errs := make(chan error, 8)
+	for w := range 8 {
+		go func() {
+			var got [][]any
+			cursor := ""
+			for range 100 {
+				var s *Stmt
+				var err error
+				if w%2 == 0 {
+					s, err = e.PrepareSQL(t.Context(), alice, SQLRequest{Database: "lite", SQL: "SELECT id FROM readings WHERE id <= 60 ORDER BY id",
+						Limit: 2 + w%3, Cursor: cursor})
+				} else {
+					s, err = e.PrepareQuery(t.Context(), alice, Request{Database: "lite", Table: "readings", Columns: cols("id"),
+						Filters: []sqlbuild.Filter{{Column: "id", Op: "<=", Value: 60.0}}, Limit: 2 + w%3, Cursor: cursor})
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				res, rows, err := Collect(t.Context(), s, collectBytes)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got = append(got, rows...)
+				if !res.Truncated {
+					break
+				}
+				cursor = res.NextCursor
+			}
+			if !reflect.DeepEqual(got, want) {
+				errs <- fmt.Errorf("walker %d: %v", w, got)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if st := e.CacheStats(); st.Hits == 0 {
+		t.Errorf("no page was a hit: %+v", st)
+	}
+}
