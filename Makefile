@@ -84,6 +84,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime 60s ./query/validate/
 	$(GO) test -run '^$$' -fuzz FuzzLongCell -fuzztime 60s ./query/
 	$(GO) test -run '^$$' -fuzz FuzzArray -fuzztime 60s ./query/
+	$(GO) test -run '^$$' -fuzz FuzzCursorPage -fuzztime 60s ./query/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime 60s ./query/sqlbuild/
 	$(GO) test -run '^$$' -fuzz FuzzBuildShape -fuzztime 60s ./query/sqlbuild/
 
