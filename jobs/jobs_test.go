@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -99,7 +100,7 @@ func TestWaitWakesOnNews(t *testing.T) {
 			m := &namedMeter{}
 			watch(m)
 			time.Sleep(2 * time.Second)
-			m.id = "t1"
+			m.name("t1")
 			watch(m)
 			time.Sleep(10 * time.Second)
 			return "done", nil
@@ -122,16 +123,20 @@ func TestWaitWakesOnNews(t *testing.T) {
 func TestWaitTellsEarlierNews(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(t, Options{})
-		named := make(chan struct{})
+		// The naming comes after Start has answered (else Start's own
+		// status tells it), and before the wait.
+		started, named := make(chan struct{}), make(chan struct{})
 		st, _ := r.Start(t.Context(), "alice", "run_sql", func(ctx context.Context, watch func(Meter)) (any, error) {
 			m := &namedMeter{}
 			watch(m)
-			m.id = "t1"
+			<-started
+			m.name("t1")
 			watch(m)
 			close(named)
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
+		close(started)
 		<-named
 		start := time.Now()
 		got, err := r.Wait(t.Context(), alice, st.ID, 25*time.Second)
@@ -145,13 +150,21 @@ func TestWaitTellsEarlierNews(t *testing.T) {
 	})
 }
 
-// namedMeter is a TransferMeter whose transfer is set by its test.
+// namedMeter is a TransferMeter whose transfer its run names. Like the
+// tools' meters it is read by status while the run goes on: atomically.
 type namedMeter struct {
 	Progress
-	id string
+	id atomic.Pointer[string]
 }
 
-func (m *namedMeter) Transfer() string { return m.id }
+func (m *namedMeter) Transfer() string {
+	if id := m.id.Load(); id != nil {
+		return *id
+	}
+	return ""
+}
+
+func (m *namedMeter) name(id string) { m.id.Store(&id) }
 
 // Cancel stops a running job: its context ends, it is cancelled (not
 // failed), and another subject cannot cancel it.
