@@ -56,14 +56,18 @@ func (t *tuner) arm() {
 	}, t)
 }
 
-// tune sets GOGC for the live heap the last collection left; false once
+// tune sets GOGC for what the last collection left live; false once
 // stopped.
 func (t *tuner) tune() bool {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(sample)
+	// GOGC applies to the live heap, the goroutine stacks and the
+	// globals together: all three make the base the headroom is over.
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+	metrics.Read(samples)
 	live := uint64(0)
-	if sample[0].Value.Kind() == metrics.KindUint64 {
-		live = sample[0].Value.Uint64()
+	for _, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			live += s.Value.Uint64()
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -87,7 +91,8 @@ func (t *tuner) stop() {
 	}
 }
 
-// Percent is the GOGC whose goal is live plus headroom, and at least 100.
+// Percent is the GOGC whose goal is live plus headroom, and at least 100:
+// live is what GOGC is a percentage of (the live heap, stacks, globals).
 func Percent(live, headroom uint64) int {
 	if live == 0 {
 		return maxPercent

@@ -23,9 +23,9 @@ func TestHeadroom(t *testing.T) {
 	stop := Start(256 << 20)
 	runtime.GC()
 	testutil.Eventually(t, 5*time.Second, "GOGC to follow the headroom", func() bool {
-		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
 		metrics.Read(s)
-		want := uint64(Percent(s[0].Value.Uint64(), 256<<20))
+		want := uint64(Percent(s[0].Value.Uint64()+s[1].Value.Uint64()+s[2].Value.Uint64(), 256<<20))
 		return want > 1000 && gogc() == want
 	})
 	stop()
