@@ -198,8 +198,8 @@ echo "== 1,000 tails waiting on one server: memory, database load while nothing 
 LAKEGATE_BENCH_TAIL=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestTailWaiters$' -count=1 -v -timeout 10m ./integration/ \
   | grep -E 'tail:|FAIL|^ok' || true
 
-echo "== server peak RSS (VmHWM) around result-heavy calls, each on a fresh server"
-LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestResultMemory$' -count=1 -v -timeout 20m ./integration/ \
+echo "== server peak RSS (VmHWM) around result-heavy calls, each on a fresh server; then calls without and with gc_headroom"
+LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^(TestResultMemory|TestGCHeadroomMemory)$' -count=1 -v -timeout 20m ./integration/ \
   | grep -E 'peak RSS|FAIL|^ok' || true
 
 echo "== CPU instructions and bytes allocated per run_sql call over legacy SSE and Streamable HTTP, beside a bare go-sdk server (callgrind, GOMAXPROCS=1)"

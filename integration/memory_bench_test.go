@@ -227,3 +227,38 @@ func hwm(t *testing.T, pid int) int64 {
 	time.Sleep(200 * time.Millisecond)
 	return procStatus(t, pid, "VmHWM")
 }
+
+// TestGCHeadroomMemory reads the server's peak RSS over the same calls
+// without and with gc_headroom (32 MiB), each on a fresh server: 1,000
+// point calls and 100 calls of 1,000 rows over each transport. A
+// benchmark, run by make bench:
+//
+//	LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL=... go test -run '^TestGCHeadroomMemory$' -count=1 -v ./integration/
+func TestGCHeadroomMemory(t *testing.T) {
+	benchURL := benchDatabase(t, "LAKEGATE_BENCH_MEMORY")
+	bin := buildBinary(t)
+	point := map[string]any{"database": "bench", "sql": "SELECT * FROM readings WHERE id = $1", "params": []any{4242}}
+	rows := map[string]any{"database": "bench", "sql": "SELECT * FROM readings ORDER BY id LIMIT 1000", "max_rows": 1000}
+	var peak [2]int64
+	for i, headroom := range []int{0, 32 << 20} {
+		p := startProc(t, bin, benchEnv(benchURL, "LAKEGATE_MCP_KEEPALIVE=1h", "LAKEGATE_GC_HEADROOM="+strconv.Itoa(headroom))...)
+		start := procStatus(t, p.cmd.Process.Pid, "VmRSS")
+		for _, tr := range []string{"sse", "http"} {
+			cs := benchSessionOver(t, p.base, tr, token("bench", "reader"))
+			for range 1000 {
+				callTool(t, cs, point)
+			}
+			for range 100 {
+				callTool(t, cs, rows)
+			}
+			cs.Close()
+		}
+		peak[i] = procStatus(t, p.cmd.Process.Pid, "VmHWM")
+		t.Logf("gc_headroom %d MiB: peak RSS %.1f MiB (%.1f MiB at start)", headroom>>20, float64(peak[i])/1024, float64(start)/1024)
+	}
+	// The headroom's price is bounded: the heap's goal is 32 MiB over
+	// what is live, and the runtime keeps the pages it grew into.
+	if grew := float64(peak[1]-peak[0]) / 1024; grew > 96 {
+		t.Errorf("gc_headroom 32 MiB raised the peak by %.1f MiB, want at most 96", grew)
+	}
+}
