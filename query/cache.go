@@ -298,7 +298,7 @@ func (c *resultCache) put(ent *cacheEntry, gen uint64) {
 		return
 	}
 	if el, ok := c.entries[ent.key]; ok {
-		if j := joined(el.Value.(*cacheEntry), ent, c.ttl); j != nil {
+		if j := joined(el.Value.(*cacheEntry), ent, c.ttl); j != nil && j.size <= c.perSub {
 			ent = j
 		}
 		c.remove(el)

@@ -165,6 +165,18 @@ func TestResultCacheBounds(t *testing.T) {
 	if c.get([32]byte{7}, now, false, all) != nil {
 		t.Error("a read begun before a forget was kept")
 	}
+	// Two parts of one request that join past a subject's share are not
+	// joined: the later replaces the earlier.
+	small := newResultCache(time.Minute, 4000)
+	row := []Cell{{Kind: CellInt, I: 1}}
+	small.put(&cacheEntry{key: [32]byte{9}, subject: "a", db: "d", at: now, rows: [][]Cell{row}, res: Result{Truncated: true}, size: 900}, 0)
+	small.put(&cacheEntry{key: [32]byte{9}, subject: "a", db: "d", at: now, rows: [][]Cell{row}, base: 1, size: 900}, 0)
+	if st := (&Engine{cache: small}).CacheStats(); st.Bytes != 900 || st.Entries != 1 {
+		t.Errorf("a join past the share: %+v, want the later part alone", st)
+	}
+	if ent := small.get([32]byte{9}, now, false, all); ent == nil || ent.base != 1 {
+		t.Errorf("a join past the share: kept %+v, want the later part", ent)
+	}
 	if newResultCache(0, 1) != nil || newResultCache(time.Second, 0) != nil {
 		t.Error("a cache with no TTL or no bytes is on")
 	}
