@@ -97,6 +97,18 @@ func (s *sseConn) close() { s.conn.Close() }
 // keepalive is a keepalive comment.
 func keepalive(ev ssetest.Event) bool { return ev.Raw == ": keepalive" }
 
+// subjectTokens gives the reader token of session i: sessionsPerSubject
+// sessions to a subject, each subject's token made once.
+func subjectTokens() func(i int) string {
+	var tok string
+	return func(i int) string {
+		if i%sessionsPerSubject == 0 || tok == "" {
+			tok = token(fmt.Sprintf("agent-%d", i/sessionsPerSubject), "reader")
+		}
+		return tok
+	}
+}
+
 // openSessions opens n sessions on addr, sessionsPerSubject per subject.
 func openSessions(t *testing.T, addr string, n int) []*sseConn {
 	t.Helper()
@@ -106,12 +118,9 @@ func openSessions(t *testing.T, addr string, n int) []*sseConn {
 			s.close()
 		}
 	})
-	var tok string
+	tok := subjectTokens()
 	for i := range n {
-		if i%sessionsPerSubject == 0 {
-			tok = token(fmt.Sprintf("agent-%d", i/sessionsPerSubject), "reader")
-		}
-		s, err := dialSSE(addr, tok)
+		s, err := dialSSE(addr, tok(i))
 		if err != nil {
 			t.Fatalf("session %d: %v", i, err)
 		}
@@ -284,19 +293,17 @@ func openStreamableStreams(t *testing.T, base string, n int) []io.Closer {
 			c.Close()
 		}
 	})
-	var tok string
+	tok := subjectTokens()
 	for i := range n {
-		if i%sessionsPerSubject == 0 {
-			tok = token(fmt.Sprintf("agent-%d", i/sessionsPerSubject), "reader")
-		}
-		id := testutil.OpenStreamable(t, client, base+"/mcp", "Bearer "+tok, version)
+		auth := "Bearer " + tok(i)
+		id := testutil.OpenStreamable(t, client, base+"/mcp", auth, version)
 		conn, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, conn)
 		req, _ := http.NewRequest(http.MethodGet, base+"/mcp", nil)
-		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Authorization", auth)
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set("Mcp-Session-Id", id)
 		req.Header.Set("MCP-Protocol-Version", version)

@@ -5,20 +5,14 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/gctune"
 	"github.com/lakegate/lakegate/internal/testutil"
 )
-
-func gogcNow() uint64 {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
 
 // gc_headroom raises GOGC after a collection, and undoing it puts it
 // back; with the GOGC variable set it is not applied, and says so.
@@ -30,9 +24,9 @@ func TestTuneGC(t *testing.T) {
 	cfg.GCHeadroom = 512 << 20
 	undo := tuneGC(cfg, log)
 	runtime.GC()
-	testutil.Eventually(t, 5*time.Second, "GOGC to rise", func() bool { return gogcNow() > 1000 })
+	testutil.Eventually(t, 5*time.Second, "GOGC to rise", func() bool { return gctune.GOGC() > 1000 })
 	undo()
-	if got := gogcNow(); got != 100 {
+	if got := gctune.GOGC(); got != 100 {
 		t.Errorf("GOGC %d after undo, want 100", got)
 	}
 
@@ -41,7 +35,7 @@ func TestTuneGC(t *testing.T) {
 	runtime.GC()
 	time.Sleep(50 * time.Millisecond)
 	undo()
-	if got := gogcNow(); got != 100 || !strings.Contains(logs.String(), "GOGC variable is set") {
+	if got := gctune.GOGC(); got != 100 || !strings.Contains(logs.String(), "GOGC variable is set") {
 		t.Errorf("with GOGC set: GOGC %d, logs %q; want 100 and a line saying why", got, logs.String())
 	}
 }

@@ -59,16 +59,7 @@ func (t *tuner) arm() {
 // tune sets GOGC for what the last collection left live; false once
 // stopped.
 func (t *tuner) tune() bool {
-	// GOGC applies to the live heap, the goroutine stacks and the
-	// globals together: all three make the base the headroom is over.
-	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
-	metrics.Read(samples)
-	live := uint64(0)
-	for _, s := range samples {
-		if s.Value.Kind() == metrics.KindUint64 {
-			live += s.Value.Uint64()
-		}
-	}
+	live := liveBase()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
@@ -89,6 +80,28 @@ func (t *tuner) stop() {
 		t.stopped = true
 		debug.SetGCPercent(t.orig)
 	}
+}
+
+// liveBase is what GOGC is a percentage of, as the last collection left
+// it: the live heap, the goroutine stacks and the globals together.
+func liveBase() uint64 {
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+	metrics.Read(samples)
+	var n uint64
+	for _, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			n += s.Value.Uint64()
+		}
+	}
+	return n
+}
+
+// GOGC is the collector's target percentage as now set (100 unless GOGC
+// or SetGCPercent changed it; 0 when off).
+func GOGC() uint64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // Percent is the GOGC whose goal is live plus headroom, and at least 100:
