@@ -223,7 +223,7 @@ func (c *Client) block(ctx context.Context, p *pacer, id string, b Block, buf []
 func (c *Client) blockOnce(ctx context.Context, id string, b Block, data []byte, have int64) (int64, error) {
 	var h http.Header
 	if have > 0 && have < b.Size {
-		h = http.Header{"Range": {"bytes=" + strconv.FormatInt(have, 10) + "-"}, "If-Range": {`"` + b.SHA256 + `"`}}
+		h = http.Header{"Range": {"bytes=" + strconv.FormatInt(have, 10) + "-"}, "If-Range": {`"` + b.CRC32C + `"`}}
 	}
 	resp, err := c.get(ctx, c.url(id, strconv.Itoa(b.N)), h)
 	if err != nil {
@@ -243,7 +243,7 @@ func (c *Client) blockOnce(ctx context.Context, id string, b Block, data []byte,
 	if n, _ := resp.Body.Read(make([]byte, 1)); n > 0 {
 		return 0, fmt.Errorf("the block is longer than the manifest's %d bytes", b.Size)
 	}
-	if err := Verify(data, b.SHA256); err != nil {
+	if err := Verify(data, b); err != nil {
 		return 0, err
 	}
 	return b.Size, nil

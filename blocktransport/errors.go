@@ -11,9 +11,8 @@ var (
 	ErrNotFound = errors.New("blocktransport: no such transfer")
 	ErrNoBlock  = errors.New("blocktransport: no such block")
 	// ErrNotSealed is a block of a transfer being written that is not
-	// written yet; ErrWriting, a transfer asked for whole before its end.
+	// written yet.
 	ErrNotSealed = errors.New("blocktransport: block not written yet")
-	ErrWriting   = errors.New("blocktransport: transfer still being written")
 	ErrClosed    = errors.New("blocktransport: store closed")
 )
 
@@ -39,11 +38,17 @@ func (e *BudgetError) Error() string {
 	return fmt.Sprintf("the block store would pass its budget of %d bytes", e.Limit)
 }
 
-// ChecksumError says data does not match its recorded SHA-256.
-type ChecksumError struct{ Want, Got string }
+// ChecksumError says a block's bytes do not match its manifest entry.
+type ChecksumError struct {
+	Want, Got         string // CRC-32C
+	WantSize, GotSize int64
+}
 
 func (e *ChecksumError) Error() string {
-	return fmt.Sprintf("checksum mismatch: sha256 is %s, the manifest says %s", e.Got, e.Want)
+	if e.GotSize != e.WantSize {
+		return fmt.Sprintf("damaged block: %d bytes, the manifest says %d", e.GotSize, e.WantSize)
+	}
+	return fmt.Sprintf("checksum mismatch: crc32c is %s, the manifest says %s", e.Got, e.Want)
 }
 
 // StatusError is an answer other than 200 from the server.

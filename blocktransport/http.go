@@ -1,9 +1,8 @@
 package blocktransport
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"strconv"
@@ -45,62 +44,87 @@ func (s *Store) ServeBlock(w http.ResponseWriter, r *http.Request, id string, n 
 	}
 	h := w.Header()
 	h.Set("Content-Type", MIMEType(m.Format))
-	h.Set("ETag", `"`+b.SHA256+`"`)
+	h.Set("ETag", `"`+b.CRC32C+`"`)
 	left := s.opts.TTL // a sealed block of a transfer being written lives at least this long
 	if m.Complete {
 		left = m.Expires.Sub(s.opts.Now())
 	}
 	h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(left.Seconds())))
-	h.Set("X-Block-Sha256", b.SHA256)
+	h.Set("X-Block-Crc32c", b.CRC32C)
 	http.ServeContent(w, r, "", m.Created, f)
 	return nil
 }
 
 // ServeAll streams the whole result, block after block, with chunked
-// encoding. Each block is checked against its SHA-256 as it is sent: on a
-// mismatch the response is cut off (no clean end), so a client never takes
-// damaged data for a complete result.
+// encoding. A transfer still being written is followed: each block goes
+// out as soon as it is sealed, and the SHA-256 and row count, known only at
+// the end, come as trailers. Each block is checked against its CRC-32C as
+// it is sent. A response that cannot end whole (a damaged block, a
+// transfer aborted or expired before its end, a request ended) is cut off,
+// with no clean end, so a client never takes part of a result for all of
+// it.
 func (s *Store) ServeAll(w http.ResponseWriter, r *http.Request, id string) error {
 	m, _, err := s.Lookup(id)
 	if err != nil {
 		return err
 	}
-	if !m.Complete {
-		return ErrWriting
-	}
 	h := w.Header()
 	h.Set("Content-Type", MIMEType(m.Format))
 	h.Set("Cache-Control", "private, no-store")
-	h.Set("X-Content-Sha256", m.SHA256)
-	h.Set("X-Row-Count", strconv.FormatInt(m.Rows, 10))
+	following := !m.Complete
+	if following {
+		h.Set("Trailer", "X-Content-Sha256, X-Row-Count")
+	} else {
+		setEnd(h, m)
+	}
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	for _, b := range m.Blocks {
-		if err := s.copyBlock(w, id, b); err != nil {
-			// The status is sent: abort the connection so the client sees
-			// an incomplete body.
+	sent := 0
+	for {
+		for _, b := range m.Blocks[sent:] {
+			if err := s.copyBlock(w, id, b); err != nil {
+				// The status is sent: abort the connection so the client
+				// sees an incomplete body.
+				panic(http.ErrAbortHandler)
+			}
+		}
+		sent = len(m.Blocks)
+		if m.Complete {
+			break
+		}
+		_ = http.NewResponseController(w).Flush()
+		if m, _, err = s.Await(r.Context(), id, sent, MaxAwait); err != nil || r.Context().Err() != nil {
 			panic(http.ErrAbortHandler)
 		}
+	}
+	if following {
+		setEnd(h, m) // the trailers
 	}
 	return nil
 }
 
-// copyBlock copies one block to w, checking its size and SHA-256.
+// setEnd sets what only a complete transfer has: its sum and row count.
+func setEnd(h http.Header, m *Manifest) {
+	h.Set("X-Content-Sha256", m.SHA256)
+	h.Set("X-Row-Count", strconv.FormatInt(m.Rows, 10))
+}
+
+// copyBlock copies one block to w, checking its size and CRC-32C.
 func (s *Store) copyBlock(w io.Writer, id string, b Block) error {
 	f, _, err := s.OpenBlock(id, b.N)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	sum := sha256.New()
+	sum := crc32.New(castagnoli)
 	n, err := io.Copy(io.MultiWriter(w, sum), io.LimitReader(f, b.Size))
 	if err != nil {
 		return err
 	}
-	if got := hex.EncodeToString(sum.Sum(nil)); n != b.Size || got != b.SHA256 {
-		return &ChecksumError{Want: b.SHA256, Got: got}
+	if got := crcHex(sum.Sum32()); n != b.Size || got != b.CRC32C {
+		return &ChecksumError{Want: b.CRC32C, Got: got, WantSize: b.Size, GotSize: n}
 	}
 	return nil
 }

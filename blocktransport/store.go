@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -47,11 +48,13 @@ type Manifest struct {
 	Expires time.Time `json:"expires"`
 }
 
-// Block is one block of a transfer.
+// Block is one block of a transfer. CRC32C is the CRC-32C (Castagnoli)
+// of its bytes, 8 hex digits: the check a client makes of each block, as
+// cloud object stores do, where the manifest's SHA-256 covers the whole.
 type Block struct {
 	N      int    `json:"n"`
 	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
+	CRC32C string `json:"crc32c"`
 }
 
 // Options tune a Store. The zero value of each field is its default.
@@ -338,21 +341,24 @@ func (s *Store) Create(owner, format string) (*Writer, error) {
 		return nil, fmt.Errorf("blocktransport: create transfer: %w", err)
 	}
 	now := s.opts.Now().UTC()
-	w := &Writer{s: s, owner: owner, dir: dir, hashq: make(chan hashItem, hashQueue), hashed: make(chan hashSums, 1),
+	w := &Writer{s: s, owner: owner, dir: dir, total: sha256.New(),
 		m: Manifest{ID: id, Format: format, Created: now, Blocks: []Block{}}}
 	s.mu.Lock()
 	s.writing[id] = &transfer{owner: owner, dir: dir, manifest: Manifest{ID: id, Format: format, Created: now, Blocks: []Block{}}}
 	s.mu.Unlock()
-	go hashLoop(w.hashq, w.hashed, func(b Block) { s.sealed(id, b) })
 	return w, nil
 }
 
-// sealed makes block b of transfer id, being written, readable: its
-// file is whole and its sum known.
-func (s *Store) sealed(id string, b Block) {
+// sealed counts block b of transfer id, being written, and, when its file
+// is whole (ok), makes it readable.
+func (s *Store) sealed(id string, b Block, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t, ok := s.writing[id]; ok {
+	s.stats.Blocks++
+	if !ok {
+		return
+	}
+	if t, found := s.writing[id]; found {
 		t.manifest.Blocks = append(t.manifest.Blocks, b)
 		t.manifest.Bytes += b.Size
 	}
@@ -460,7 +466,7 @@ func (s *Store) OpenBlock(id string, n int) (*os.File, Block, error) {
 	return f, b, nil
 }
 
-// ReadBlock reads block n of transfer id whole and checks its SHA-256, so
+// ReadBlock reads block n of transfer id whole and checks its CRC-32C, so
 // a block damaged on disk is an error, not data.
 func (s *Store) ReadBlock(id string, n int) ([]byte, Block, error) {
 	f, b, err := s.OpenBlock(id, n)
@@ -472,17 +478,16 @@ func (s *Store) ReadBlock(id string, n int) ([]byte, Block, error) {
 	if _, err := io.ReadFull(f, data); err != nil {
 		return nil, Block{}, fmt.Errorf("blocktransport: read block %d: %w", n, err)
 	}
-	if err := Verify(data, b.SHA256); err != nil {
+	if err := Verify(data, b); err != nil {
 		return nil, Block{}, fmt.Errorf("block %d: %w", n, err)
 	}
 	return data, b, nil
 }
 
-// Verify checks data against a hex SHA-256.
-func Verify(data []byte, sum string) error {
-	got := sha256.Sum256(data)
-	if hex.EncodeToString(got[:]) != sum {
-		return &ChecksumError{Want: sum, Got: hex.EncodeToString(got[:])}
+// Verify checks that data is block b: its size and its CRC-32C.
+func Verify(data []byte, b Block) error {
+	if got := crcHex(crc32.Checksum(data, castagnoli)); int64(len(data)) != b.Size || got != b.CRC32C {
+		return &ChecksumError{Want: b.CRC32C, Got: got, WantSize: b.Size, GotSize: int64(len(data))}
 	}
 	return nil
 }

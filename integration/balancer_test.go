@@ -208,7 +208,7 @@ func TestBalancerBlocksAndSwitch(t *testing.T) {
 	for range 3 {
 		cs := connectStreamableAt(t, lb.url, tok, "2025-11-25")
 		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_result_block", Arguments: map[string]any{"transfer_id": id, "block": 0}})
-		if err != nil || res.IsError || res.StructuredContent.(map[string]any)["sha256"] != br.Transfer.Blocks[0].SHA256 {
+		if err != nil || res.IsError || res.StructuredContent.(map[string]any)["crc32c"] != br.Transfer.Blocks[0].CRC32C {
 			t.Fatalf("get_result_block in another session: %v %v", err, res)
 		}
 		rr, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "lakegate://transfers/" + id + "/blocks/0"})

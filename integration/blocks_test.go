@@ -10,6 +10,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/http"
@@ -172,9 +174,9 @@ func checkManifest(t *testing.T, m *blocktransport.Manifest, blocks [][]byte) []
 	}
 	var all []byte
 	for i, b := range blocks {
-		sum := sha256.Sum256(b)
-		if int64(len(b)) != m.Blocks[i].Size || hex.EncodeToString(sum[:]) != m.Blocks[i].SHA256 {
-			t.Errorf("block %d: %d bytes sha256 %x, manifest says %d bytes %s", i, len(b), sum, m.Blocks[i].Size, m.Blocks[i].SHA256)
+		sum := fmt.Sprintf("%08x", crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+		if int64(len(b)) != m.Blocks[i].Size || sum != m.Blocks[i].CRC32C {
+			t.Errorf("block %d: %d bytes crc32c %s, manifest says %d bytes %s", i, len(b), sum, m.Blocks[i].Size, m.Blocks[i].CRC32C)
 		}
 		if len(b) == 0 || b[len(b)-1] != '\n' {
 			t.Errorf("block %d does not end on a row", i)
@@ -263,11 +265,11 @@ func TestBlocksEveryWayOverSSE(t *testing.T) {
 	}
 	part, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(part, byResource[1][10:20]) || resp.Header.Get("ETag") != `"`+m.Blocks[1].SHA256+`"` {
+	if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(part, byResource[1][10:20]) || resp.Header.Get("ETag") != `"`+m.Blocks[1].CRC32C+`"` {
 		t.Errorf("Range: got %d %q etag %s, want 206 %q and the block's SHA-256", resp.StatusCode, part, resp.Header.Get("ETag"), byResource[1][10:20])
 	}
 	req.Header.Del("Range")
-	req.Header.Set("If-None-Match", `"`+m.Blocks[1].SHA256+`"`)
+	req.Header.Set("If-None-Match", `"`+m.Blocks[1].CRC32C+`"`)
 	if resp, err = http.DefaultClient.Do(req); err != nil {
 		t.Fatal(err)
 	}

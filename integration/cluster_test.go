@@ -227,7 +227,7 @@ func TestClusterReplicaSignature(t *testing.T) {
 	// (with the admin's own token).
 	cs := connectStreamableAt(t, b.base, tok, "2025-11-25")
 	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_result_block", Arguments: map[string]any{"transfer_id": id, "block": 0}})
-	if err != nil || res.IsError || res.StructuredContent.(map[string]any)["sha256"] != br.Transfer.Blocks[0].SHA256 {
+	if err != nil || res.IsError || res.StructuredContent.(map[string]any)["crc32c"] != br.Transfer.Blocks[0].CRC32C {
 		t.Fatalf("get_result_block on the other replica: %v %v", err, res)
 	}
 	var sessions struct{ Sessions []struct{ ID string } }

@@ -298,7 +298,7 @@ func (b *blockRoutes) serveAll(w http.ResponseWriter, r *http.Request, c lakegat
 
 // remote reads block n of a transfer another replica of the cluster
 // holds, on c's behalf (host.Peers.Send): its manifest, then the
-// block, checked against the manifest's SHA-256. The owner checks that c
+// block, checked against the manifest's CRC-32C. The owner checks that c
 // may read it.
 func (b *blockRoutes) remote(ctx context.Context, c lakegate.Caller, id string, n int) ([]byte, *blocktransport.Manifest, error) {
 	var m blocktransport.Manifest
@@ -312,7 +312,7 @@ func (b *blockRoutes) remote(ctx context.Context, c lakegate.Caller, id string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := blocktransport.Verify(data, m.Blocks[n].SHA256); err != nil {
+	if err := blocktransport.Verify(data, m.Blocks[n]); err != nil {
 		return nil, nil, wire.BlockErr(err)
 	}
 	return data, &m, nil

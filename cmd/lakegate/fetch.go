@@ -43,7 +43,7 @@ func newFetchCommand(stdout, stderr io.Writer, getenv func(string) string) *cobr
 		Short: "Download a large result's blocks in parallel, checking every one",
 		Long: "Download the blocks of TRANSFER_ID (from a result's manifest), or with --database and --sql\n" +
 			"run one SELECT as an export first. Blocks are fetched in parallel and checked against\n" +
-			"their SHA-256; a file given with -o appears only when all of it checks out (standard\n" +
+			"their CRC-32C; a file given with -o appears only when all of it checks out (standard\n" +
 			"output may get a prefix before an error).",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -367,7 +367,7 @@ func getResultBlock(ctx context.Context, ts *Set, c call, in blockIn) (output, e
 		return nil, err
 	}
 	b := m.Blocks[*in.Block]
-	return &blockText{TransferID: m.ID, Block: b.N, Blocks: len(m.Blocks), Format: m.Format, Size: b.Size, SHA256: b.SHA256, data: data}, nil
+	return &blockText{TransferID: m.ID, Block: b.N, Blocks: len(m.Blocks), Format: m.Format, Size: b.Size, CRC32C: b.CRC32C, data: data}, nil
 }
 
 // blockText is get_result_block's result: the block's rows are the text
@@ -378,7 +378,7 @@ type blockText struct {
 	Blocks     int    `json:"blocks"`
 	Format     string `json:"format"`
 	Size       int64  `json:"size"`
-	SHA256     string `json:"sha256"`
+	CRC32C     string `json:"crc32c"`
 	data       []byte
 }
 

@@ -64,9 +64,6 @@ func BlockErr(err error) error {
 	case errors.Is(err, blocktransport.ErrNotSealed):
 		return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "that block is not written yet: the transfer is still being written",
 			Hint: "read the blocks its manifest lists, and ask again for the rest", RetryAfter: time.Second, Err: err}
-	case errors.Is(err, blocktransport.ErrWriting):
-		return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "the transfer is still being written",
-			Hint: "fetch its blocks as they are sealed (lakegate fetch follows it), or wait for its job to end", RetryAfter: 5 * time.Second, Err: err}
 	case errors.Is(err, blocktransport.ErrClosed):
 		return &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "server is shutting down", Err: err}
 	}

@@ -1,0 +1,216 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/mcp"
+)
+
+// TestBlockTransportWall (make bench, LAKEGATE_BENCH_BLOCKS=1): the seed's
+// criterion for the block transport, (the export call and the fetch of
+// every block) ÷ (the same rows streamed inline: /rest/sql, ndjson), each
+// to a file, at 1M and 4M rows. The blocks are fetched two ways:
+// `lakegate fetch --sql` (blocks in parallel, each checked) and one GET of
+// /all that follows the transfer as the export writes it (its SHA-256
+// checked against the trailer). Each runs on a server with the profile of
+// results in blocks (the default) and on one without it
+// (mcp_result_profile false), taking turns, best of 3; beside each wall
+// time, the server's CPU time for the run.
+//
+//	LAKEGATE_BENCH_BLOCKS=1 LAKEGATE_BENCH_DATABASE_URL=... go test -run '^TestBlockTransportWall$' -count=1 -v -timeout 20m ./integration/
+func TestBlockTransportWall(t *testing.T) {
+	benchURL := benchDatabase(t, "LAKEGATE_BENCH_BLOCKS")
+	bin := buildBinary(t)
+	servers := []struct {
+		name string
+		p    *proc
+	}{
+		{"profiled", startProc(t, bin, benchEnv(benchURL)...)},
+		{"no profile", startProc(t, bin, benchEnv(benchURL, "LAKEGATE_MCP_RESULT_PROFILE=false")...)},
+	}
+	dir := t.TempDir()
+	tok := token("bench", "reader")
+	for _, q := range []struct {
+		rows int
+		sql  string
+	}{
+		{1_000_000, "SELECT * FROM readings"},
+		{4_000_000, "SELECT r.* FROM readings r, generate_series(1, 4) g"},
+	} {
+		type result struct{ wall, cpu time.Duration }
+		best := map[string]result{}
+		var size int64
+		keep := func(name string, r result, n int64) {
+			if size == 0 {
+				size = n
+			}
+			if n != size {
+				t.Fatalf("%s: %d bytes, the inline stream had %d", name, n, size)
+			}
+			if b, ok := best[name]; !ok || r.wall < b.wall {
+				best[name] = r
+			}
+		}
+		for range 3 {
+			for i, s := range servers {
+				if i == 0 {
+					wall, cpu, n := timed(t, s.p, func() int64 { return inlineRun(t, s.p, tok, q.sql, dir) })
+					keep("inline", result{wall, cpu}, n)
+				}
+				wall, cpu, n := timed(t, s.p, func() int64 { return fetchRun(t, bin, s.p, tok, q.sql, dir) })
+				keep("fetch, "+s.name, result{wall, cpu}, n)
+				wall, cpu, n = timed(t, s.p, func() int64 { return allRun(t, s.p, tok, q.sql, dir) })
+				keep("/all, "+s.name, result{wall, cpu}, n)
+			}
+		}
+		in := best["inline"]
+		t.Logf("block transport, %d rows (%d MB): inline stream (/rest/sql) wall %.3f s, server CPU %.3f s (best of 3)",
+			q.rows, size/1_000_000, in.wall.Seconds(), in.cpu.Seconds())
+		for _, name := range []string{"fetch, profiled", "/all, profiled", "fetch, no profile", "/all, no profile"} {
+			r := best[name]
+			t.Logf("block transport, %d rows: export call + %-18s wall %.3f s = %.2f× the inline stream (target ≤ 1.10); server CPU %.3f s = %.2f×",
+				q.rows, name+":", r.wall.Seconds(), r.wall.Seconds()/in.wall.Seconds(), r.cpu.Seconds(), r.cpu.Seconds()/in.cpu.Seconds())
+		}
+	}
+}
+
+// timed runs run and returns its wall time, the CPU time p took meanwhile
+// and what run returned (the bytes it wrote).
+func timed(t *testing.T, p *proc, run func() int64) (time.Duration, time.Duration, int64) {
+	t.Helper()
+	cpu0 := procCPU(t, p.cmd.Process.Pid)
+	start := time.Now()
+	n := run()
+	wall := time.Since(start)
+	return wall, procCPU(t, p.cmd.Process.Pid) - cpu0, n
+}
+
+// procCPU is the user and system time process pid has taken.
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// inlineRun streams sql's rows from /rest/sql as ndjson to a file and
+// returns the bytes written.
+func inlineRun(t *testing.T, p *proc, tok, sql, dir string) int64 {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"database": "bench", "sql": sql, "format": "ndjson"})
+	resp, err := httpClient(tok).Post(p.base+"/rest/sql", "application/json", strings.NewReader(string(body)))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/rest/sql: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	return toFile(t, resp.Body, filepath.Join(dir, "inline.ndjson"))
+}
+
+// fetchRun exports sql and fetches its blocks with `lakegate fetch` to a
+// file, and returns the bytes written.
+func fetchRun(t *testing.T, bin string, p *proc, tok, sql, dir string) int64 {
+	t.Helper()
+	out := filepath.Join(dir, "fetch.ndjson")
+	cmd := exec.CommandContext(t.Context(), bin, "fetch", "--database", "bench", "--sql", sql, "-o", out, "--parallel", "4")
+	cmd.Env = binaryEnv("LAKEGATE_SERVER="+p.base, "LAKEGATE_TOKEN="+tok)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("lakegate fetch: %v\n%s", err, b)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(out)
+	return st.Size()
+}
+
+// allRun exports sql over Streamable HTTP, reads its transfer with one GET
+// of /all as soon as the export's job names it, writing it to a file and
+// checking its SHA-256 against the trailer, and returns the bytes written.
+func allRun(t *testing.T, p *proc, tok, sql, dir string) int64 {
+	t.Helper()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{Endpoint: p.base + "/mcp", HTTPClient: httpClient(tok)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
+		"database": "bench", "sql": sql, "export": true, "max_rows": 0, "format": "ndjson"}})
+	id := ""
+	for err == nil && !res.IsError && id == "" {
+		var st struct {
+			Job struct {
+				ID       string `json:"job_id"`
+				State    string `json:"state"`
+				Transfer string `json:"transfer_id"`
+			} `json:"job"`
+			Transfer struct {
+				ID string `json:"transfer_id"`
+			} `json:"transfer"`
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		if err = json.Unmarshal(raw, &st); err != nil {
+			break
+		}
+		id = st.Transfer.ID + st.Job.Transfer
+		if id == "" && st.Job.State == "running" {
+			res, err = cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "job_status", Arguments: map[string]any{"job_id": st.Job.ID, "wait_s": 1}})
+		} else if id == "" {
+			err = fmt.Errorf("no transfer: %s", raw)
+		}
+	}
+	if err != nil || res.IsError {
+		t.Fatalf("export: %v %v", err, res)
+	}
+	resp, err := httpClient(tok).Get(p.base + mcp.BlocksPath + "/" + id + "/all")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /all: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	sum := sha256.New()
+	n := toFile(t, io.TeeReader(resp.Body, sum), filepath.Join(dir, "all.ndjson"))
+	if got, want := hex.EncodeToString(sum.Sum(nil)), resp.Header.Get("X-Content-Sha256")+resp.Trailer.Get("X-Content-Sha256"); got != want {
+		t.Fatalf("GET /all: sha256 %s, the server says %q", got, want)
+	}
+	return n
+}
+
+// toFile copies r to a new file at path, removes it, and returns the
+// bytes copied.
+func toFile(t *testing.T, r io.Reader, path string) int64 {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	_ = os.Remove(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
