@@ -1,11 +1,15 @@
 package blocktransport
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"hash"
 	"hash/crc32"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // MIMEType is the media type of a transfer's format.
@@ -56,13 +60,15 @@ func (s *Store) ServeBlock(w http.ResponseWriter, r *http.Request, id string, n 
 }
 
 // ServeAll streams the whole result, block after block, with chunked
-// encoding. A transfer still being written is followed: each block goes
-// out as soon as it is sealed, and the SHA-256 and row count, known only at
-// the end, come as trailers. Each block is checked against its CRC-32C as
-// it is sent. A response that cannot end whole (a damaged block, a
-// transfer aborted or expired before its end, a request ended) is cut off,
-// with no clean end, so a client never takes part of a result for all of
-// it.
+// encoding, and its SHA-256 (X-Content-Sha256) and row count
+// (X-Row-Count). A transfer still being written is followed: each block
+// goes out as soon as it is sealed. What is known only at the end (the row
+// count of a transfer being written, the SHA-256 of a transfer no reader
+// has read whole, computed as it is sent and then kept) comes as trailers.
+// Each block is checked against its CRC-32C as it is sent. A response that
+// cannot end whole (a damaged block, a transfer aborted or expired before
+// its end, a request ended) is cut off, with no clean end, so a client
+// never takes part of a result for all of it.
 func (s *Store) ServeAll(w http.ResponseWriter, r *http.Request, id string) error {
 	m, _, err := s.Lookup(id)
 	if err != nil {
@@ -71,11 +77,22 @@ func (s *Store) ServeAll(w http.ResponseWriter, r *http.Request, id string) erro
 	h := w.Header()
 	h.Set("Content-Type", MIMEType(m.Format))
 	h.Set("Cache-Control", "private, no-store")
+	var whole hash.Hash // the SHA-256, when it is to be computed
+	var trailers []string
+	if m.SHA256 == "" {
+		whole = sha256.New()
+		trailers = append(trailers, "X-Content-Sha256")
+	} else {
+		h.Set("X-Content-Sha256", m.SHA256)
+	}
 	following := !m.Complete
 	if following {
-		h.Set("Trailer", "X-Content-Sha256, X-Row-Count")
+		trailers = append(trailers, "X-Row-Count")
 	} else {
-		setEnd(h, m)
+		h.Set("X-Row-Count", strconv.FormatInt(m.Rows, 10))
+	}
+	if trailers != nil {
+		h.Set("Trailer", strings.Join(trailers, ", "))
 	}
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
@@ -84,7 +101,7 @@ func (s *Store) ServeAll(w http.ResponseWriter, r *http.Request, id string) erro
 	sent := 0
 	for {
 		for _, b := range m.Blocks[sent:] {
-			if err := s.copyBlock(w, id, b); err != nil {
+			if err := s.copyBlock(w, id, b, whole); err != nil {
 				// The status is sent: abort the connection so the client
 				// sees an incomplete body.
 				panic(http.ErrAbortHandler)
@@ -99,27 +116,31 @@ func (s *Store) ServeAll(w http.ResponseWriter, r *http.Request, id string) erro
 			panic(http.ErrAbortHandler)
 		}
 	}
+	if whole != nil {
+		sum := hex.EncodeToString(whole.Sum(nil))
+		s.setSum(id, sum)
+		h.Set("X-Content-Sha256", sum) // a trailer
+	}
 	if following {
-		setEnd(h, m) // the trailers
+		h.Set("X-Row-Count", strconv.FormatInt(m.Rows, 10)) // a trailer
 	}
 	return nil
 }
 
-// setEnd sets what only a complete transfer has: its sum and row count.
-func setEnd(h http.Header, m *Manifest) {
-	h.Set("X-Content-Sha256", m.SHA256)
-	h.Set("X-Row-Count", strconv.FormatInt(m.Rows, 10))
-}
-
-// copyBlock copies one block to w, checking its size and CRC-32C.
-func (s *Store) copyBlock(w io.Writer, id string, b Block) error {
+// copyBlock copies one block to w, and to also when it is not nil,
+// checking its size and CRC-32C.
+func (s *Store) copyBlock(w io.Writer, id string, b Block, also io.Writer) error {
 	f, _, err := s.OpenBlock(id, b.N)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	sum := crc32.New(castagnoli)
-	n, err := io.Copy(io.MultiWriter(w, sum), io.LimitReader(f, b.Size))
+	to := io.MultiWriter(w, sum)
+	if also != nil {
+		to = io.MultiWriter(w, sum, also)
+	}
+	n, err := io.Copy(to, io.LimitReader(f, b.Size))
 	if err != nil {
 		return err
 	}

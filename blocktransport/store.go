@@ -3,7 +3,6 @@ package blocktransport
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -31,8 +30,8 @@ const (
 
 // Manifest describes one transfer: what a client needs to fetch its
 // blocks and check them. A transfer still being written has Complete
-// false and lists only its sealed blocks (each final, with its sum),
-// without Rows, SHA256 or Expires: a client fetches those and asks again.
+// false and lists only its sealed blocks (each final, with its CRC-32C),
+// without Rows or Expires: a client fetches those and asks again.
 type Manifest struct {
 	ID       string `json:"transfer_id"`
 	Format   string `json:"format"`
@@ -41,8 +40,11 @@ type Manifest struct {
 	Columns json.RawMessage `json:"columns,omitempty"`
 	Rows    int64           `json:"rows"`
 	Bytes   int64           `json:"bytes"`
-	// SHA256 is the hex SHA-256 of the whole result (the blocks in order).
-	SHA256  string    `json:"sha256"`
+	// SHA256 is the hex SHA-256 of the whole result (the blocks in
+	// order), once a reader of the whole (ServeAll) has computed it: the
+	// blocks' CRC-32Cs are the check every reader has, and most results in
+	// blocks are never read whole.
+	SHA256  string    `json:"sha256,omitempty"`
 	Blocks  []Block   `json:"blocks"`
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
@@ -341,12 +343,22 @@ func (s *Store) Create(owner, format string) (*Writer, error) {
 		return nil, fmt.Errorf("blocktransport: create transfer: %w", err)
 	}
 	now := s.opts.Now().UTC()
-	w := &Writer{s: s, owner: owner, dir: dir, total: sha256.New(),
+	w := &Writer{s: s, owner: owner, dir: dir,
 		m: Manifest{ID: id, Format: format, Created: now, Blocks: []Block{}}}
 	s.mu.Lock()
 	s.writing[id] = &transfer{owner: owner, dir: dir, manifest: Manifest{ID: id, Format: format, Created: now, Blocks: []Block{}}}
 	s.mu.Unlock()
 	return w, nil
+}
+
+// setSum records sum, the SHA-256 of the whole of transfer id, which a
+// reader computed, while the transfer is kept.
+func (s *Store) setSum(id, sum string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.transfers[id]; ok {
+		t.manifest.SHA256 = sum
+	}
 }
 
 // sealed counts block b of transfer id, being written, and, when its file

@@ -471,8 +471,7 @@ func TestServeAllFollowsWriting(t *testing.T) {
 		t.Fatalf("the sealed blocks, before the end: %v", err)
 	}
 	put(w, 100, 300)
-	final, err := w.Commit(300, nil)
-	if err != nil {
+	if _, err := w.Commit(300, nil); err != nil {
 		t.Fatal(err)
 	}
 	rest, err := io.ReadAll(resp.Body)
@@ -480,8 +479,19 @@ func TestServeAllFollowsWriting(t *testing.T) {
 	if err != nil || !bytes.Equal(append(sealed, rest...), all) {
 		t.Fatalf("the whole: %d bytes then %v; want %d bytes", len(sealed)+len(rest), err, len(all))
 	}
-	if got := resp.Trailer.Get("X-Content-Sha256"); got != hex.EncodeToString(sum[:]) || got != final.SHA256 || resp.Trailer.Get("X-Row-Count") != "300" {
+	if got := resp.Trailer.Get("X-Content-Sha256"); got != hex.EncodeToString(sum[:]) || resp.Trailer.Get("X-Row-Count") != "300" {
 		t.Errorf("trailers %v; want sha256 %x and 300 rows", resp.Trailer, sum)
+	}
+	// The sum is kept: the manifest has it, and the next reader of the
+	// whole gets it first, with the row count.
+	if m, _, _ := s.Lookup(w.ID()); m.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("the manifest after a whole read: sha256 %q, want %x", m.SHA256, sum)
+	}
+	again := get(w.ID())
+	_, _ = io.Copy(io.Discard, again.Body)
+	again.Body.Close()
+	if again.Header.Get("X-Content-Sha256") != hex.EncodeToString(sum[:]) || again.Header.Get("X-Row-Count") != "300" || len(again.Trailer) != 0 {
+		t.Errorf("the whole read again: header %v, trailers %v; want the sum and the rows first", again.Header, again.Trailer)
 	}
 
 	// Aborted while a reader follows it: the reader gets an error.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -37,12 +36,11 @@ type Writer struct {
 	cur   int64 // bytes in the open block
 	// inRecord is set while a record begun with WritePart is open.
 	inRecord bool
-	// total is the SHA-256 of every byte so far, crc the CRC-32C of the
-	// open block's: each byte is read once more, as it is written.
-	total hash.Hash
-	crc   uint32
-	done  bool
-	err   error
+	// crc is the CRC-32C of the open block's bytes, taken as each is
+	// written.
+	crc  uint32
+	done bool
+	err  error
 }
 
 // ID is the transfer's id.
@@ -95,7 +93,6 @@ func (w *Writer) write(p []byte, part bool) (int, error) {
 	}
 	w.cur += int64(len(p))
 	w.inRecord = part
-	w.total.Write(p)
 	w.crc = crc32.Update(w.crc, castagnoli, p)
 	return len(p), nil
 }
@@ -139,7 +136,6 @@ func (w *Writer) Commit(rows int64, columns json.RawMessage) (*Manifest, error) 
 	w.done = true
 	w.m.Rows = rows
 	w.m.Columns = columns
-	w.m.SHA256 = hex.EncodeToString(w.total.Sum(nil))
 	w.m.Expires = w.m.Created.Add(w.s.opts.TTL)
 	w.m.Complete = true
 	s := w.s

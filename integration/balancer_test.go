@@ -436,8 +436,8 @@ func TestBalancerConsole(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if sum := sha256.Sum256(body); resp.StatusCode != http.StatusOK || hex.EncodeToString(sum[:]) != br.Transfer.SHA256 {
-			t.Fatalf("download through the balancer: %d, %d bytes", resp.StatusCode, len(body))
+		if sum := sha256.Sum256(body); resp.StatusCode != http.StatusOK || int64(len(body)) != br.Transfer.Bytes || hex.EncodeToString(sum[:]) != sentSum(resp) {
+			t.Fatalf("download through the balancer: %d, %d bytes, sha256 %x; want %d bytes and the sum sent, %q", resp.StatusCode, len(body), sum, br.Transfer.Bytes, sentSum(resp))
 		}
 	}
 	call("DELETE", "/console/api/transfers/"+br.Transfer.ID, tok, "", http.StatusOK, nil)

@@ -102,8 +102,7 @@ done
 
 # The block transport end to end: run_sql with export (query → blocks on
 # disk) and a parallel fetch to a file (lakegate fetch), beside psql \copy
-# of the same query to a file; the server's peak RSS; and the export call
-# beside the same stream answered inline (/rest/sql, ndjson, to a file).
+# of the same query to a file; the server's peak RSS.
 echo "== block transport: export + parallel fetch vs psql \\copy to a file"
 "$GO" build -o "$out/lakegate" ./cmd/lakegate
 secret="bench-secret-0123456789abcdef0123456789"
@@ -150,39 +149,18 @@ for _ in 1 2 3; do
   if [[ -z "$psql_file" ]] || (( $(echo "$t < $psql_file" | bc -l) )); then psql_file="$t"; fi
 done
 printf '%-28s wall %.3f s (best of 3)\n' "psql \\copy to a file" "$psql_file"
-# inline_run SQL: the same rows streamed inline, /rest/sql ndjson to a
-# file, best of 3 (a fresh server).
-inline_run() {
-  LAKEGATE_LISTEN="127.0.0.1:$port" LAKEGATE_DATABASES="bench=$app_url" LAKEGATE_QUERY_ROLE=lakegate_reader LAKEGATE_DATA_DIR="$out/data" \
-    LAKEGATE_LOG_LEVEL=warn "$out/lakegate" serve >"$out/serve.log" 2>&1 &
-  local pid=$! t s e
-  for _ in $(seq 100); do curl -sf "$server/health" >/dev/null && break; sleep 0.1; done
-  inline=""
-  for _ in 1 2 3; do
-    s=$(now)
-    curl -sf -H "Authorization: Bearer $tok" -d "{\"database\":\"bench\",\"sql\":\"$1\",\"format\":\"ndjson\"}" \
-      "$server/rest/sql" -o "$out/inline.ndjson"
-    e=$(now)
-    t=$(secs "$s" "$e")
-    if [[ -z "$inline" ]] || (( $(echo "$t < $inline" | bc -l) )); then inline="$t"; fi
-  done
-  printf 'inline stream (/rest/sql)    wall %.3f s, %d MB (best of 3)\n' "$inline" $(($(stat -c %s "$out/inline.ndjson") / 1000000))
-  rm -f "$out/inline.ndjson"
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-}
-# The seed's criterion: the export call with the fetch of every block,
-# beside the same rows streamed inline.
 one="SELECT * FROM readings"
 four="SELECT r.* FROM readings r, generate_series(1, 4) g"
 export_run "$one" "export $ROWS rows"
 printf 'ratio export wall / psql: %.2f (target <= 1.5)\n' "$(echo "$export_wall / $psql_file" | bc -l)"
-wall1="$export_wall"
-inline_run "$one"
-printf 'block transport, %d rows: (export call + fetch of every block) / inline stream = %.2f (target <= 1.10)\n' "$ROWS" "$(echo "$wall1 / $inline" | bc -l)"
 export_run "$four" "export $((ROWS * 4)) rows"
-wall4="$export_wall"
-inline_run "$four"
-printf 'block transport, %d rows: (export call + fetch of every block) / inline stream = %.2f (target <= 1.10)\n' "$((ROWS * 4))" "$(echo "$wall4 / $inline" | bc -l)"
+
+# The seed's criterion: the export call with the fetch of every block
+# (lakegate fetch, and one GET of /all following the transfer), beside the
+# same rows streamed inline, with and without the profile.
+echo "== block transport: (export call + fetch of every block) / the same rows streamed inline"
+LAKEGATE_BENCH_BLOCKS=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestBlockTransportWall$' -count=1 -v -timeout 20m ./integration/ \
+  | grep -E 'block transport|FAIL|^ok' || true
 
 echo "== profile of a result in blocks: server CPU per export of every reading, with and without (mcp_result_profile)"
 LAKEGATE_BENCH_PROFILE=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestProfileCost$' -count=1 -v -timeout 20m ./integration/ \

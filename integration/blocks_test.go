@@ -183,11 +183,16 @@ func checkManifest(t *testing.T, m *blocktransport.Manifest, blocks [][]byte) []
 		}
 		all = append(all, b...)
 	}
-	sum := sha256.Sum256(all)
-	if hex.EncodeToString(sum[:]) != m.SHA256 || int64(len(all)) != m.Bytes {
-		t.Errorf("whole: %d bytes sha256 %x, manifest says %d bytes %s", len(all), sum, m.Bytes, m.SHA256)
+	if int64(len(all)) != m.Bytes || m.SHA256 != "" {
+		t.Errorf("whole: %d bytes, manifest says %d bytes and sha256 %q (none until a reader reads the whole)", len(all), m.Bytes, m.SHA256)
 	}
 	return all
+}
+
+// sentSum is the SHA-256 a response of /all gives its body: a header, or
+// a trailer once the body is read.
+func sentSum(resp *http.Response) string {
+	return resp.Header.Get("X-Content-Sha256") + resp.Trailer.Get("X-Content-Sha256")
 }
 
 func TestBlocksEveryWayOverSSE(t *testing.T) {
@@ -252,9 +257,26 @@ func TestBlocksEveryWayOverSSE(t *testing.T) {
 	if !bytes.Equal(fetched.Bytes(), whole) {
 		t.Errorf("parallel fetch: got %d bytes, want the %d bytes of the blocks", fetched.Len(), len(whole))
 	}
-	code, all := get(t, e.base+"/mcp/blocks/"+m.ID+"/all", tok)
-	if code != 200 || all != string(whole) {
-		t.Errorf("GET /all: got %d and %d bytes, want 200 and %d bytes", code, len(all), len(whole))
+	// /all computes the SHA-256 as it sends the whole, as a trailer, and
+	// keeps it: the manifest has it then, and a later /all sends it first.
+	sum := sha256.Sum256(whole)
+	for i, where := range []string{"trailer", "header"} {
+		resp, err := httpClient(tok).Get(e.base + "/mcp/blocks/" + m.ID + "/all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || !bytes.Equal(all, whole) {
+			t.Errorf("GET /all #%d: got %d and %d bytes (%v), want 200 and %d bytes", i+1, resp.StatusCode, len(all), err, len(whole))
+		}
+		if got := resp.Header.Get("X-Content-Sha256"); sentSum(resp) != hex.EncodeToString(sum[:]) || (where == "header") != (got != "") {
+			t.Errorf("GET /all #%d: header %q, trailer %q; want the SHA-256 %x as a %s", i+1, got, resp.Trailer.Get("X-Content-Sha256"), sum, where)
+		}
+	}
+	var read blocktransport.Manifest
+	if code, body := get(t, e.base+"/mcp/blocks/"+m.ID, tok); code != 200 || json.Unmarshal([]byte(body), &read) != nil || read.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("the manifest once the whole was read: %d, sha256 %q; want %x", code, read.SHA256, sum)
 	}
 	req, _ := http.NewRequest("GET", e.base+"/mcp/blocks/"+m.ID+"/1", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
@@ -266,7 +288,7 @@ func TestBlocksEveryWayOverSSE(t *testing.T) {
 	part, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(part, byResource[1][10:20]) || resp.Header.Get("ETag") != `"`+m.Blocks[1].CRC32C+`"` {
-		t.Errorf("Range: got %d %q etag %s, want 206 %q and the block's SHA-256", resp.StatusCode, part, resp.Header.Get("ETag"), byResource[1][10:20])
+		t.Errorf("Range: got %d %q etag %s, want 206 %q and the block's CRC-32C", resp.StatusCode, part, resp.Header.Get("ETag"), byResource[1][10:20])
 	}
 	req.Header.Del("Range")
 	req.Header.Set("If-None-Match", `"`+m.Blocks[1].CRC32C+`"`)

@@ -53,9 +53,9 @@ func TestConsoleTransfersAPI(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	sum := sha256.Sum256(body)
-	if err != nil || resp.StatusCode != http.StatusOK || hex.EncodeToString(sum[:]) != br.Transfer.SHA256 ||
+	if err != nil || resp.StatusCode != http.StatusOK || int64(len(body)) != br.Transfer.Bytes || hex.EncodeToString(sum[:]) != sentSum(resp) ||
 		!strings.Contains(resp.Header.Get("Content-Disposition"), id) {
-		t.Fatalf("download: %d %v, %d bytes, sha256 %x, want %s", resp.StatusCode, resp.Header, len(body), sum, br.Transfer.SHA256)
+		t.Fatalf("download: %d %v, %d bytes, sha256 %x, want %d bytes and the sum sent, %s", resp.StatusCode, resp.Header, len(body), sum, br.Transfer.Bytes, sentSum(resp))
 	}
 
 	// Alice deletes her own; it is gone from the block routes too.

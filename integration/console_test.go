@@ -223,11 +223,12 @@ func TestConsole(t *testing.T) {
 		b.visible(t, row)
 		b.shot(t, "transfers")
 
+		// The download reads the whole: the manifest has its SHA-256 then.
+		sum := sha256.Sum256(b.download(t, row+" button.download-transfer"))
 		var m blocktransport.Manifest
 		if status, body := get(t, e.base+"/mcp/blocks/"+id, admin); status != http.StatusOK || json.Unmarshal([]byte(body), &m) != nil {
 			t.Fatalf("GET /mcp/blocks/%s: %d %s", id, status, body)
 		}
-		sum := sha256.Sum256(b.download(t, row+" button.download-transfer"))
 		if got := hex.EncodeToString(sum[:]); got != m.SHA256 {
 			t.Errorf("downloaded transfer: sha256 %s, want the manifest's %s", got, m.SHA256)
 		}

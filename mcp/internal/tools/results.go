@@ -255,9 +255,9 @@ func (a *answer) footer(shown int, meta ResultMeta, cellBytes, cut int) string {
 		}
 		return f + "\n" + seriesText(meta) + staleNote(meta)
 	}
-	f := fmt.Sprintf("# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, sha256 %s, "+
+	f := fmt.Sprintf("# rows: %d (the first %d above)%s; all rows are in transfer %s: %d %s blocks, %d bytes, "+
 		"until %s; read them with resources/read (links below), get_result_block, or GET "+wire.BlocksPath+"/%s/all\n",
-		meta.RowCount, shown, truncNote(meta.Truncated), m.ID, len(m.Blocks), m.Format, m.Bytes, m.SHA256,
+		meta.RowCount, shown, truncNote(meta.Truncated), m.ID, len(m.Blocks), m.Format, m.Bytes,
 		m.Expires.Format(time.RFC3339), m.ID)
 	if cut > 0 {
 		f += fmt.Sprintf("# %d cells longer than %d bytes are cut above (marked …[cut: N bytes in all]); they are whole in the blocks\n",
