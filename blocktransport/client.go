@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/bits"
 	"net/http"
 	"net/url"
 	"slices"
@@ -202,7 +203,10 @@ func (c *Client) Block(ctx context.Context, id string, b Block) ([]byte, error) 
 func (c *Client) block(ctx context.Context, p *pacer, id string, b Block, buf []byte) ([]byte, error) {
 	data := buf[:0]
 	if int64(cap(data)) < b.Size {
-		data = make([]byte, b.Size)
+		// Blocks are about one size, each a little under or over the
+		// last: room to the next power of two lets the buffer serve the
+		// blocks after it.
+		data = make([]byte, b.Size, 1<<bits.Len64(uint64(b.Size)))
 	}
 	data = data[:b.Size]
 	var have int64 // bytes of data received and not yet found damaged
