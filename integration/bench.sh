@@ -155,11 +155,23 @@ export_run "$one" "export $ROWS rows"
 printf 'ratio export wall / psql: %.2f (target <= 1.5)\n' "$(echo "$export_wall / $psql_file" | bc -l)"
 export_run "$four" "export $((ROWS * 4)) rows"
 
+# The earlier build measured in the same run: LAKEGATE_BENCH_BIN, else the
+# commit LAKEGATE_BENCH_BASE (default HEAD~10) built from a worktree.
+earlier="${LAKEGATE_BENCH_BIN:-}"
+base_rev="${LAKEGATE_BENCH_BASE:-HEAD~10}"
+if [[ -z "$earlier" ]] && git -C "$here/.." rev-parse -q --verify "$base_rev^{commit}" >/dev/null 2>&1; then
+  if git -C "$here/.." worktree add -q --detach "$out/base" "$base_rev" 2>/dev/null; then
+    (cd "$out/base" && "$GO" build -o "$out/lakegate-base" ./cmd/lakegate) && earlier="$out/lakegate-base"
+    git -C "$here/.." worktree remove --force "$out/base"
+  fi
+fi
+
 # The seed's criterion: the export call with the fetch of every block
 # (lakegate fetch, and one GET of /all following the transfer), beside the
-# same rows streamed inline, with and without the profile.
+# same rows streamed inline, with and without the profile, this build and
+# the earlier one taking turns.
 echo "== block transport: (export call + fetch of every block) / the same rows streamed inline"
-LAKEGATE_BENCH_BLOCKS=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestBlockTransportWall$' -count=1 -v -timeout 20m ./integration/ \
+LAKEGATE_BENCH_BIN="$earlier" LAKEGATE_BENCH_BLOCKS=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestBlockTransportWall$' -count=1 -v -timeout 20m ./integration/ \
   | grep -E 'block transport|FAIL|^ok' || true
 
 echo "== profile of a result in blocks: server CPU per export of every reading, with and without (mcp_result_profile)"
@@ -181,16 +193,6 @@ LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run
   | grep -E 'peak RSS|FAIL|^ok' || true
 
 echo "== CPU instructions and bytes allocated per run_sql call over legacy SSE and Streamable HTTP, beside a bare go-sdk server (callgrind, GOMAXPROCS=1)"
-# The earlier build measured in the same run: LAKEGATE_BENCH_BIN, else the
-# commit LAKEGATE_BENCH_BASE (default HEAD~10) built from a worktree.
-earlier="${LAKEGATE_BENCH_BIN:-}"
-base_rev="${LAKEGATE_BENCH_BASE:-HEAD~10}"
-if [[ -z "$earlier" ]] && git -C "$here/.." rev-parse -q --verify "$base_rev^{commit}" >/dev/null 2>&1; then
-  if git -C "$here/.." worktree add -q --detach "$out/base" "$base_rev" 2>/dev/null; then
-    (cd "$out/base" && "$GO" build -o "$out/lakegate-base" ./cmd/lakegate) && earlier="$out/lakegate-base"
-    git -C "$here/.." worktree remove --force "$out/base"
-  fi
-fi
 if command -v valgrind >/dev/null 2>&1; then
   for bin in $earlier ""; do
     echo "binary: ${bin:-this tree}"
