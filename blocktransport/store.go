@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -494,12 +493,4 @@ func (s *Store) ReadBlock(id string, n int) ([]byte, Block, error) {
 		return nil, Block{}, fmt.Errorf("block %d: %w", n, err)
 	}
 	return data, b, nil
-}
-
-// Verify checks that data is block b: its size and its CRC-32C.
-func Verify(data []byte, b Block) error {
-	if got := crcHex(crc32.Checksum(data, castagnoli)); int64(len(data)) != b.Size || got != b.CRC32C {
-		return &ChecksumError{Want: b.CRC32C, Got: got, WantSize: b.Size, GotSize: int64(len(data))}
-	}
-	return nil
 }

@@ -1,8 +1,6 @@
 package blocktransport
 
 import (
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,17 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 )
-
-// castagnoli is the CRC-32C table: each block's check. The CPU computes
-// it (SSE 4.2, ARMv8 CRC) at many times SHA-256's speed.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// crcHex is a CRC-32C as the manifest spells it: 8 hex digits, big-endian.
-func crcHex(sum uint32) string {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], sum)
-	return hex.EncodeToString(b[:])
-}
 
 // Writer writes one transfer. Each Write ends at a record (row) boundary;
 // a record too large for one write goes in WritePart pieces ending with a
