@@ -92,7 +92,7 @@ func (s *Stmt) Auto(ctx context.Context, o AutoOptions) (*AutoResult, error) {
 	if a.direct {
 		a.preview = a.newPreview()
 	} else {
-		a.held = NewBuffer(o.InlineBytes, 0, 0)
+		a.held = NewBuffer(o.InlineBytes, 0, 0).pooled()
 	}
 	res, err := s.Run(ctx, a)
 	if err != nil {
@@ -193,6 +193,7 @@ func (a *autoSink) spillHeld() error {
 		}
 		return a.spill.Row(cells)
 	})
+	a.held.release() // each row is encoded, and the preview holds its own copies
 	a.held = nil
 	return err
 }

@@ -18,6 +18,7 @@ import (
 type Buffer struct {
 	cols      []ResultColumn
 	data      []byte
+	store     *[]byte // a pooled Buffer's: where data goes back (release)
 	rows      int
 	cut       int
 	maxBytes  int64
@@ -31,6 +32,32 @@ var _ Sink = (*Buffer)(nil)
 // maxRows > 0, at most maxRows rows. cellBytes > 0 cuts longer cells.
 func NewBuffer(maxBytes int64, maxRows, cellBytes int) *Buffer {
 	return &Buffer{maxBytes: maxBytes, maxRows: maxRows, cellBytes: cellBytes}
+}
+
+// heldStores are the stores of Buffers let go (release).
+var heldStores = bytePool{max: 1 << 20}
+
+// pooled gives b, new, a store let go by an earlier Buffer, and returns b.
+// A store larger than b could grow its own (twice its bound) stays for
+// another Buffer: b holds no more than it would without the pool.
+func (b *Buffer) pooled() *Buffer {
+	st := heldStores.get()
+	if int64(cap(*st)) > 2*b.maxBytes {
+		heldStores.put(st)
+		st = new([]byte)
+	}
+	b.store, b.data = st, *st
+	return b
+}
+
+// release gives a pooled b's store back and empties b: the cells Each gave
+// are no longer valid.
+func (b *Buffer) release() {
+	if b.store != nil {
+		*b.store = b.data
+		heldStores.put(b.store)
+	}
+	b.data, b.store, b.rows = nil, nil, 0
 }
 
 // Begin records the columns.

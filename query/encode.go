@@ -105,10 +105,12 @@ const encStartBuf = 4 << 10
 // encChunk is the piece of a long cell escaped at a time.
 const encChunk = 16 << 10
 
+// encBufs are the buffers of encoders that have ended.
+var encBufs = bytePool{max: 4 * encFlushAt}
+
 // NewEncoder returns an Encoder writing format f to w.
 func NewEncoder(f Format, w io.Writer) (Encoder, error) {
-	b := encBase{w: w, buf: make([]byte, 0, encStartBuf)}
-	b.pw, _ = w.(PartWriter)
+	b := newEncBase(w)
 	switch f {
 	case FormatJSON, "":
 		return &jsonEncoder{encBase: b, array: true}, nil
@@ -133,8 +135,31 @@ type encBase struct {
 	w       io.Writer
 	pw      PartWriter // w, when it is one
 	buf     []byte
+	store   *[]byte // where buf goes back to encBufs at the end
 	written int64
 	err     error
+}
+
+func newEncBase(w io.Writer) encBase {
+	store := encBufs.get()
+	if cap(*store) == 0 {
+		*store = make([]byte, 0, encStartBuf)
+	}
+	b := encBase{w: w, buf: *store, store: store}
+	b.pw, _ = w.(PartWriter)
+	return b
+}
+
+// end flushes what is buffered and gives the buffer back: an encoder
+// writes nothing after its End.
+func (b *encBase) end() error {
+	err := b.flush()
+	if b.store != nil {
+		*b.store = b.buf
+		encBufs.put(b.store)
+		b.store, b.buf = nil, nil
+	}
+	return err
 }
 
 func (b *encBase) Written() int64 { return b.written }
@@ -279,7 +304,7 @@ func (e *jsonEncoder) End(*Result) error {
 		}
 		e.buf = append(e.buf, "]\n"...)
 	}
-	return e.flush()
+	return e.end()
 }
 
 // csvEncoder writes FormatCSV.
@@ -341,7 +366,7 @@ func (e *csvEncoder) Row(cells []Cell) error {
 	return e.maybeFlush()
 }
 
-func (e *csvEncoder) End(*Result) error { return e.flush() }
+func (e *csvEncoder) End(*Result) error { return e.end() }
 
 // objectEncoder writes a Result as one JSON object with its rows inside:
 // {"columns": [...], "rows": [[...], ...], "row_count": n, "truncated":
@@ -354,9 +379,7 @@ type objectEncoder struct {
 // NewObjectEncoder returns an Encoder writing the JSON form of a Result
 // with its rows, streamed (see Result for the fields).
 func NewObjectEncoder(w io.Writer) Encoder {
-	e := &objectEncoder{jsonEncoder{encBase: encBase{w: w, buf: make([]byte, 0, encStartBuf)}}}
-	e.pw, _ = w.(PartWriter)
-	return e
+	return &objectEncoder{jsonEncoder{encBase: newEncBase(w)}}
 }
 
 func (e *objectEncoder) Begin(cols []ResultColumn) error {
@@ -393,5 +416,5 @@ func (e *objectEncoder) End(res *Result) error {
 	}
 	e.buf = append(e.buf, "],"...)
 	e.buf = append(e.buf, b[1:]...) // the summary's fields, and its closing brace
-	return e.flush()
+	return e.end()
 }
