@@ -118,12 +118,11 @@ func (r *pgRow) decode(raw [][]byte, cells []Cell) error {
 			c.scratch = nil
 		}
 		c.limit = int(min(left, math.MaxInt32))
-		err := c.decodeInto(raw[i], &cells[i])
-		if errors.Is(err, errContainerTooBig) {
-			c.scratch = nil
-			return rowTooBig(r.max, err)
-		}
-		if err != nil {
+		if err := c.decodeInto(raw[i], &cells[i]); err != nil {
+			if errors.Is(err, errContainerTooBig) {
+				c.scratch = nil
+				return rowTooBig(r.max, err)
+			}
 			return err
 		}
 		left -= cellBytes(cells[i : i+1])
