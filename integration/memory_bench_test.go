@@ -27,7 +27,10 @@ import (
 //	LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL=... go test -run '^TestResultMemory$' -count=1 -v ./integration/
 func TestResultMemory(t *testing.T) {
 	benchURL := benchDatabase(t, "LAKEGATE_BENCH_MEMORY")
-	bin := buildBinary(t)
+	bin := os.Getenv("LAKEGATE_BENCH_BIN") // another build to compare, e.g. an older commit
+	if bin == "" {
+		bin = buildBinary(t)
+	}
 	serve := func(t *testing.T) (*proc, *mcpsdk.ClientSession) {
 		p := startProc(t, bin, benchEnv(benchURL)...)
 		return p, benchSession(t, p)
