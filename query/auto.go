@@ -193,7 +193,7 @@ func (a *autoSink) spillHeld() error {
 		}
 		return a.spill.Row(cells)
 	})
-	a.held.release() // each row is encoded, and the preview holds its own copies
+	a.held.Release() // each row is encoded, and the preview holds its own copies
 	a.held = nil
 	return err
 }

@@ -34,7 +34,7 @@ func NewBuffer(maxBytes int64, maxRows, cellBytes int) *Buffer {
 	return &Buffer{maxBytes: maxBytes, maxRows: maxRows, cellBytes: cellBytes}
 }
 
-// heldStores are the stores of Buffers let go (release).
+// heldStores are the stores of Buffers let go (Release).
 var heldStores = bytePool{max: 1 << 20}
 
 // pooled gives b, new, a store let go by an earlier Buffer, and returns b.
@@ -50,9 +50,10 @@ func (b *Buffer) pooled() *Buffer {
 	return b
 }
 
-// release gives a pooled b's store back and empties b: the cells Each gave
-// are no longer valid.
-func (b *Buffer) release() {
+// Release gives the store of b, when it came from the pool (an answer
+// Stmt.Auto held), back for the next, and empties b: the cells Each gave
+// are no longer valid. A Buffer not released is collected like any value.
+func (b *Buffer) Release() {
 	if b.store != nil {
 		*b.store = b.data
 		heldStores.put(b.store)

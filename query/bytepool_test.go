@@ -43,7 +43,7 @@ func TestBufferStoreBound(t *testing.T) {
 	if cap(b.data) > 200 {
 		t.Errorf("a Buffer bound to 100 bytes took a store of %d", cap(b.data))
 	}
-	b.release()
+	b.Release()
 }
 
 // TestAutoSpillReusedStores: results that spill one after another reuse

@@ -165,6 +165,7 @@ func (a *answer) render(cellBytes int) (*mcpsdk.CallToolResult, error) {
 	if !inline {
 		meta.Mode, meta.PreviewRows, meta.CutCells, meta.Transfer, meta.Profile = ModeBlocks, shown, held.Cut(), a.transfer, a.profile
 	}
+	held.Release() // the rows are text now
 	data, err := json.Marshal(meta)
 	if err != nil {
 		return nil, fmt.Errorf("encode tool result: %w", err)
