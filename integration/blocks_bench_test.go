@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,13 +79,17 @@ func TestBlockTransportWall(t *testing.T) {
 		for range 3 {
 			for i, s := range servers {
 				if i == 0 {
-					wall, cpu, n := timed(t, s.p, func() int64 { return inlineRun(t, s.p, tok, q.sql, dir) })
+					wall, cpu, n, _ := timed(t, s.p, func() (int64, string) { return inlineRun(t, s.p, tok, q.sql, dir), "" })
 					keep("inline", result{wall, cpu}, n)
 				}
-				wall, cpu, n := timed(t, s.p, func() int64 { return fetchRun(t, s.bin, s.p, tok, q.sql, dir) })
+				// Each run's transfer is deleted once timed: the spools
+				// would otherwise hold gigabytes until their TTL.
+				wall, cpu, n, id := timed(t, s.p, func() (int64, string) { return fetchRun(t, s.bin, s.p, tok, q.sql, dir) })
 				keep("fetch, "+s.name, result{wall, cpu}, n)
-				wall, cpu, n = timed(t, s.p, func() int64 { return allRun(t, s.p, tok, q.sql, dir) })
+				consoleCall(t, s.p.base, "DELETE", "/console/api/transfers/"+id, tok, "", http.StatusOK, nil)
+				wall, cpu, n, id = timed(t, s.p, func() (int64, string) { return allRun(t, s.p, tok, q.sql, dir) })
 				keep("/all, "+s.name, result{wall, cpu}, n)
+				consoleCall(t, s.p.base, "DELETE", "/console/api/transfers/"+id, tok, "", http.StatusOK, nil)
 			}
 		}
 		in := best["inline"]
@@ -99,14 +104,14 @@ func TestBlockTransportWall(t *testing.T) {
 }
 
 // timed runs run and returns its wall time, the CPU time p took meanwhile
-// and what run returned (the bytes it wrote).
-func timed(t *testing.T, p *proc, run func() int64) (time.Duration, time.Duration, int64) {
+// and what run returned (the bytes it wrote, its transfer).
+func timed(t *testing.T, p *proc, run func() (int64, string)) (time.Duration, time.Duration, int64, string) {
 	t.Helper()
 	cpu0 := procCPU(t, p.cmd.Process.Pid)
 	start := time.Now()
-	n := run()
+	n, id := run()
 	wall := time.Since(start)
-	return wall, procCPU(t, p.cmd.Process.Pid) - cpu0, n
+	return wall, procCPU(t, p.cmd.Process.Pid) - cpu0, n, id
 }
 
 // procCPU is the user and system time process pid has taken.
@@ -137,27 +142,33 @@ func inlineRun(t *testing.T, p *proc, tok, sql, dir string) int64 {
 }
 
 // fetchRun exports sql and fetches its blocks with `lakegate fetch` to a
-// file, and returns the bytes written.
-func fetchRun(t *testing.T, bin string, p *proc, tok, sql, dir string) int64 {
+// file, and returns the bytes written and the transfer.
+func fetchRun(t *testing.T, bin string, p *proc, tok, sql, dir string) (int64, string) {
 	t.Helper()
 	out := filepath.Join(dir, "fetch.ndjson")
 	cmd := exec.CommandContext(t.Context(), bin, "fetch", "--database", "bench", "--sql", sql, "-o", out, "--parallel", "4")
 	cmd.Env = binaryEnv("LAKEGATE_SERVER="+p.base, "LAKEGATE_TOKEN="+tok)
-	if b, err := cmd.CombinedOutput(); err != nil {
+	b, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("lakegate fetch: %v\n%s", err, b)
 	}
+	id := transferID.FindSubmatch(b)
 	st, err := os.Stat(out)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || id == nil {
+		t.Fatalf("lakegate fetch: %v, no transfer named in %s", err, b)
 	}
 	_ = os.Remove(out)
-	return st.Size()
+	return st.Size(), string(id[1])
 }
+
+// transferID finds the transfer lakegate fetch names.
+var transferID = regexp.MustCompile(`transfer ([0-9a-f]{32})`)
 
 // allRun exports sql over Streamable HTTP, reads its transfer with one GET
 // of /all as soon as the export's job names it, writing it to a file and
-// checking its SHA-256 against the trailer, and returns the bytes written.
-func allRun(t *testing.T, p *proc, tok, sql, dir string) int64 {
+// checking its SHA-256 against the trailer, and returns the bytes written
+// and the transfer.
+func allRun(t *testing.T, p *proc, tok, sql, dir string) (int64, string) {
 	t.Helper()
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{Endpoint: p.base + "/mcp", HTTPClient: httpClient(tok)}, nil)
@@ -210,7 +221,7 @@ func allRun(t *testing.T, p *proc, tok, sql, dir string) int64 {
 	if got, want := hex.EncodeToString(sum.Sum(nil)), resp.Header.Get("X-Content-Sha256")+resp.Trailer.Get("X-Content-Sha256"); got != want {
 		t.Fatalf("GET /all: sha256 %s, the server says %q", got, want)
 	}
-	return n
+	return n, id
 }
 
 // toFile copies r to a new file at path, removes it, and returns the
