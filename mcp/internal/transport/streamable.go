@@ -81,11 +81,11 @@ func NewStreamable(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessi
 			Logger:         SDKLogger(log),
 			SessionTimeout: o.SessionTimeout,
 		})),
-		stateless: owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
+		stateless: owner(&statelessCalls{getServer: getServer, next: mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
 			Stateless:                    true,
 			Logger:                       SDKLogger(log),
 			PropagateRequestCancellation: true,
-		})),
+		})}),
 		getServer:         getServer,
 		sessions:          sessions,
 		peers:             o.Peers,
