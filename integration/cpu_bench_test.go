@@ -25,7 +25,8 @@ const underCallgrind = "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off"
 // TestCallInstructions counts the server's CPU instructions per tool call
 // with callgrind, which is steady whatever the machine's load: the real
 // binary runs under valgrind (GOMAXPROCS=1), a go-sdk client calls run_sql
-// over each transport (legacy SSE, Streamable HTTP), and a point call and
+// over each transport (legacy SSE, Streamable HTTP stateless and in a
+// 2025-11-25 session: benchTransports), and a point call and
 // a 1000-row call are counted over 50 calls each, with the bytes the
 // server allocated per call (what the collector's work follows; its own
 // share cannot be read from callgrind, whose call graph the runtime's
@@ -51,7 +52,7 @@ func TestCallInstructions(t *testing.T) {
 	lgAllocs := func() float64 { return metricValue(t, scrapeMetricsAt(t, lg.base), "go_memstats_alloc_bytes_total") }
 	answers := map[string]string{}
 	got := map[string]callCost{}
-	for _, tr := range []string{"sse", "http"} {
+	for _, tr := range benchTransports {
 		cs := benchSessionOver(t, lg.base, tr, token("bench", "reader"))
 		for _, c := range calls {
 			answers[c.args["sql"].(string)] = callText(t, cs, c.args)
@@ -79,7 +80,7 @@ func TestCallInstructions(t *testing.T) {
 		return v
 	}
 	floors := map[string]callCost{}
-	for _, tr := range []string{"sse", "http"} {
+	for _, tr := range benchTransports {
 		cs := benchSessionOver(t, fl.base, tr, "")
 		for _, c := range calls {
 			floor := fl.measure(t, cs, c, tr, flAllocs)
@@ -99,7 +100,7 @@ func TestCallInstructions(t *testing.T) {
 	const headroom = 32 << 20
 	gc := startCallgrind(t, bin, benchEnv(benchURL, "LAKEGATE_MCP_KEEPALIVE=1h", "LAKEGATE_GC_HEADROOM="+strconv.Itoa(headroom))...)
 	gcAllocs := func() float64 { return metricValue(t, scrapeMetricsAt(t, gc.base), "go_memstats_alloc_bytes_total") }
-	for _, tr := range []string{"sse", "http"} {
+	for _, tr := range benchTransports {
 		cs := benchSessionOver(t, gc.base, tr, token("bench", "reader"))
 		for _, c := range calls {
 			l, floor := gc.measure(t, cs, c, tr, gcAllocs), floors[tr+"/"+c.name]
@@ -108,7 +109,7 @@ func TestCallInstructions(t *testing.T) {
 		}
 		cs.Close()
 	}
-	for _, tr := range []string{"sse", "http"} {
+	for _, tr := range benchTransports {
 		t.Logf("per row of a 1000-row call over %s, over a point call: %.0f instructions", tr,
 			(got[tr+"/run_sql_1000_rows"].ir-got[tr+"/run_sql_point"].ir)/1000)
 	}
@@ -178,8 +179,15 @@ func (p *callgrindProc) measure(t *testing.T, cs *mcpsdk.ClientSession, c benchC
 	return callCost{ir: ir / calls, alloc: (a2 - a1 - (a1 - a0)) / calls}
 }
 
-// benchSessionOver is a go-sdk client session to base over transport
-// "sse" or "http" with token tok ("" for none); closed when the test ends.
+// benchTransports are the ways benchSessionOver connects: legacy SSE,
+// Streamable HTTP as go-sdk's client speaks it (the stateless 2026-07-28
+// revision where the server has it), and Streamable HTTP in a 2025-11-25
+// session, as clients of the TypeScript SDK 1.x (Claude Code) speak it.
+var benchTransports = []string{"sse", "http", "http-2025"}
+
+// benchSessionOver is a go-sdk client session to base over transport (one
+// of benchTransports) with token tok ("" for none); closed when the test
+// ends.
 func benchSessionOver(t *testing.T, base, transport, tok string) *mcpsdk.ClientSession {
 	t.Helper()
 	hc := http.DefaultClient
@@ -187,10 +195,15 @@ func benchSessionOver(t *testing.T, base, transport, tok string) *mcpsdk.ClientS
 		hc = httpClient(tok)
 	}
 	var tr mcpsdk.Transport = &mcpsdk.SSEClientTransport{Endpoint: base + "/mcp/sse", HTTPClient: hc}
-	if transport == "http" {
+	var opts *mcpsdk.ClientSessionOptions
+	switch transport {
+	case "http":
 		tr = &mcpsdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc, MaxRetries: -1}
+	case "http-2025":
+		tr = &mcpsdk.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc, MaxRetries: -1}
+		opts = &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 	}
-	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(t.Context(), tr, nil)
+	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(t.Context(), tr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
