@@ -196,3 +196,34 @@ func TestStatelessCallCancelledByClient(t *testing.T) {
 		t.Error("the call went to the SDK's handler")
 	}
 }
+
+// takeCall never fails on what a client sends: a body it does not take is
+// handed on whole, as it came, and a call it takes is the tools/call the
+// headers name.
+func FuzzTakeCall(f *testing.F) {
+	f.Add(callBody("echo", map[string]string{"text": "hi"}, nil), "echo")
+	f.Add("["+callBody("echo", map[string]any{}, nil)+"]", "echo")
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "echo")
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, "echo")
+	f.Add(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "x")
+	f.Fuzz(func(t *testing.T, body, name string) {
+		if strings.ContainsAny(name, "\r\n\x00") || name == "" {
+			return // not a header value
+		}
+		r := callRequest(body, name, nil)
+		req, ok := takeCall(r)
+		if !ok {
+			got, err := io.ReadAll(r.Body)
+			if err != nil || string(got) != body {
+				t.Fatalf("the body handed on: %q, %v; want %q", got, err, body)
+			}
+			return
+		}
+		var p struct {
+			Name string `json:"name"`
+		}
+		if req.Method != "tools/call" || !req.ID.IsValid() || json.Unmarshal(req.Params, &p) != nil || p.Name != name {
+			t.Fatalf("took %+v for Mcp-Name %q", req, name)
+		}
+	})
+}
