@@ -87,6 +87,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzCursorPage -fuzztime 60s ./query/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime 60s ./query/sqlbuild/
 	$(GO) test -run '^$$' -fuzz FuzzBuildShape -fuzztime 60s ./query/sqlbuild/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeMessage -fuzztime 60s ./mcp/internal/transport/
+	$(GO) test -run '^$$' -fuzz FuzzRestoreIDs -fuzztime 60s ./mcp/internal/transport/
+	$(GO) test -run '^$$' -fuzz FuzzTakeCall -fuzztime 60s ./mcp/internal/transport/
 
 bench:
 	bash integration/with-postgres.sh bash integration/bench.sh $(GO)
