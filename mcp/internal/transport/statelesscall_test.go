@@ -17,8 +17,9 @@ import (
 
 // callServer is a protocol server with the tools the stateless call tests
 // use: echo, one that fails, one that reports progress, one that waits
-// for its call to be cancelled (and says so on cancelled).
-func callServer(cancelled chan<- struct{}) *mcpsdk.Server {
+// for its call to be cancelled (and says so on running, then on
+// cancelled).
+func callServer(running, cancelled chan<- struct{}) *mcpsdk.Server {
 	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "calls", Version: "1"}, nil)
 	type echoIn struct {
 		Text string `json:"text"`
@@ -39,6 +40,7 @@ func callServer(cancelled chan<- struct{}) *mcpsdk.Server {
 		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "done"}}}, nil, nil
 	})
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "waits"}, func(ctx context.Context, _ *mcpsdk.CallToolRequest, _ struct{}) (*mcpsdk.CallToolResult, any, error) {
+		running <- struct{}{}
 		<-ctx.Done()
 		cancelled <- struct{}{}
 		return nil, nil, ctx.Err()
@@ -97,7 +99,7 @@ func callBody(tool string, args any, meta map[string]any) string {
 // not take (a batch, another method, mismatched or missing headers,
 // parameter headers) reaches the SDK's handler, and only that.
 func TestStatelessCallsAnswerAsTheSDK(t *testing.T) {
-	server := callServer(nil)
+	server := callServer(nil, nil)
 	get := func(*http.Request) *mcpsdk.Server { return server }
 	sdk := mcpsdk.NewStreamableHTTPHandler(get, &mcpsdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
 	counted := &countingHandler{next: sdk}
@@ -156,8 +158,8 @@ func TestStatelessCallsAnswerAsTheSDK(t *testing.T) {
 // A client that goes away before its call's answer cancels the call, and
 // the POST's handler returns once the call has ended.
 func TestStatelessCallCancelledByClient(t *testing.T) {
-	cancelled := make(chan struct{}, 1)
-	server := callServer(cancelled)
+	running, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	server := callServer(running, cancelled)
 	get := func(*http.Request) *mcpsdk.Server { return server }
 	counted := &countingHandler{next: http.NotFoundHandler()}
 	returned := make(chan struct{}, 1)
@@ -180,7 +182,11 @@ func TestStatelessCallCancelledByClient(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // the call is running
+	select {
+	case <-running:
+	case err := <-done:
+		t.Fatalf("the call ended before it ran: %v", err)
+	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("the client's request: %v, want cancelled", err)
