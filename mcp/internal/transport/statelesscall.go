@@ -65,6 +65,7 @@ func (h *statelessCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	select {
 	case <-c.answered:
+	case <-c.closed: // the session was closed under the call (a shutdown)
 	case <-r.Context().Done(): // the client left: Read ends, which cancels the call
 	}
 	ss.Close() // waits for the call's handler
