@@ -449,6 +449,24 @@ func TestBlocksOverHTTP3(t *testing.T) {
 	if resp.ProtoMajor != 3 || resp.StatusCode != 200 {
 		t.Errorf("got %s %d, want HTTP/3 200", resp.Proto, resp.StatusCode)
 	}
+
+	// A stateless Streamable HTTP call, which lakegate answers itself
+	// (not go-sdk's handler), over HTTP/2 and over HTTP/3.
+	for name, rt := range map[string]http.RoundTripper{"HTTP/2": h2.Transport, "HTTP/3": h3.Transport} {
+		cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{Endpoint: e.base + "/mcp",
+			HTTPClient: &http.Client{Transport: testutil.Bearer{Token: tok, Base: rt}}, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": "SELECT 41 + 1 AS answer"}})
+		switch {
+		case err != nil || res.IsError:
+			t.Errorf("%s: run_sql: %v %v", name, err, res)
+		case cs.InitializeResult().ProtocolVersion != "2026-07-28" || !strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, "42"):
+			t.Errorf("%s: revision %s, answer %q; want 2026-07-28 and 42", name, cs.InitializeResult().ProtocolVersion, res.Content[0].(*mcpsdk.TextContent).Text)
+		}
+		cs.Close()
+	}
 }
 
 // serverCert makes a server certificate for 127.0.0.1 and returns its

@@ -60,7 +60,7 @@ func (s *Server) serveHTTP3(ln net.Listener) (*http3.Server, <-chan error, error
 		return nil, nil, fmt.Errorf("http3: listen on udp %s: %w", addr, err)
 	}
 	h3 := &http3.Server{
-		Handler:     s.router,
+		Handler:     h3Headers(s.router),
 		TLSConfig:   http3.ConfigureTLSConfig(s.tls.Clone()),
 		IdleTimeout: time.Duration(s.cfg.IdleTimeout),
 		Logger:      s.log,
@@ -77,3 +77,53 @@ func (s *Server) serveHTTP3(ln net.Listener) (*http3.Server, <-chan error, error
 	s.h3Port.Store(int32(addr.Port))
 	return h3, errc, nil
 }
+
+// h3Headers drops from an answer over HTTP/3 the connection-specific
+// header fields HTTP/3 forbids (RFC 9114, 4.2): handlers written for
+// HTTP/1.1 set some (the MCP SDK's event streams send Connection:
+// keep-alive), and an HTTP/3 client refuses the whole answer for one.
+// (HTTP/2's server drops them itself.)
+func h3Headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&h3Writer{ResponseWriter: w}, r)
+	})
+}
+
+// h3Writer is an HTTP/3 answer whose header loses its connection-specific
+// fields when it goes out.
+type h3Writer struct {
+	http.ResponseWriter
+	sent bool // the header is out
+}
+
+// connectionFields are the header fields that name or shape a connection.
+var connectionFields = [...]string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade"}
+
+func (w *h3Writer) WriteHeader(code int) {
+	if !w.sent {
+		h := w.Header()
+		for _, k := range connectionFields {
+			h.Del(k)
+		}
+		w.sent = code >= 200 // an informational answer has a header of its own
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *h3Writer) Write(b []byte) (int, error) {
+	if !w.sent {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush sends what is written so far (event streams, /all).
+func (w *h3Writer) Flush() {
+	if !w.sent {
+		w.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the stream (deadlines).
+func (w *h3Writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
