@@ -75,6 +75,14 @@ func poolConfig(name, url string, o *Options) (*pgxpool.Config, error) {
 		f.SetMaxBodyLen(int(o.MaxRowBytes))
 		return f
 	}
+	// Each connection keeps a statement cache and a description cache of
+	// 512 entries, 27 KB each before the first entry, which the collector
+	// marks every cycle. Statements are cached (pgx's default mode), so the
+	// description cache is never read: it is not made, unless the URL
+	// asks for it or for the mode that reads it.
+	if cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement && !strings.Contains(url, "description_cache_capacity") {
+		cfg.ConnConfig.DescriptionCacheCapacity = 0
+	}
 	// pgx's default pool (max(4, CPUs)) is smaller than the workers that
 	// share it: one subject's queries could hold every connection. A
 	// pool_max_conns in the URL still wins.
