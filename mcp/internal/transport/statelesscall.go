@@ -191,8 +191,11 @@ func (e errorReader) Read([]byte) (int, error) {
 type callKey struct{}
 
 // errNotOnThisCall refuses what a call's session cannot carry: a request
-// to the client, a message of no call or of a call answered.
-var errNotOnThisCall = errors.New("a stateless call's stream carries only its own notifications and answer")
+// to the client, a message of no call or of a call answered. It has the
+// code of go-sdk's "rejected by transport", which its connection takes
+// for one message refused: any other error tells it the writer is broken,
+// and it would drop the call's answer.
+var errNotOnThisCall = &jsonrpc.Error{Code: -32005, Message: "rejected by transport: a stateless call's stream carries only its own notifications and answer"}
 
 // callConn is the connection of one call's session: it reads the call,
 // then writes the call's notifications and its answer to the POST's

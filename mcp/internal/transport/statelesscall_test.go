@@ -39,6 +39,12 @@ func callServer(running, cancelled chan<- struct{}) *mcpsdk.Server {
 		}
 		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "done"}}}, nil, nil
 	})
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "strays"}, func(_ context.Context, req *mcpsdk.CallToolRequest, _ struct{}) (*mcpsdk.CallToolResult, any, error) {
+		// A notification of no call (a context without the call's), which
+		// the call's stream refuses: the call still answers.
+		_ = req.Session.NotifyProgress(context.Background(), &mcpsdk.ProgressNotificationParams{ProgressToken: "stray", Progress: 1})
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "answered"}}}, nil, nil
+	})
 	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "waits"}, func(ctx context.Context, _ *mcpsdk.CallToolRequest, _ struct{}) (*mcpsdk.CallToolResult, any, error) {
 		running <- struct{}{}
 		<-ctx.Done()
@@ -125,6 +131,7 @@ func TestStatelessCallsAnswerAsTheSDK(t *testing.T) {
 		{"invalid arguments", callBody("echo", map[string]any{"text": 5}, nil), "echo", nil, true},
 		{"no client capabilities", callBody("echo", map[string]string{"text": "hi"}, noCaps), "echo", nil, true},
 		{"progress", callBody("progress", map[string]any{}, progress), "progress", nil, true},
+		{"a notification of no call", callBody("strays", map[string]any{}, nil), "strays", nil, true},
 		{"name mismatch", callBody("echo", map[string]string{"text": "hi"}, nil), "fails", nil, false},
 		{"no method header", callBody("echo", map[string]string{"text": "hi"}, nil), "echo", map[string]string{"Mcp-Method": ""}, false},
 		{"parameter header", callBody("echo", map[string]string{"text": "hi"}, nil), "echo", map[string]string{"Mcp-Param-Text": "hi"}, false},
