@@ -156,7 +156,10 @@ func hasParamHeader(h http.Header) bool {
 }
 
 // rebinding reports whether r came to a loopback address under a name
-// that is not: the SDK refuses it (DNS rebinding protection).
+// that is not, by go-sdk's rule (its DNS rebinding protection), so that
+// what go-sdk refuses still goes to go-sdk. The rule is go-sdk's, not
+// origin.IsLoopback's, which the MCP routes check first and which also
+// takes *.localhost names: go-sdk refuses those.
 func rebinding(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	return ok && local != nil && loopback(local.String()) && !loopback(r.Host)
