@@ -175,7 +175,10 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 			ps.AddReceivingMiddleware(traceMessages(log, "in"))
 			ps.AddSendingMiddleware(traceMessages(log, "out"))
 		}
-		addSpans(ps.Server) // last: outermost, its span holds the others' work
+		addSpans(ps.Server) // outermost but one, its span holds the others' work
+		// Outermost: what any middleware sends for a request goes to the
+		// request's Streamable HTTP POST.
+		ps.AddReceivingMiddleware(transport.RelatePOST)
 		p.blocks.register(ps.Server)
 		return ps, nil
 	}

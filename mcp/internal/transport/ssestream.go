@@ -45,13 +45,13 @@ var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, writeBufSize); 
 // takenStream is the event stream of one session whose connection was
 // taken over.
 type takenStream struct {
-	h       *SSE
-	sess    *conn
-	ss      *mcpsdk.ServerSession
+	sess    *conn // whose out queue it writes
 	nc      net.Conn
-	log     *slog.Logger
-	release func() // the host's hold on the connection
-	unwatch func() // ends peerCloses' watch; nil when not watched
+	timeout time.Duration // of each write to the socket
+	hub     *streamHub
+	fail    func(error) // the stream cannot go on (the client left, a write failed)
+	release func()      // the host's hold on the connection
+	unwatch func()      // ends peerCloses' watch; nil when not watched
 
 	running   atomic.Bool // a writer goroutine is started
 	keepalive atomic.Bool // a keepalive comment is due
@@ -72,28 +72,37 @@ func (h *SSE) takeOver(w http.ResponseWriter, r *http.Request, sess *conn, ss *m
 		release()
 		return false
 	}
+	ts := startTaken(nc, release, sess, &h.hub, h.o.WriteTimeout, sess.closeWith, endpointEvent(sess.id), w.Header())
+	context.AfterFunc(sess.ended, func() { h.finish(ts, ss, log) })
+	return true
+}
+
+// startTaken starts the taken-over stream of nc, which writes sess's out
+// queue: it writes the response's head (header) and first, and watches for
+// the client to leave. fail is told when the stream cannot go on; the
+// stream's owner ends it with stop.
+func startTaken(nc net.Conn, release func(), sess *conn, hub *streamHub, timeout time.Duration, fail func(error), first []byte, header http.Header) *takenStream {
 	// The server's read and write buffers are left behind: nothing is
 	// buffered (the request has no body, no response was written).
-	ts := &takenStream{h: h, sess: sess, ss: ss, nc: nc, log: log, release: release}
+	ts := &takenStream{sess: sess, nc: nc, timeout: timeout, hub: hub, fail: fail, release: release}
 	buf := writeBufs.Get().(*[]byte)
-	cw := chunkWriter{nc: nc, buf: (*buf)[:0], timeout: h.o.WriteTimeout}
-	cw.raw(responseHead(http.StatusOK, w.Header()))
-	_, _ = cw.Write(endpointEvent(sess.id))
-	err = cw.flush()
+	cw := chunkWriter{nc: nc, buf: (*buf)[:0], timeout: timeout}
+	cw.raw(responseHead(http.StatusOK, header))
+	_, _ = cw.Write(first)
+	err := cw.flush()
 	*buf = cw.buf[:0]
 	writeBufs.Put(buf)
-	if stop, ok := peerCloses.watch(nc, func() { sess.closeWith(errClientLeft) }); ok {
+	if stop, ok := peerCloses.watch(nc, func() { fail(errClientLeft) }); ok {
 		ts.unwatch = stop
 	}
-	h.hub.add(ts)
+	hub.add(ts)
 	sess.out.onPush(ts.kick)
-	context.AfterFunc(sess.ended, ts.finish)
 	if err != nil {
-		sess.closeWith(fmt.Errorf("write failed: %w", err))
-		return true
+		fail(fmt.Errorf("write failed: %w", err))
+		return ts
 	}
 	ts.kick() // anything queued before the writer was set
-	return true
+	return ts
 }
 
 // canHijack reports whether w and every writer it wraps can be taken
@@ -151,7 +160,7 @@ func (ts *takenStream) write() {
 		ts.mu.Unlock()
 		if err != nil {
 			ts.running.Store(false)
-			ts.sess.closeWith(err)
+			ts.fail(err)
 			return
 		}
 		ts.running.Store(false)
@@ -166,7 +175,7 @@ func (ts *takenStream) write() {
 // closed its connection. ts.mu is held.
 func (ts *takenStream) drainLocked(check bool) error {
 	buf := writeBufs.Get().(*[]byte)
-	cw := chunkWriter{nc: ts.nc, buf: (*buf)[:0], timeout: ts.h.o.WriteTimeout}
+	cw := chunkWriter{nc: ts.nc, buf: (*buf)[:0], timeout: ts.timeout}
 	defer func() {
 		*buf = cw.buf[:0]
 		writeBufs.Put(buf)
@@ -196,11 +205,11 @@ func (ts *takenStream) drainLocked(check bool) error {
 	return nil
 }
 
-// finish ends the stream once its session has closed: at shutdown it
-// sends what is queued and says why first; it ends the protocol session
-// and releases the connection.
-func (ts *takenStream) finish() {
-	h, sess := ts.h, ts.sess
+// finish ends the stream of an SSE session once the session has closed:
+// at shutdown it sends what is queued and says why first; it ends the
+// protocol session and releases the connection.
+func (h *SSE) finish(ts *takenStream, ss *mcpsdk.ServerSession, log *slog.Logger) {
+	sess := ts.sess
 	reason := "closed"
 	shutdown := false
 	if err := sess.err(); err != nil {
@@ -211,27 +220,38 @@ func (ts *takenStream) finish() {
 	if shutdown {
 		// The answers of the calls the shutdown stopped are queued: send
 		// them, then end the body cleanly.
-		ts.mu.Lock()
-		if ts.drainLocked(false) == nil {
-			cw := chunkWriter{nc: ts.nc, timeout: h.o.WriteTimeout}
-			_, _ = cw.Write([]byte(": server shutting down\n\n"))
-			if cw.flush() == nil {
-				cw.raw([]byte("0\r\n\r\n"))
-			}
-		}
-		ts.mu.Unlock()
+		ts.end(": server shutting down\n\n")
 	}
+	ts.stop()
+	_ = ss.Close()
+	h.sessions.doneSSE(sess)
+	log.Info("mcp sse session ended", lakegate.LogReason, reason)
+}
+
+// end writes what is queued, then last and the body's end.
+func (ts *takenStream) end(last string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.drainLocked(false) == nil {
+		cw := chunkWriter{nc: ts.nc, timeout: ts.timeout}
+		_, _ = cw.Write([]byte(last))
+		if cw.flush() == nil {
+			cw.raw([]byte("0\r\n\r\n"))
+		}
+	}
+}
+
+// stop ends the stream: the connection closes, a writer blocked on it
+// returns, and the ticker and the watcher forget it.
+func (ts *takenStream) stop() {
 	if ts.unwatch != nil {
 		ts.unwatch()
 	}
 	_ = ts.nc.Close() // a writer blocked on the socket returns
 	ts.mu.Lock()      // and is done before the stream is forgotten
-	h.hub.remove(ts)
+	ts.hub.remove(ts)
 	ts.mu.Unlock()
-	_ = ts.ss.Close()
 	ts.release()
-	h.sessions.doneSSE(sess)
-	ts.log.Info("mcp sse session ended", lakegate.LogReason, reason)
 }
 
 // peerClosed reports whether the client has closed its side of nc (a

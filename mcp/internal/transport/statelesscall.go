@@ -127,7 +127,12 @@ func jsonContent(v string) bool {
 // acceptsBoth reports whether Accept takes both JSON and an event stream,
 // as the transport requires of a POST.
 func acceptsBoth(values []string) bool {
-	var jsonOK, streamOK bool
+	jsonOK, streamOK := accepts(values)
+	return jsonOK && streamOK
+}
+
+// accepts reports whether Accept takes JSON and an event stream.
+func accepts(values []string) (jsonOK, streamOK bool) {
 	for _, v := range values {
 		for t := range strings.SplitSeq(v, ",") {
 			base, _, _ := strings.Cut(t, ";")
@@ -141,7 +146,7 @@ func acceptsBoth(values []string) bool {
 			}
 		}
 	}
-	return jsonOK && streamOK
+	return jsonOK, streamOK
 }
 
 // hasParamHeader reports whether h has an Mcp-Param-* header, which the

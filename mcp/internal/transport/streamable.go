@@ -36,9 +36,8 @@ type Streamable struct {
 	sessions            *Sessions
 	peers               host.Peers // nil: a single server
 	statelessDisabled   bool
-	tasks               Tasks // nil: no Tasks extension
-	writeTimeout        time.Duration
-	hub                 streamHub // the GET streams taken over (streamtaken.go)
+	tasks               Tasks      // nil: no Tasks extension
+	hub                 *streamHub // the GET streams taken over (sessionget.go)
 }
 
 // StreamableOptions tune a Streamable. The zero value of each field is
@@ -76,11 +75,10 @@ func NewStreamable(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessi
 	}
 	bearer := auth.RequireBearerToken(callerTokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	owner := func(h http.Handler) http.Handler { return hostAuthenticated(bearer(h)) }
+	hub := &streamHub{every: o.Keepalive}
 	return &Streamable{
-		stateful: owner(mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
-			Logger:         SDKLogger(log),
-			SessionTimeout: o.SessionTimeout,
-		})),
+		stateful: owner(&sessionStreams{getServer: getServer, peers: o.Peers, timeout: o.SessionTimeout,
+			writeTimeout: o.WriteTimeout, hub: hub, sessions: sessions}),
 		stateless: owner(&statelessCalls{getServer: getServer, next: mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
 			Stateless:                    true,
 			Logger:                       SDKLogger(log),
@@ -91,8 +89,7 @@ func NewStreamable(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessi
 		peers:             o.Peers,
 		statelessDisabled: o.StatelessDisabled,
 		tasks:             o.Tasks,
-		writeTimeout:      o.WriteTimeout,
-		hub:               streamHub{every: o.Keepalive},
+		hub:               hub,
 	}
 }
 
@@ -162,7 +159,7 @@ func (s *Streamable) Serve(c *gin.Context) {
 			w = tc
 		}
 	}
-	if c.Request.Method == http.MethodPost {
+	if c.Request.Method == http.MethodPost && !stateful {
 		aliased, err := tagJSONRPCID(c.Request)
 		if err != nil {
 			route.Fail(c, err)
@@ -171,9 +168,11 @@ func (s *Streamable) Serve(c *gin.Context) {
 		if aliased {
 			w = idRestorer{w}
 		}
+	}
+	if c.Request.Method == http.MethodPost && stateful {
 		// A POST without a session id to the stateful handler opens a
 		// session: it counts against the session limits.
-		if stateful && c.GetHeader("Mcp-Session-Id") == "" {
+		if c.GetHeader("Mcp-Session-Id") == "" {
 			caller, _ := lakegate.CallerFrom(c.Request.Context())
 			settle, err := s.sessions.reserveStreamable(caller.Subject)
 			if err != nil {
@@ -184,11 +183,9 @@ func (s *Streamable) Serve(c *gin.Context) {
 			w = &sessionOpened{ResponseWriter: w, settle: settle}
 		}
 	}
-	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" {
-		if c.Request.Method == http.MethodGet && s.takeGET(c, h, id) {
-			return // the stream lives on in a goroutine of its own
-		}
-		// In use while this request runs: never closed to make room.
+	if id := c.GetHeader("Mcp-Session-Id"); stateful && id != "" && c.Request.Method != http.MethodGet {
+		// In use while this request runs: never closed to make room (a
+		// GET stream marks its session itself, for as long as it lasts).
 		defer s.sessions.useStream(id)()
 	}
 	if c.Request.Method == http.MethodPost {
