@@ -269,11 +269,11 @@ func TestIdleSessionMemory(t *testing.T) {
 			for _, c := range held {
 				c.Close()
 			}
-			// Legacy SSE streams are taken over from the HTTP server; a
-			// Streamable HTTP session keeps go-sdk's two goroutines and
-			// is held to the bound it had before (74.8 KiB).
-			if limit := map[string]float64{"sse": 20, "streamable": 50}[transport]; per > limit {
-				t.Errorf("%.1f KiB per idle %s session, want at most %.0f KiB", per, transport, limit)
+			// Both transports take their idle streams over from the HTTP
+			// server: a session holds go-sdk's reader and no goroutine of
+			// its stream.
+			if per > 20 {
+				t.Errorf("%.1f KiB per idle %s session, want at most 20 KiB", per, transport)
 			}
 		})
 	}

@@ -48,14 +48,21 @@ func tagMessage(msg jsonrpc.Message, post http.Header) {
 	if !ok || !r.ID.IsValid() {
 		return
 	}
+	r.Extra = &mcpsdk.RequestExtra{Header: correlationHeader(post, r.ID)}
+}
+
+// correlationHeader is the header a call's request extra carries: the
+// host's request id and the W3C trace context of the POST it came on
+// (post), and its JSON-RPC id.
+func correlationHeader(post http.Header, id jsonrpc.ID) http.Header {
 	h := http.Header{}
 	for _, k := range [...]string{wire.HeaderRequestID, "Traceparent", "Tracestate"} {
 		if v := post.Get(k); v != "" {
 			h.Set(k, v)
 		}
 	}
-	h.Set(wire.HeaderJSONRPCID, idLogText(r.ID))
-	r.Extra = &mcpsdk.RequestExtra{Header: h}
+	h.Set(wire.HeaderJSONRPCID, idLogText(id))
+	return h
 }
 
 type readCloser struct {

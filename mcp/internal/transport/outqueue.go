@@ -48,7 +48,7 @@ type outQueue struct {
 func newOutQueue(maxMsgs int, maxBytes int64) *outQueue {
 	return &outQueue{maxMsgs: maxMsgs, maxBytes: maxBytes,
 		ready: make(chan struct{}, 1), room: make(chan struct{}, 1),
-		reservations: map[string][]int64{}, freed: make(chan struct{})}
+		freed: make(chan struct{})}
 }
 
 // heldLocked is what the session holds for its stream. q.mu is held.
@@ -91,6 +91,9 @@ func (q *outQueue) reserve(ctx context.Context, c *conn, key string, want, least
 		}
 		if n >= least && n > 0 {
 			q.reserved += n
+			if q.reservations == nil {
+				q.reservations = map[string][]int64{}
+			}
 			q.reservations[key] = append(q.reservations[key], n)
 			q.peak = max(q.peak, q.heldLocked())
 			q.mu.Unlock()

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -18,12 +17,30 @@ import (
 // leaves or stops reading, or when its session closes; the session lives
 // on after it, and a new GET opens another.
 type getStream struct {
-	s      *streamConn
-	ended  context.Context // done once the stream ends
-	end    context.CancelCauseFunc
-	mu     sync.Mutex
-	taken  *takenStream // nil: served by its handler
-	finish func()       // the bookkeeping ended with the stream
+	s     *streamConn
+	once  sync.Once
+	done  chan struct{} // closed once the stream ends
+	ready chan struct{} // closed once ended is set
+	ended func(cause error)
+}
+
+// stop ends the stream; cause is nil when its session closed. It may be
+// called many times, from anywhere: ended runs on a goroutine of its own.
+func (g *getStream) stop(cause error) {
+	g.once.Do(func() {
+		close(g.done)
+		g.s.detach(g)
+		go func() {
+			<-g.ready
+			g.ended(cause)
+		}()
+	})
+}
+
+// whenEnded sets what runs once the stream has ended.
+func (g *getStream) whenEnded(f func(cause error)) {
+	g.ended = f
+	close(g.ready)
 }
 
 // errNotReading ends a GET stream whose client does not read it.
@@ -37,7 +54,7 @@ func (g *getStream) send(msg jsonrpc.Message) error {
 		return err
 	}
 	if !g.s.out.tryPush("", f) {
-		g.end(errNotReading)
+		g.stop(errNotReading)
 		return errRejected
 	}
 	return nil
@@ -57,8 +74,7 @@ func (h *sessionStreams) serveGET(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "stream replay unsupported", http.StatusBadRequest)
 		return
 	}
-	g := &getStream{s: s}
-	g.ended, g.end = context.WithCancelCause(context.Background())
+	g := &getStream{s: s, done: make(chan struct{}), ready: make(chan struct{})}
 	if !s.attach(g) {
 		http.Error(w, "stream ID conflicts with ongoing stream", http.StatusConflict)
 		return
@@ -68,21 +84,25 @@ func (h *sessionStreams) serveGET(w http.ResponseWriter, r *http.Request) {
 	if h.sessions != nil {
 		inUse = h.sessions.useStream(s.id)
 	}
-	g.finish = func() {
-		s.detach(g)
+	finish := func() {
 		inUse()
 		stopUse()
 	}
-	stopWith := context.AfterFunc(s.ended, func() { g.end(nil) })
+	select {
+	case <-s.closed: // closed before the stream was attached
+		g.stop(nil)
+	default:
+	}
 	hd := w.Header()
 	hd.Set("Cache-Control", "no-cache, no-transform")
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Connection", "keep-alive")
-	if h.take(w, r, g) {
+	if h.take(w, r, g, finish) {
 		return // the stream lives on without this goroutine
 	}
-	defer stopWith()
-	defer g.finish()
+	g.whenEnded(func(error) {})
+	defer g.stop(nil)
+	defer finish()
 	rc := http.NewResponseController(w)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(": ok\n\n"))
@@ -107,7 +127,7 @@ func (h *sessionStreams) serveGET(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-tick:
 			_, err = w.Write([]byte(": keepalive\n\n"))
-		case <-g.ended.Done():
+		case <-g.done:
 			return
 		case <-r.Context().Done():
 			return
@@ -124,7 +144,7 @@ func (h *sessionStreams) serveGET(w http.ResponseWriter, r *http.Request) {
 // take takes g's request over from the HTTP server when it came over
 // HTTP/1.1 and writes the stream's head; it reports false, having written
 // nothing, when the stream stays with the handler.
-func (h *sessionStreams) take(w http.ResponseWriter, r *http.Request, g *getStream) bool {
+func (h *sessionStreams) take(w http.ResponseWriter, r *http.Request, g *getStream, finish func()) bool {
 	if r.ProtoMajor != 1 || r.ProtoMinor < 1 || !canHijack(w) || h.sessions == nil {
 		return false
 	}
@@ -139,15 +159,13 @@ func (h *sessionStreams) take(w http.ResponseWriter, r *http.Request, g *getStre
 		held()
 		return false
 	}
-	g.mu.Lock()
-	g.taken = startTaken(nc, release, g.s.conn, h.hub, h.writeTimeout, g.end, []byte(": ok\n\n"), w.Header())
-	g.mu.Unlock()
-	context.AfterFunc(g.ended, func() {
-		if context.Cause(g.ended) == context.Canceled {
-			g.taken.end("") // the session closed: the body ends cleanly
+	ts := startTaken(nc, release, g.s.conn, h.hub, h.writeTimeout, g.stop, []byte(": ok\n\n"), w.Header())
+	g.whenEnded(func(cause error) {
+		if cause == nil {
+			ts.end("") // the session closed: the body ends cleanly
 		}
-		g.taken.stop()
-		g.finish()
+		ts.stop()
+		finish()
 		held()
 	})
 	return true

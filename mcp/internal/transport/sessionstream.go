@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-		"net/http"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -193,7 +193,6 @@ func (h *sessionStreams) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "JSON-RPC batching is not supported in 2025-06-18 and later (request version: "+version+")", http.StatusBadRequest)
 		return
 	}
-	r.Header.Del(wire.HeaderJSONRPCID) // set below, never by the client
 	postID := r.Header.Get(wire.HeaderPOST)
 	if postID == "" {
 		postID = newID()
@@ -213,14 +212,17 @@ func (h *sessionStreams) post(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		// The request's extra carries the headers the plugin reads, not
+		// the POST's whole header: go-sdk's connection keeps the last
+		// request it handled on an idle session (its handler queue's array).
+		ex := &mcpsdk.RequestExtra{TokenInfo: ti}
 		if req.IsCall() {
 			calls = append(calls, req.ID)
 			initialize = initialize || req.Method == "initialize"
-			if len(msgs) == 1 {
-				r.Header.Set(wire.HeaderJSONRPCID, idLogText(req.ID))
-			}
+			ex.Header = correlationHeader(r.Header, req.ID)
+			ex.Header.Set(wire.HeaderPOST, postID)
 		}
-		req.Extra = &mcpsdk.RequestExtra{TokenInfo: ti, Header: r.Header}
+		req.Extra = ex
 	}
 	if s == nil {
 		if s, err = h.open(r); err != nil {
@@ -316,11 +318,7 @@ func (h *sessionStreams) open(r *http.Request) (*streamConn, error) {
 		return nil, errors.New("no server available")
 	}
 	caller, _ := lakegate.CallerFrom(r.Context())
-	s := &streamConn{
-		conn:  newConn(NewSessionID(h.peers), caller, 16, streamQueueBytes, h.writeTimeout),
-		posts: map[string]*postStream{},
-		calls: map[jsonrpc.ID]*postStream{},
-	}
+	s := &streamConn{conn: newConn(NewSessionID(h.peers), caller, 8, streamQueueBytes, h.writeTimeout)}
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		s.owner = ti.UserID
 	}
@@ -358,7 +356,11 @@ func (h *sessionStreams) forget(s *streamConn) {
 	if s.idle != nil {
 		s.idle.Stop()
 	}
+	g := s.get
 	s.mu.Unlock()
+	if g != nil {
+		g.stop(nil)
+	}
 }
 
 // ss is the session's protocol session.
@@ -392,6 +394,9 @@ func (s *streamConn) openPOST(id string, p *postStream, ids []jsonrpc.ID) (jsonr
 			return c, false
 		}
 	}
+	if s.posts == nil { // made on demand: an idle session holds none
+		s.posts, s.calls = map[string]*postStream{}, map[jsonrpc.ID]*postStream{}
+	}
 	for _, c := range ids {
 		s.calls[c] = p
 	}
@@ -408,6 +413,9 @@ func (s *streamConn) closePOST(id string, p *postStream) {
 		if q == p {
 			delete(s.calls, c)
 		}
+	}
+	if len(s.posts) == 0 {
+		s.posts, s.calls = nil, nil
 	}
 	s.mu.Unlock()
 	p.mu.Lock()
