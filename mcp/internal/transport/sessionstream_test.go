@@ -1,0 +1,207 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// bearerUser authenticates a request as the user its bearer token names,
+// as the host does, so that both handlers see who owns a session.
+func bearerUser(h http.Handler) http.Handler {
+	return auth.RequireBearerToken(func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{UserID: tok, Expiration: time.Now().Add(time.Hour)}, nil
+	}, nil)(h)
+}
+
+// sessionServer is callServer as the plugin builds its servers: with
+// RelatePOST.
+func sessionServer(running, cancelled chan<- struct{}) *mcpsdk.Server {
+	s := callServer(running, cancelled)
+	s.AddReceivingMiddleware(RelatePOST)
+	return s
+}
+
+// A 2025 session served by sessionStreams answers as go-sdk's stateful
+// handler does, request after request: status, media type, caching and
+// body (the session's id aside), for the calls, their notifications and
+// errors, the notifications and pings, and every request the transport
+// refuses.
+func TestSessionStreamsAnswerAsTheSDK(t *testing.T) {
+	sdkServer, ownServer := sessionServer(nil, nil), sessionServer(nil, nil)
+	sdk := bearerUser(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return sdkServer }, nil))
+	own := bearerUser(&sessionStreams{getServer: func(*http.Request) *mcpsdk.Server { return ownServer }, hub: &streamHub{}})
+
+	const v = "2025-11-25"
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + v + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	call := func(id int, tool, args string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"progressToken":"p%d"}}}`, id, tool, args, id)
+	}
+	type step struct {
+		name, method, body string
+		headers            map[string]string // over the defaults; "" deletes
+		statusOnly         bool              // the error text is the decoder's
+	}
+	steps := []step{
+		{name: "initialize", method: "POST", body: initialize, headers: map[string]string{"Mcp-Session-Id": "", "MCP-Protocol-Version": ""}},
+		{name: "initialized", method: "POST", body: `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`},
+		{name: "echo", method: "POST", body: call(2, "echo", `{"text":"hi"}`)},
+		{name: "progress", method: "POST", body: call(3, "progress", `{}`)},
+		{name: "a notification of no call", method: "POST", body: call(4, "strays", `{}`)},
+		{name: "tool error", method: "POST", body: call(5, "fails", `{}`)},
+		{name: "unknown tool", method: "POST", body: call(6, "nope", `{}`)},
+		{name: "invalid arguments", method: "POST", body: call(7, "echo", `{"text":5}`)},
+		{name: "ping", method: "POST", body: `{"jsonrpc":"2.0","id":"a","method":"ping"}`},
+		{name: "large id", method: "POST", body: `{"jsonrpc":"2.0","id":12345,"method":"ping"}`},
+		{name: "text/plain", method: "POST", body: call(8, "echo", `{"text":"hi"}`), headers: map[string]string{"Content-Type": "text/plain"}},
+		{name: "json only", method: "POST", body: call(8, "echo", `{"text":"hi"}`), headers: map[string]string{"Accept": "application/json"}},
+		{name: "unknown session", method: "POST", body: call(8, "echo", `{"text":"hi"}`), headers: map[string]string{"Mcp-Session-Id": "nope"}},
+		{name: "another user", method: "POST", body: call(8, "echo", `{"text":"hi"}`), headers: map[string]string{"Authorization": "Bearer mallory"}},
+		{name: "Last-Event-ID", method: "POST", body: call(8, "echo", `{"text":"hi"}`), headers: map[string]string{"Last-Event-ID": "x_1"}},
+		{name: "batch", method: "POST", body: "[" + call(8, "echo", `{"text":"hi"}`) + "]"},
+		{name: "empty", method: "POST", body: ""},
+		{name: "malformed", method: "POST", body: `{"jsonrpc":"2.0","id":1,"method":`, statusOnly: true},
+		{name: "unknown revision", method: "POST", body: call(8, "echo", `{"text":"hi"}`), headers: map[string]string{"MCP-Protocol-Version": "1999-01-01"}},
+		{name: "the stateless revision", method: "POST", body: call(8, "echo", `{"text":"hi"}`), headers: map[string]string{"MCP-Protocol-Version": ModernRevision}},
+		{name: "GET json only", method: "GET", headers: map[string]string{"Accept": "application/json"}},
+		{name: "GET replay", method: "GET", headers: map[string]string{"Last-Event-ID": "x_1", "Accept": "text/event-stream"}},
+		{name: "GET no session", method: "GET", headers: map[string]string{"Mcp-Session-Id": "", "Accept": "text/event-stream"}},
+		{name: "PUT", method: "PUT"},
+		{name: "DELETE another user's", method: "DELETE", headers: map[string]string{"Authorization": "Bearer mallory"}},
+		{name: "DELETE", method: "DELETE"},
+		{name: "after DELETE", method: "POST", body: call(9, "echo", `{"text":"hi"}`)},
+	}
+	run := func(h http.Handler, sid string, s step) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(s.method, "/mcp", strings.NewReader(s.body))
+		r.Header.Set("Authorization", "Bearer alice")
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("MCP-Protocol-Version", v)
+		r.Header.Set("Mcp-Session-Id", sid)
+		for k, val := range s.headers {
+			if val == "" {
+				r.Header.Del(k)
+			} else {
+				r.Header.Set(k, val)
+			}
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	var sdkID, ownID string
+	for _, s := range steps {
+		want := run(sdk, sdkID, s)
+		got := run(own, ownID, s)
+		if s.name == "initialize" {
+			sdkID, ownID = want.Header().Get("Mcp-Session-Id"), got.Header().Get("Mcp-Session-Id")
+			if sdkID == "" || ownID == "" {
+				t.Fatalf("initialize: session ids %q (go-sdk) and %q", sdkID, ownID)
+			}
+		}
+		wantBody := strings.ReplaceAll(want.Body.String(), sdkID, "<session>")
+		gotBody := strings.ReplaceAll(got.Body.String(), ownID, "<session>")
+		if got.Code != want.Code || !s.statusOnly && gotBody != wantBody {
+			t.Errorf("%s: got %d %q\nwant %d %q", s.name, got.Code, gotBody, want.Code, wantBody)
+		}
+		for _, h := range []string{"Content-Type", "Cache-Control", "Allow"} {
+			if got.Header().Get(h) != want.Header().Get(h) {
+				t.Errorf("%s: %s %q, want %q", s.name, h, got.Header().Get(h), want.Header().Get(h))
+			}
+		}
+	}
+}
+
+// Over a real connection, with go-sdk's client: a call's progress and its
+// server-to-client request (elicitation) travel on the call's POST, the
+// client's answer to it comes back on a POST of its own, and what the
+// server sends of no call (a tool list change) reaches the GET stream.
+// Deleting the session ends the GET stream, and nothing is left running.
+func TestSessionStreamsRouteMessages(t *testing.T) {
+	server := sessionServer(nil, nil)
+	mcpsdk.AddTool(server, &mcpsdk.Tool{Name: "asks"}, func(ctx context.Context, req *mcpsdk.CallToolRequest, _ struct{}) (*mcpsdk.CallToolResult, any, error) {
+		res, err := req.Session.Elicit(ctx, &mcpsdk.ElicitParams{Message: "sure?", RequestedSchema: map[string]any{"type": "object"}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: res.Action}}}, nil, nil
+	})
+	sessions := NewSessions(server.Sessions, nil)
+	own := bearerUser(&sessionStreams{getServer: func(*http.Request) *mcpsdk.Server { return server }, hub: &streamHub{every: time.Hour}, sessions: sessions})
+	srv := httptest.NewServer(own)
+	defer srv.Close()
+
+	listChanged := make(chan struct{}, 1)
+	progress := make(chan float64, 4)
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "1"}, &mcpsdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) { listChanged <- struct{}{} },
+		ProgressNotificationHandler: func(_ context.Context, r *mcpsdk.ProgressNotificationClientRequest) {
+			progress <- r.Params.Progress
+		},
+		ElicitationHandler: func(context.Context, *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
+			return &mcpsdk.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		},
+	})
+	hc := &http.Client{Transport: authTransport{"alice"}}
+	cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "progress", Meta: mcpsdk.Meta{"progressToken": "p"}})
+	if err != nil || res.IsError {
+		t.Fatalf("progress: %v %+v", err, res)
+	}
+	for want := 1.0; want <= 2; want++ {
+		if got := <-progress; got != want {
+			t.Errorf("progress %v, want %v", got, want)
+		}
+	}
+	res, err = cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "asks"})
+	if err != nil || res.IsError || res.Content[0].(*mcpsdk.TextContent).Text != "accept" {
+		t.Fatalf("asks: %v %+v", err, res)
+	}
+	// The client opens its GET stream on its own, after initializing;
+	// a change made before it is attached would be dropped, so change
+	// the list until one arrives.
+	deadline := time.After(10 * time.Second)
+	for i := 0; ; i++ {
+		mcpsdk.AddTool(server, &mcpsdk.Tool{Name: fmt.Sprint("added", i)}, func(context.Context, *mcpsdk.CallToolRequest, struct{}) (*mcpsdk.CallToolResult, any, error) {
+			return &mcpsdk.CallToolResult{}, nil, nil
+		})
+		select {
+		case <-listChanged:
+		case <-time.After(50 * time.Millisecond):
+			continue
+		case <-deadline:
+			t.Fatal("no tool list change reached the GET stream")
+		}
+		break
+	}
+	if err := cs.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Logf("close: %v", err)
+	}
+	for range 200 {
+		if n := sessions.Counts().Streamable; n == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Error("the session outlived its client's DELETE")
+}
+
+// authTransport sends every request with a bearer token.
+type authTransport struct{ token string }
+
+func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+a.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
