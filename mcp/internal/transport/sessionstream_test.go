@@ -125,7 +125,15 @@ func TestSessionStreamsAnswerAsTheSDK(t *testing.T) {
 // client's answer to it comes back on a POST of its own, and what the
 // server sends of no call (a tool list change) reaches the GET stream.
 // Deleting the session ends the GET stream, and nothing is left running.
+// Over HTTP/1.1 the GET stream is taken over from the HTTP server; over
+// HTTP/2 it stays with its handler.
 func TestSessionStreamsRouteMessages(t *testing.T) {
+	for _, proto := range []string{"HTTP/1.1", "HTTP/2"} {
+		t.Run(proto, func(t *testing.T) { routeMessages(t, proto == "HTTP/2") })
+	}
+}
+
+func routeMessages(t *testing.T, h2 bool) {
 	server := sessionServer(nil, nil)
 	mcpsdk.AddTool(server, &mcpsdk.Tool{Name: "asks"}, func(ctx context.Context, req *mcpsdk.CallToolRequest, _ struct{}) (*mcpsdk.CallToolResult, any, error) {
 		res, err := req.Session.Elicit(ctx, &mcpsdk.ElicitParams{Message: "sure?", RequestedSchema: map[string]any{"type": "object"}})
@@ -135,9 +143,17 @@ func TestSessionStreamsRouteMessages(t *testing.T) {
 		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: res.Action}}}, nil, nil
 	})
 	sessions := NewSessions(server.Sessions, nil)
-	own := bearerUser(&sessionStreams{getServer: func(*http.Request) *mcpsdk.Server { return server }, hub: &streamHub{every: time.Hour}, sessions: sessions})
-	srv := httptest.NewServer(own)
+	hub := &streamHub{every: time.Hour}
+	own := bearerUser(&sessionStreams{getServer: func(*http.Request) *mcpsdk.Server { return server }, hub: hub, sessions: sessions})
+	srv := httptest.NewUnstartedServer(own)
+	srv.EnableHTTP2 = h2
+	if h2 {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	defer srv.Close()
+	base := srv.Client().Transport
 
 	listChanged := make(chan struct{}, 1)
 	progress := make(chan float64, 4)
@@ -150,7 +166,7 @@ func TestSessionStreamsRouteMessages(t *testing.T) {
 			return &mcpsdk.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 		},
 	})
-	hc := &http.Client{Transport: authTransport{"alice"}}
+	hc := &http.Client{Transport: authTransport{"alice", base}}
 	cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +201,12 @@ func TestSessionStreamsRouteMessages(t *testing.T) {
 		}
 		break
 	}
+	hub.mu.Lock()
+	taken := len(hub.streams)
+	hub.mu.Unlock()
+	if want := map[bool]int{false: 1, true: 0}[h2]; taken != want {
+		t.Errorf("GET streams taken over: %d, want %d", taken, want)
+	}
 	if err := cs.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Logf("close: %v", err)
 	}
@@ -198,10 +220,13 @@ func TestSessionStreamsRouteMessages(t *testing.T) {
 }
 
 // authTransport sends every request with a bearer token.
-type authTransport struct{ token string }
+type authTransport struct {
+	token string
+	next  http.RoundTripper
+}
 
 func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+a.token)
-	return http.DefaultTransport.RoundTrip(r)
+	return a.next.RoundTrip(r)
 }
