@@ -23,10 +23,12 @@ import (
 // with idAliasPrefix is aliased too (its text then is a JSON string), so
 // that every alias in the server is one of ours.
 //
-// Where: the legacy SSE and stdio transports decode with decodeMessage and
-// encode with encodeMessage. Streamable HTTP is the SDK's own handler:
-// aliasBody rewrites the ids of a POSTed body before the SDK reads it, and
-// idRestorer puts them back in what the SDK writes for that POST.
+// Where: the legacy SSE, stdio and Streamable HTTP session transports, and
+// the stateless calls taken from the SDK, decode with decodeMessage and
+// encode with encodeMessage. The rest of the stateless revision is the
+// SDK's own handler: aliasBody rewrites the ids of a POSTed body before
+// the SDK reads it, and idRestorer puts them back in what the SDK writes
+// for that POST.
 
 // idAliasPrefix starts the string id that stands in the server for a
 // JSON-RPC id the SDK cannot keep exactly.

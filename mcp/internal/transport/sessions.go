@@ -16,10 +16,10 @@ import (
 )
 
 // Session limits cover SSE and Streamable HTTP sessions together. SSE
-// sessions are in the Sessions; Streamable HTTP sessions live in the SDK,
-// which tells us of their start (the Mcp-Session-Id of the answer to a POST
-// without one) but not of their end: the Sessions's streams are pruned
-// against the SDK's live sessions whenever they are counted.
+// sessions are in the Sessions; Streamable HTTP sessions are known by
+// their start (the Mcp-Session-Id of the answer to a POST without one),
+// and the Sessions's streams are pruned against the protocol servers' live
+// sessions whenever they are counted.
 //
 // Clients often leave Streamable HTTP sessions open (the TypeScript SDK's
 // close() sends no DELETE; a health check never closes its session), so a

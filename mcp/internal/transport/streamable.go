@@ -22,14 +22,16 @@ import (
 // (SEP-2575); it is served by a stateless handler.
 const ModernRevision = "2026-07-28"
 
-// Streamable serves the Streamable HTTP transport on /mcp through
-// two go-sdk handlers: a stateful one for the 2025 revisions (sessions,
-// GET streams, DELETE) and a stateless one for 2026-07-28. Both get the
-// protocol server through getServer and see the caller's subject as the
-// SDK's auth.TokenInfo.UserID, so the SDK refuses a session to anyone but
-// the subject that opened it. Around them it counts sessions against the
-// limits, restores JSON-RPC ids, watches each POST's client and, in a
-// cluster, forwards another replica's sessions to it.
+// Streamable serves the Streamable HTTP transport on /mcp: the sessions
+// of the 2025 revisions (POST, GET streams, DELETE) with lakegate's own
+// transport (sessionStreams), and 2026-07-28 with go-sdk's stateless
+// handler, whose tools/call it takes itself (statelessCalls). Both get
+// the protocol server through getServer and see the caller's subject as
+// the SDK's auth.TokenInfo.UserID, so that a session is refused to anyone
+// but the subject that opened it. Around them it counts sessions against
+// the limits, restores the stateless revision's JSON-RPC ids, watches
+// each POST's client and, in a cluster, forwards another replica's
+// sessions to it.
 type Streamable struct {
 	stateful, stateless http.Handler
 	getServer           func(*http.Request) *mcpsdk.Server
