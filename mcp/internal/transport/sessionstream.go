@@ -319,6 +319,7 @@ func (h *sessionStreams) open(r *http.Request) (*streamConn, error) {
 	}
 	caller, _ := lakegate.CallerFrom(r.Context())
 	s := &streamConn{conn: newConn(NewSessionID(h.peers), caller, 8, streamQueueBytes, h.writeTimeout)}
+	s.out.maxMsgs = streamQueue
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		s.owner = ti.UserID
 	}
@@ -344,8 +345,12 @@ func (h *sessionStreams) open(r *http.Request) (*streamConn, error) {
 	return s, nil
 }
 
-// streamQueueBytes bounds what waits for a session's GET stream.
-const streamQueueBytes = 1 << 20
+// streamQueue and streamQueueBytes bound what waits for a session's GET
+// stream.
+const (
+	streamQueue      = 64
+	streamQueueBytes = 1 << 20
+)
 
 // forget drops a closed session; its streams end with it.
 func (h *sessionStreams) forget(s *streamConn) {

@@ -1,9 +1,12 @@
 package transport
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -229,4 +232,98 @@ func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+a.token)
 	return a.next.RoundTrip(r)
+}
+
+// A client that opens its GET stream and never reads it loses the stream,
+// not its session: once its queue and the socket are full, the stream ends
+// (its connection closed), the session still answers calls, and a new GET
+// stream can be opened.
+func TestSessionGETNotRead(t *testing.T) {
+	server := sessionServer(nil, nil)
+	sessions := NewSessions(server.Sessions, nil)
+	hub := &streamHub{every: time.Hour}
+	h := &sessionStreams{getServer: func(*http.Request) *mcpsdk.Server { return server }, hub: hub, sessions: sessions, writeTimeout: 200 * time.Millisecond}
+	srv := httptest.NewServer(bearerUser(h))
+	defer srv.Close()
+	post := func(sid, body string) *http.Response {
+		r, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer alice")
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			r.Header.Set("Mcp-Session-Id", sid)
+			r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	openGET := func() net.Conn {
+		nc, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(nc, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer alice\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n", sid)
+		return nc
+	}
+	nc := openGET()
+	defer nc.Close()
+	var ss *mcpsdk.ServerSession
+	for s := range server.Sessions() {
+		ss = s
+	}
+	defer ss.Close()
+	// Wait for the stream to be attached, then send what it never reads.
+	var g *getStream
+	for range 500 {
+		h.mu.Lock()
+		s := h.live[sid]
+		h.mu.Unlock()
+		s.mu.Lock()
+		g = s.get
+		s.mu.Unlock()
+		if g != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if g == nil {
+		t.Fatal("the GET stream was never attached")
+	}
+	big := strings.Repeat("x", 64<<10)
+	deadline := time.Now().Add(20 * time.Second)
+	for ended := false; !ended; {
+		if time.Now().After(deadline) {
+			t.Fatal("a GET stream never read did not end")
+		}
+		_ = ss.NotifyProgress(context.Background(), &mcpsdk.ProgressNotificationParams{ProgressToken: "t", Progress: 1, Message: big})
+		select {
+		case <-g.done:
+			ended = true
+		default:
+		}
+	}
+	// Its connection is closed: reading finds the end once what was sent
+	// is drained.
+	_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, nc); err != nil {
+		t.Errorf("the stream's connection: %v, want closed", err)
+	}
+	if resp := post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}`); resp.StatusCode != http.StatusOK {
+		t.Errorf("a call after the stream ended: %d", resp.StatusCode)
+	}
+	again := openGET()
+	defer again.Close()
+	_ = again.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(again).ReadString('\n')
+	if err != nil || !strings.Contains(line, "200") {
+		t.Errorf("a new GET stream: %q %v", line, err)
+	}
 }
