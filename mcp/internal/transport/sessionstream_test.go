@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // bearerUser authenticates a request as the user its bearer token names,
@@ -169,7 +171,7 @@ func routeMessages(t *testing.T, h2 bool) {
 			return &mcpsdk.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 		},
 	})
-	hc := &http.Client{Transport: authTransport{"alice", base}}
+	hc := &http.Client{Transport: testutil.Bearer{Token: "alice", Base: base}}
 	cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -220,18 +222,6 @@ func routeMessages(t *testing.T, h2 bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Error("the session outlived its client's DELETE")
-}
-
-// authTransport sends every request with a bearer token.
-type authTransport struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+a.token)
-	return a.next.RoundTrip(r)
 }
 
 // A client that opens its GET stream and never reads it loses the stream,
