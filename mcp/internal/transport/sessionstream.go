@@ -66,6 +66,7 @@ type streamConn struct {
 	get   *getStream                 // the open GET stream; nil: none
 	busy  int                        // requests in progress
 	idle  *time.Timer                // closes the session once idle for the timeout
+	gone  bool                       // closed: the timer is stopped for good
 }
 
 // postKey marks the context of a request that came on a Streamable HTTP
@@ -332,16 +333,16 @@ func (h *sessionStreams) open(r *http.Request) (*streamConn, error) {
 		return nil, err
 	}
 	s.session = ss
+	if h.timeout > 0 {
+		s.idleAfter = h.timeout
+		s.idle = time.AfterFunc(h.timeout, func() { _ = ss.Close() })
+	}
 	h.mu.Lock()
 	if h.live == nil {
 		h.live = map[string]*streamConn{}
 	}
 	h.live[s.id] = s
 	h.mu.Unlock()
-	if h.timeout > 0 {
-		s.idleAfter = h.timeout
-		s.idle = time.AfterFunc(h.timeout, func() { _ = ss.Close() })
-	}
 	return s, nil
 }
 
@@ -358,6 +359,7 @@ func (h *sessionStreams) forget(s *streamConn) {
 	delete(h.live, s.id)
 	h.mu.Unlock()
 	s.mu.Lock()
+	s.gone = true
 	if s.idle != nil {
 		s.idle.Stop()
 	}
@@ -383,7 +385,7 @@ func (s *streamConn) using() (done func()) {
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.busy--; s.busy == 0 && s.idle != nil {
+		if s.busy--; s.busy == 0 && s.idle != nil && !s.gone {
 			s.idle.Reset(s.idleAfter)
 		}
 	}
