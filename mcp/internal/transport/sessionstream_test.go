@@ -317,3 +317,63 @@ func TestSessionGETNotRead(t *testing.T) {
 		t.Errorf("a new GET stream: %q %v", line, err)
 	}
 }
+
+// A session closed while its GET stream is open lets go of its idle
+// timer for good: the stream's end does not set it again (it would hold
+// the closed session for the whole timeout).
+func TestSessionClosedStopsIdleTimer(t *testing.T) {
+	server := sessionServer(nil, nil)
+	h := &sessionStreams{getServer: func(*http.Request) *mcpsdk.Server { return server }, hub: &streamHub{every: time.Hour},
+		sessions: NewSessions(server.Sessions, nil), timeout: time.Hour}
+	srv := httptest.NewServer(bearerUser(h))
+	defer srv.Close()
+	hc := &http.Client{Transport: testutil.Bearer{Token: "alice"}}
+	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+		&mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s *streamConn
+	var g *getStream
+	for range 500 { // the client opens its GET stream on its own
+		h.mu.Lock()
+		s = h.live[cs.ID()]
+		h.mu.Unlock()
+		s.mu.Lock()
+		g = s.get
+		s.mu.Unlock()
+		if g != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if g == nil {
+		t.Fatal("the client's GET stream was never attached")
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	select {
+	case <-g.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the GET stream outlived its session")
+	}
+	// The stream's end runs on after done: wait until it has let go of the
+	// session, which is when it would set the timer.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		busy := s.busy
+		s.mu.Unlock()
+		if busy == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the GET stream's end never let go of the session")
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle.Stop() {
+		t.Error("the closed session's idle timer was running")
+	}
+}
