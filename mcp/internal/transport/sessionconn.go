@@ -1,0 +1,183 @@
+package transport
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lakegate/lakegate/mcp/internal/wire"
+)
+
+// streamConn is one session: a conn whose in queue takes POSTed messages
+// and whose out queue feeds the GET stream, while one is open.
+type streamConn struct {
+	*conn
+	owner     string // the subject that opened it ("": anyone)
+	session   *mcpsdk.ServerSession
+	idleAfter time.Duration
+
+	mu    sync.Mutex
+	posts map[string]*postStream     // open POST streams, by wire.HeaderPOST
+	calls map[jsonrpc.ID]*postStream // unanswered calls, by id
+	get   *getStream                 // the open GET stream; nil: none
+	busy  int                        // requests in progress
+	idle  *time.Timer                // closes the session once idle for the timeout
+	gone  bool                       // closed: the timer is stopped for good
+}
+
+// postKey marks the context of a request that came on a Streamable HTTP
+// POST: its value is the POST's wire.HeaderPOST.
+type postKey struct{}
+
+// RelatePOST is receiving middleware for every protocol server: it puts
+// the POST a request came on on the request's context, so that the
+// notifications and requests a call sends while it runs go to its POST's
+// event stream (the SDK keeps that on a context key of its own, which a
+// transport outside it cannot read).
+func RelatePOST(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+			if id := ex.Header.Get(wire.HeaderPOST); id != "" {
+				ctx = context.WithValue(ctx, postKey{}, id)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// errRejected refuses one message a stream cannot carry (its call was
+// answered, its POST is over, no GET stream is open). It has the code of
+// go-sdk's "rejected by transport", which its connection takes for one
+// message refused; any other error tells it the writer is broken.
+var errRejected = &jsonrpc.Error{Code: -32005, Message: "rejected by transport: no open stream for this message"}
+
+// ss is the session's protocol session.
+func (s *streamConn) ss() *mcpsdk.ServerSession { return s.session }
+
+// using marks a request of the session in progress until the returned
+// func is called: the idle timer waits.
+func (s *streamConn) using() (done func()) {
+	s.mu.Lock()
+	s.busy++
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.busy--; s.busy == 0 && s.idle != nil && !s.gone {
+			s.idle.Reset(s.idleAfter)
+		}
+	}
+}
+
+// openPOST registers p as the stream of the calls ids of POST id; it
+// fails, registering nothing, with an id already in flight.
+func (s *streamConn) openPOST(id string, p *postStream, ids []jsonrpc.ID) (jsonrpc.ID, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range ids {
+		if _, ok := s.calls[c]; ok {
+			return c, false
+		}
+	}
+	if s.posts == nil { // made on demand: an idle session holds none
+		s.posts, s.calls = map[string]*postStream{}, map[jsonrpc.ID]*postStream{}
+	}
+	for _, c := range ids {
+		s.calls[c] = p
+	}
+	s.posts[id] = p
+	return jsonrpc.ID{}, true
+}
+
+// closePOST ends the POST stream p: nothing is written to its response
+// any more, and the answers of its calls still running are dropped.
+func (s *streamConn) closePOST(id string, p *postStream) {
+	s.mu.Lock()
+	delete(s.posts, id)
+	for c, q := range s.calls {
+		if q == p {
+			delete(s.calls, c)
+		}
+	}
+	if len(s.posts) == 0 {
+		s.posts, s.calls = nil, nil
+	}
+	s.mu.Unlock()
+	p.mu.Lock()
+	p.w = nil
+	p.mu.Unlock()
+}
+
+// Write sends msg where it belongs: an answer to its call's POST, what a
+// call sends while it runs to that call's POST, the rest to the GET
+// stream. With nowhere to go it is refused (errRejected), as go-sdk's
+// transport refuses it.
+func (s *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	s.mu.Lock()
+	var p *postStream
+	if r, ok := msg.(*jsonrpc.Response); ok {
+		p = s.calls[r.ID]
+		delete(s.calls, r.ID)
+	} else if id, ok := ctx.Value(postKey{}).(string); ok {
+		p = s.posts[id]
+	} else {
+		g := s.get
+		s.mu.Unlock()
+		if g == nil {
+			return errRejected
+		}
+		return g.send(msg)
+	}
+	s.mu.Unlock()
+	if p == nil {
+		return errRejected
+	}
+	return p.write(msg)
+}
+
+// streamTransport hands a session's conn to the protocol server.
+type streamTransport struct{ s *streamConn }
+
+func (t streamTransport) Connect(context.Context) (mcpsdk.Connection, error) { return t.s, nil }
+
+// SupportsProtocolVersion keeps 2026-07-28 off sessions: that revision
+// has none.
+func (streamTransport) SupportsProtocolVersion(v string) bool { return v < ModernRevision }
+
+// postStream is the event stream of one POST's answers.
+type postStream struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter // nil once the POST is over
+	pending int                 // calls not yet answered
+	done    chan struct{}       // closed once every call is answered
+}
+
+// write sends msg as an event of the POST's stream.
+func (p *postStream) write(msg jsonrpc.Message) error {
+	f, err := encodeFrame(msg)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.w == nil || p.pending == 0 {
+		return errRejected
+	}
+	if _, ok := msg.(*jsonrpc.Response); ok {
+		if p.pending--; p.pending == 0 {
+			defer close(p.done)
+		}
+	}
+	if err := writeMessageEvent(p.w, f...); err != nil {
+		return errRejected // the client left: the POST ends
+	}
+	_ = http.NewResponseController(p.w).Flush()
+	return nil
+}
