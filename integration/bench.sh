@@ -223,7 +223,7 @@ echo "== noisy neighbour: one subject's point query p50, idle vs while another r
 LAKEGATE_BENCH_FAIR=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run '^TestNoisyNeighbour$' -count=1 -v ./integration/ \
   | grep -E 'noisy neighbour:|FAIL|ok' || true
 
-echo "== memory per idle SSE session (1,000 sessions held by the binary; target < 50 KiB)"
+echo "== memory per idle session, legacy SSE and Streamable HTTP with its GET stream (10,000 of each held by the binary; target <= 20 KiB)"
 LAKEGATE_BENCH_SESSIONS=1 "$GO" test -run '^TestIdleSessionMemory$' -count=1 -v ./integration/ | grep -E 'per idle session|FAIL|ok' || true
 
 # A fixed corpus of 30 agent calls (schema, lookups, aggregates, 5,000 rows,
