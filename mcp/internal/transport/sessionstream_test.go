@@ -54,6 +54,9 @@ func TestSessionStreamsAnswerAsTheSDK(t *testing.T) {
 		name, method, body string
 		headers            map[string]string // over the defaults; "" deletes
 		statusOnly         bool              // the error text is the decoder's
+		// ours, when set, is what lakegate answers where go-sdk differs on
+		// purpose: status 200 and an event holding ours.
+		ours string
 	}
 	steps := []step{
 		{name: "initialize", method: "POST", body: initialize, headers: map[string]string{"Mcp-Session-Id": "", "MCP-Protocol-Version": ""}},
@@ -65,6 +68,10 @@ func TestSessionStreamsAnswerAsTheSDK(t *testing.T) {
 		{name: "unknown tool", method: "POST", body: call(6, "nope", `{}`)},
 		{name: "invalid arguments", method: "POST", body: call(7, "echo", `{"text":5}`)},
 		{name: "ping", method: "POST", body: `{"jsonrpc":"2.0","id":"a","method":"ping"}`},
+		// go-sdk refuses the whole POST with 400 and a line of text; the
+		// protocol server answers the call with JSON-RPC's own error.
+		{name: "unknown method", method: "POST", body: `{"jsonrpc":"2.0","id":"m","method":"no/such"}`,
+			ours: `{"jsonrpc":"2.0","id":"m","error":{"code":-32601,"message":"method not found: \"no/such\""}}`},
 		{name: "large id", method: "POST", body: `{"jsonrpc":"2.0","id":12345,"method":"ping"}`},
 		{name: "text/plain", method: "POST", body: call(8, "echo", `{"text":"hi"}`), headers: map[string]string{"Content-Type": "text/plain"}},
 		{name: "json only", method: "POST", body: call(8, "echo", `{"text":"hi"}`), headers: map[string]string{"Accept": "application/json"}},
@@ -104,6 +111,13 @@ func TestSessionStreamsAnswerAsTheSDK(t *testing.T) {
 	}
 	var sdkID, ownID string
 	for _, s := range steps {
+		if s.ours != "" {
+			got := run(own, ownID, s)
+			if got.Code != http.StatusOK || !strings.Contains(got.Body.String(), "data: "+s.ours+"\n") {
+				t.Errorf("%s: got %d %q, want an event %s", s.name, got.Code, got.Body, s.ours)
+			}
+			continue
+		}
 		want := run(sdk, sdkID, s)
 		got := run(own, ownID, s)
 		if s.name == "initialize" {
