@@ -450,22 +450,29 @@ func TestBlocksOverHTTP3(t *testing.T) {
 		t.Errorf("got %s %d, want HTTP/3 200", resp.Proto, resp.StatusCode)
 	}
 
-	// A stateless Streamable HTTP call, which lakegate answers itself
-	// (not go-sdk's handler), over HTTP/2 and over HTTP/3.
+	// Streamable HTTP calls, which lakegate's own transports answer (a
+	// stateless call, and a call in a 2025-11-25 session with its GET
+	// stream open, which stays with its handler), over HTTP/2 and HTTP/3.
 	for name, rt := range map[string]http.RoundTripper{"HTTP/2": h2.Transport, "HTTP/3": h3.Transport} {
-		cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{Endpoint: e.base + "/mcp",
-			HTTPClient: &http.Client{Transport: testutil.Bearer{Token: tok, Base: rt}}, MaxRetries: -1}, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+		for _, revision := range []string{"2026-07-28", "2025-11-25"} {
+			var opts *mcpsdk.ClientSessionOptions
+			if revision != "2026-07-28" {
+				opts = &mcpsdk.ClientSessionOptions{ProtocolVersion: revision}
+			}
+			cs, err := client.Connect(t.Context(), &mcpsdk.StreamableClientTransport{Endpoint: e.base + "/mcp",
+				HTTPClient: &http.Client{Transport: testutil.Bearer{Token: tok, Base: rt}}, MaxRetries: -1}, opts)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", name, revision, err)
+			}
+			res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": "SELECT 41 + 1 AS answer"}})
+			switch {
+			case err != nil || res.IsError:
+				t.Errorf("%s, %s: run_sql: %v %v", name, revision, err, res)
+			case cs.InitializeResult().ProtocolVersion != revision || !strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, "42"):
+				t.Errorf("%s: revision %s, answer %q; want %s and 42", name, cs.InitializeResult().ProtocolVersion, res.Content[0].(*mcpsdk.TextContent).Text, revision)
+			}
+			cs.Close()
 		}
-		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{"database": "iot", "sql": "SELECT 41 + 1 AS answer"}})
-		switch {
-		case err != nil || res.IsError:
-			t.Errorf("%s: run_sql: %v %v", name, err, res)
-		case cs.InitializeResult().ProtocolVersion != "2026-07-28" || !strings.Contains(res.Content[0].(*mcpsdk.TextContent).Text, "42"):
-			t.Errorf("%s: revision %s, answer %q; want 2026-07-28 and 42", name, cs.InitializeResult().ProtocolVersion, res.Content[0].(*mcpsdk.TextContent).Text)
-		}
-		cs.Close()
 	}
 }
 
