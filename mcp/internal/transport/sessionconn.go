@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,12 +22,11 @@ type streamConn struct {
 	idleAfter time.Duration
 
 	mu    sync.Mutex
-	posts map[string]*postStream     // open POST streams, by wire.HeaderPOST
-	calls map[jsonrpc.ID]*postStream // unanswered calls, by id
-	get   *getStream                 // the open GET stream; nil: none
-	busy  int                        // requests in progress
-	idle  *time.Timer                // closes the session once idle for the timeout
-	gone  bool                       // closed: the timer is stopped for good
+	posts []*postStream // the open POST streams: a few at most
+	get   *getStream    // the open GET stream; nil: none
+	busy  int           // requests in progress
+	idle  *time.Timer   // closes the session once idle for the timeout
+	gone  bool          // closed: the timer is stopped for good
 }
 
 // postKey marks the context of a request that came on a Streamable HTTP
@@ -76,38 +76,40 @@ func (s *streamConn) using() (done func()) {
 	}
 }
 
-// openPOST registers p as the stream of the calls ids of POST id; it
-// fails, registering nothing, with an id already in flight.
-func (s *streamConn) openPOST(id string, p *postStream, ids []jsonrpc.ID) (jsonrpc.ID, bool) {
+// openPOST registers p as the stream of its POST and its calls; it
+// fails, registering nothing, with a call whose id is already in flight.
+func (s *streamConn) openPOST(p *postStream) (jsonrpc.ID, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range ids {
-		if _, ok := s.calls[c]; ok {
+	for _, c := range p.calls {
+		if q, _ := s.callLocked(c); q != nil {
 			return c, false
 		}
 	}
-	if s.posts == nil { // made on demand: an idle session holds none
-		s.posts, s.calls = map[string]*postStream{}, map[jsonrpc.ID]*postStream{}
-	}
-	for _, c := range ids {
-		s.calls[c] = p
-	}
-	s.posts[id] = p
+	s.posts = append(s.posts, p)
 	return jsonrpc.ID{}, true
+}
+
+// callLocked finds the POST stream of the unanswered call id and where
+// id is in its calls. s.mu is held.
+func (s *streamConn) callLocked(id jsonrpc.ID) (*postStream, int) {
+	for _, p := range s.posts {
+		if i := slices.Index(p.calls, id); i >= 0 {
+			return p, i
+		}
+	}
+	return nil, -1
 }
 
 // closePOST ends the POST stream p: nothing is written to its response
 // any more, and the answers of its calls still running are dropped.
-func (s *streamConn) closePOST(id string, p *postStream) {
+func (s *streamConn) closePOST(p *postStream) {
 	s.mu.Lock()
-	delete(s.posts, id)
-	for c, q := range s.calls {
-		if q == p {
-			delete(s.calls, c)
-		}
+	if i := slices.Index(s.posts, p); i >= 0 {
+		s.posts = slices.Delete(s.posts, i, i+1)
 	}
 	if len(s.posts) == 0 {
-		s.posts, s.calls = nil, nil
+		s.posts = nil // an idle session holds no slice
 	}
 	s.mu.Unlock()
 	p.mu.Lock()
@@ -123,10 +125,16 @@ func (s *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	s.mu.Lock()
 	var p *postStream
 	if r, ok := msg.(*jsonrpc.Response); ok {
-		p = s.calls[r.ID]
-		delete(s.calls, r.ID)
+		var i int
+		if p, i = s.callLocked(r.ID); p != nil {
+			p.calls = slices.Delete(p.calls, i, i+1) // answered
+		}
 	} else if id, ok := ctx.Value(postKey{}).(string); ok {
-		p = s.posts[id]
+		for _, q := range s.posts {
+			if q.id == id {
+				p = q
+			}
+		}
 	} else {
 		g := s.get
 		s.mu.Unlock()
@@ -153,6 +161,9 @@ func (streamTransport) SupportsProtocolVersion(v string) bool { return v < Moder
 
 // postStream is the event stream of one POST's answers.
 type postStream struct {
+	id    string       // the POST's wire.HeaderPOST
+	calls []jsonrpc.ID // the calls it carries not yet answered; guarded by the session's mu
+
 	mu      sync.Mutex
 	w       http.ResponseWriter // nil once the POST is over
 	pending int                 // calls not yet answered

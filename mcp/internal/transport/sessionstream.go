@@ -205,13 +205,13 @@ func (h *sessionStreams) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	p := &postStream{w: w, pending: len(calls), done: make(chan struct{})}
-	if dup, ok := s.openPOST(postID, p, calls); !ok {
+	p := &postStream{id: postID, calls: calls, w: w, pending: len(calls), done: make(chan struct{})}
+	if dup, ok := s.openPOST(p); !ok {
 		writeProtocolError(w, http.StatusBadRequest, dup, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("duplicate in-flight request ID %v", dup.Raw())})
 		return
 	}
-	defer s.closePOST(postID, p)
+	defer s.closePOST(p)
 	hd := w.Header()
 	hd.Set("Cache-Control", "no-cache, no-transform")
 	hd.Set("Content-Type", "text/event-stream")
