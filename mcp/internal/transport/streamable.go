@@ -38,8 +38,7 @@ type Streamable struct {
 	sessions            *Sessions
 	peers               host.Peers // nil: a single server
 	statelessDisabled   bool
-	tasks               Tasks      // nil: no Tasks extension
-	hub                 *streamHub // the GET streams taken over (sessionget.go)
+	tasks               Tasks // nil: no Tasks extension
 }
 
 // StreamableOptions tune a Streamable. The zero value of each field is
@@ -77,10 +76,9 @@ func NewStreamable(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessi
 	}
 	bearer := auth.RequireBearerToken(callerTokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	owner := func(h http.Handler) http.Handler { return hostAuthenticated(bearer(h)) }
-	hub := &streamHub{every: o.Keepalive}
 	return &Streamable{
 		stateful: owner(&sessionStreams{getServer: getServer, peers: o.Peers, timeout: o.SessionTimeout,
-			writeTimeout: o.WriteTimeout, hub: hub, sessions: sessions}),
+			writeTimeout: o.WriteTimeout, hub: &streamHub{every: o.Keepalive}, sessions: sessions}),
 		stateless: owner(&statelessCalls{getServer: getServer, next: mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
 			Stateless:                    true,
 			Logger:                       SDKLogger(log),
@@ -91,7 +89,6 @@ func NewStreamable(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessi
 		peers:             o.Peers,
 		statelessDisabled: o.StatelessDisabled,
 		tasks:             o.Tasks,
-		hub:               hub,
 	}
 }
 
