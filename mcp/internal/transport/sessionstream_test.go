@@ -229,7 +229,7 @@ func routeMessages(t *testing.T, h2 bool) {
 	if err := cs.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Logf("close: %v", err)
 	}
-	for range 200 {
+	for range 1000 {
 		if n := sessions.Counts().Streamable; n == 0 {
 			return
 		}
@@ -286,7 +286,7 @@ func TestSessionGETNotRead(t *testing.T) {
 	defer ss.Close()
 	// Wait for the stream to be attached, then send what it never reads.
 	var g *getStream
-	for range 500 {
+	for range 1500 {
 		h.mu.Lock()
 		s := h.live[sid]
 		h.mu.Unlock()
@@ -349,7 +349,7 @@ func TestSessionClosedStopsIdleTimer(t *testing.T) {
 	}
 	var s *streamConn
 	var g *getStream
-	for range 500 { // the client opens its GET stream on its own
+	for range 1500 { // the client opens its GET stream on its own
 		h.mu.Lock()
 		s = h.live[cs.ID()]
 		h.mu.Unlock()
