@@ -253,6 +253,36 @@ func TestDiagnoseRetryLoop(t *testing.T) {
 			})
 		})
 	}
+	// A call the open breaker refuses fails, even when the cooldown ends as
+	// it is refused: a nil error would pass for a statement run, and the
+	// caller read a result that is not there.
+	t.Run("a refused call fails as the cooldown ends", func(t *testing.T) {
+		e, _ := sqliteEngine(t, &Options{RetryAttempts: 1, BreakerFailures: 1, BreakerCooldown: time.Minute})
+		s := directStmt(t, e, "lite", "SELECT 1", 10)
+		br := e.breakers["lite"]
+		// The breaker's clock: it opens at t0 (until t0+1m), refuses the
+		// call at t0+30s, and each later look is past the cooldown.
+		t0 := time.Unix(1000, 0)
+		looks := []time.Time{t0, t0.Add(30 * time.Second)}
+		br.now = func() time.Time {
+			if len(looks) == 0 {
+				return t0.Add(2 * time.Minute)
+			}
+			now := looks[0]
+			looks = looks[1:]
+			return now
+		}
+		br.record(false, outcomeFailure, &lakegate.Error{Kind: lakegate.KindUnavailable, Message: "down"})
+		ran := false
+		err := e.retry(t.Context(), s, func(context.Context) (bool, error) {
+			ran = true
+			return false, nil
+		})
+		if ran || err == nil {
+			t.Fatalf("ran %v, error %v: want the call refused with an error", ran, err)
+		}
+		wantKind(t, err, lakegate.KindUnavailable)
+	})
 	t.Run("a started attempt is not run again", func(t *testing.T) {
 		n := 0
 		err := e.retry(t.Context(), s, func(context.Context) (bool, error) {
@@ -534,7 +564,7 @@ func TestRetryLockTimeout(t *testing.T) {
 			t.Errorf("got %v, want three attempts of 100ms each", d)
 		}
 		// The conflict did not open the breaker (threshold 1).
-		if _, ok := e.breakers["pg"].allow(); !ok {
+		if _, refused := e.breakers["pg"].allow("pg"); refused != nil {
 			t.Error("got the breaker open after lock conflicts, want it closed")
 		}
 	})

@@ -46,9 +46,9 @@ func (e *Engine) retry(ctx context.Context, s *Stmt, fn attemptFunc) error {
 	}
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		probe, ok := br.allow()
-		if !ok {
-			return br.refusal(db)
+		probe, refused := br.allow(db)
+		if refused != nil {
+			return refused
 		}
 		actx, cancel := context.WithTimeout(ctx, timeout)
 		started, err := fn(actx)
@@ -126,18 +126,21 @@ func newBreaker(threshold int, cooldown time.Duration) *breaker {
 	return &breaker{threshold: threshold, cooldown: cooldown, now: time.Now}
 }
 
-// allow says whether a call may go ahead, and whether it is the probe.
-func (b *breaker) allow() (probe, ok bool) {
+// allow says whether a call to database db may go ahead, and whether it
+// is the probe: a call it refuses gets the refusal, made under the same
+// lock (a breaker closing between the two would otherwise refuse the call
+// with no error, and the caller take a statement never run for done).
+func (b *breaker) allow(db string) (probe bool, refused error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.openUntil.IsZero() {
-		return false, true
+		return false, nil
 	}
 	if b.openUntil.After(b.now()) || b.probing {
-		return false, false
+		return false, b.refusalLocked(db)
 	}
 	b.probing = true
-	return true, true
+	return true, nil
 }
 
 // refusal is the error of a call the open breaker of database db refuses,
@@ -146,14 +149,17 @@ func (b *breaker) allow() (probe, ok bool) {
 func (b *breaker) refusal(db string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.openUntil.IsZero() {
+	if b.openUntil.IsZero() || !b.openUntil.After(b.now()) && !b.probing {
 		return nil
 	}
+	return b.refusalLocked(db)
+}
+
+// refusalLocked is the refusal of a call to database db while the breaker
+// is open or its probe is out. b.mu is held.
+func (b *breaker) refusalLocked(db string) *lakegate.Error {
 	wait := b.openUntil.Sub(b.now())
-	if wait <= 0 {
-		if !b.probing {
-			return nil
-		}
+	if wait <= 0 { // open no longer, but the probe is out
 		wait = min(b.cooldown, time.Second)
 	}
 	e := &lakegate.Error{Kind: lakegate.KindUnavailable,

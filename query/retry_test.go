@@ -88,13 +88,13 @@ func TestBreaker(t *testing.T) {
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
 			now = now.Add(s.advance)
-			probe, ok := b.allow()
-			if ok != s.wantOK || probe != s.wantProbe {
+			probe, refused := b.allow("pg")
+			if ok := refused == nil; ok != s.wantOK || probe != s.wantProbe {
 				t.Fatalf("got ok %v probe %v, want %v %v", ok, probe, s.wantOK, s.wantProbe)
 			}
-			if !ok {
+			if refused != nil {
 				var le *lakegate.Error
-				if !errors.As(b.refusal("pg"), &le) || le.RetryAfter <= 0 || le.RetryAfter > 10*time.Second {
+				if !errors.As(refused, &le) || le.RetryAfter <= 0 || le.RetryAfter > 10*time.Second {
 					t.Fatalf("got refusal %v, want one with the time left open", le)
 				}
 				if !strings.Contains(le.Message, "connection refused by 127.0.0.1:1") || le.Hint != cause.Hint {
@@ -112,11 +112,11 @@ func TestBreaker(t *testing.T) {
 		b.now = func() time.Time { return now }
 		b.record(false, outcomeFailure, cause)
 		now = now.Add(2 * time.Second)
-		if probe, ok := b.allow(); !ok || !probe {
-			t.Fatalf("got ok %v probe %v, want the probe", ok, probe)
+		if probe, refused := b.allow("pg"); refused != nil || !probe {
+			t.Fatalf("got refusal %v probe %v, want the probe", refused, probe)
 		}
-		if _, ok := b.allow(); ok || b.refusal("pg") == nil {
-			t.Errorf("got ok %v, want refused while the probe is out", ok)
+		if _, refused := b.allow("pg"); refused == nil || b.refusal("pg") == nil {
+			t.Errorf("got no refusal while the probe is out")
 		}
 	})
 }

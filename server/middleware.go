@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -85,7 +86,7 @@ func (s *Server) recoverPanic(c *gin.Context) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.log.Error("handler panic", keyRequestID, RequestID(c.Request.Context()), "panic", fmt.Sprint(v))
+			s.log.Error("handler panic", keyRequestID, RequestID(c.Request.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if !c.Writer.Written() {
 				fail(c, fmt.Errorf("panic: %v", v))
 			}
