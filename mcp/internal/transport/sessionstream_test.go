@@ -285,22 +285,7 @@ func TestSessionGETNotRead(t *testing.T) {
 	}
 	defer ss.Close()
 	// Wait for the stream to be attached, then send what it never reads.
-	var g *getStream
-	for range 1500 {
-		h.mu.Lock()
-		s := h.live[sid]
-		h.mu.Unlock()
-		s.mu.Lock()
-		g = s.get
-		s.mu.Unlock()
-		if g != nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if g == nil {
-		t.Fatal("the GET stream was never attached")
-	}
+	_, g := attachedGET(t, h, sid)
 	big := strings.Repeat("x", 64<<10)
 	deadline := time.Now().Add(20 * time.Second)
 	for ended := false; !ended; {
@@ -347,23 +332,7 @@ func TestSessionClosedStopsIdleTimer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s *streamConn
-	var g *getStream
-	for range 1500 { // the client opens its GET stream on its own
-		h.mu.Lock()
-		s = h.live[cs.ID()]
-		h.mu.Unlock()
-		s.mu.Lock()
-		g = s.get
-		s.mu.Unlock()
-		if g != nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if g == nil {
-		t.Fatal("the client's GET stream was never attached")
-	}
+	s, g := attachedGET(t, h, cs.ID()) // the client opens it on its own
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
@@ -390,4 +359,26 @@ func TestSessionClosedStopsIdleTimer(t *testing.T) {
 	if s.idle.Stop() {
 		t.Error("the closed session's idle timer was running")
 	}
+}
+
+// attachedGET waits, up to 15 s, for session id of h to have its GET
+// stream open, and returns both.
+func attachedGET(t *testing.T, h *sessionStreams, id string) (*streamConn, *getStream) {
+	t.Helper()
+	for range 1500 {
+		h.mu.Lock()
+		s := h.live[id]
+		h.mu.Unlock()
+		if s != nil {
+			s.mu.Lock()
+			g := s.get
+			s.mu.Unlock()
+			if g != nil {
+				return s, g
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("session %s never had its GET stream open", id)
+	return nil, nil
 }
