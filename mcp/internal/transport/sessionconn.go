@@ -164,13 +164,18 @@ type postStream struct {
 	id    string       // the POST's wire.HeaderPOST
 	calls []jsonrpc.ID // the calls it carries not yet answered; guarded by the session's mu
 
+	timeout time.Duration // bounds each write to the client (0: none)
 	mu      sync.Mutex
 	w       http.ResponseWriter // nil once the POST is over
 	pending int                 // calls not yet answered
-	done    chan struct{}       // closed once every call is answered
+	done    chan struct{}       // closed once every call is answered, or a write failed
+	ended   bool                // done is closed
 }
 
-// write sends msg as an event of the POST's stream.
+// write sends msg as an event of the POST's stream. A write that fails or
+// takes longer than the timeout (a client that left, or reads nothing)
+// ends the POST: its handler returns, and what its calls send later is
+// refused.
 func (p *postStream) write(msg jsonrpc.Message) error {
 	f, err := encodeFrame(msg)
 	if err != nil {
@@ -178,17 +183,34 @@ func (p *postStream) write(msg jsonrpc.Message) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.w == nil || p.pending == 0 {
+	if p.w == nil || p.ended {
 		return errRejected
 	}
 	if _, ok := msg.(*jsonrpc.Response); ok {
 		if p.pending--; p.pending == 0 {
-			defer close(p.done)
+			defer p.endLocked()
 		}
 	}
-	if err := writeMessageEvent(p.w, f...); err != nil {
-		return errRejected // the client left: the POST ends
+	rc := http.NewResponseController(p.w)
+	if p.timeout > 0 {
+		_ = rc.SetWriteDeadline(time.Now().Add(p.timeout))
 	}
-	_ = http.NewResponseController(p.w).Flush()
+	err = writeMessageEvent(p.w, f...)
+	if err == nil {
+		err = rc.Flush()
+	}
+	if err != nil {
+		p.endLocked()
+		p.w = nil
+		return errRejected
+	}
 	return nil
+}
+
+// endLocked closes done once. p.mu is held.
+func (p *postStream) endLocked() {
+	if !p.ended {
+		p.ended = true
+		close(p.done)
+	}
 }

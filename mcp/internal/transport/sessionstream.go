@@ -205,11 +205,17 @@ func (h *sessionStreams) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	p := &postStream{id: postID, calls: calls, w: w, pending: len(calls), done: make(chan struct{})}
+	p := &postStream{id: postID, calls: calls, timeout: h.writeTimeout, w: w, pending: len(calls), done: make(chan struct{})}
 	if dup, ok := s.openPOST(p); !ok {
 		writeProtocolError(w, http.StatusBadRequest, dup, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("duplicate in-flight request ID %v", dup.Raw())})
 		return
+	}
+	if p.timeout > 0 {
+		// The deadline of the last write must not outlive the POST: the
+		// connection may carry the client's next request. Cleared once
+		// closePOST (deferred after, so run before) stopped the writes.
+		defer func() { _ = http.NewResponseController(w).SetWriteDeadline(time.Time{}) }()
 	}
 	defer s.closePOST(p)
 	hd := w.Header()

@@ -382,3 +382,52 @@ func attachedGET(t *testing.T, h *sessionStreams, id string) (*streamConn, *getS
 	t.Fatalf("session %s never had its GET stream open", id)
 	return nil, nil
 }
+
+// A client that sends a call and never reads its answer holds the POST
+// for at most the write timeout: the write that does not go through ends
+// the POST, its handler returns, and the session answers on another
+// connection.
+func TestSessionPOSTNotRead(t *testing.T) {
+	server := sessionServer(nil, nil)
+	big := strings.Repeat("x", 16<<20)
+	mcpsdk.AddTool(server, &mcpsdk.Tool{Name: "big"}, func(context.Context, *mcpsdk.CallToolRequest, struct{}) (*mcpsdk.CallToolResult, any, error) {
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: big}}}, nil, nil
+	})
+	h := &sessionStreams{getServer: func(*http.Request) *mcpsdk.Server { return server }, hub: &streamHub{},
+		sessions: NewSessions(server.Sessions, nil), writeTimeout: 200 * time.Millisecond}
+	returned := make(chan struct{}, 8)
+	srv := httptest.NewServer(bearerUser(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		returned <- struct{}{}
+	})))
+	defer srv.Close()
+	hc := &http.Client{Transport: testutil.Bearer{Token: "alice"}}
+	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+		&mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	s, _ := attachedGET(t, h, cs.ID())
+	for len(returned) > 0 { // the requests that opened the session
+		<-returned
+	}
+
+	nc, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"big","arguments":{}}}`
+	fmt.Fprintf(nc, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer alice\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n%s",
+		s.id, len(body), body)
+	select { // never read: the answer fills the socket and the write times out
+	case <-returned:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the POST of a client that reads nothing was still held")
+	}
+	if _, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still here"}}); err != nil {
+		t.Errorf("a call after the POST ended: %v", err)
+	}
+}
