@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -36,8 +37,9 @@ import (
 // method, a missing or mismatched header, Mcp-Param-* headers, an
 // unexpected media type) goes to next, which answers it as it always did.
 type statelessCalls struct {
-	getServer func(*http.Request) *mcpsdk.Server
-	next      http.Handler
+	getServer    func(*http.Request) *mcpsdk.Server
+	next         http.Handler
+	writeTimeout time.Duration // bounds each write of an answer (0: none)
 }
 
 func (h *statelessCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +58,7 @@ func (h *statelessCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Header:         r.Header,
 		CloseSSEStream: func(mcpsdk.CloseSSEStreamArgs) {}, // no resumable streams in this revision
 	}
-	c := &callConn{req: req, w: w, ctx: r.Context(), answered: make(chan struct{}), closed: make(chan struct{})}
+	c := &callConn{req: req, w: w, ctx: r.Context(), timeout: h.writeTimeout, answered: make(chan struct{}), closed: make(chan struct{})}
 	ss, err := server.Connect(context.WithValue(r.Context(), callKey{}, c), callTransport{c},
 		&mcpsdk.ServerSessionOptions{State: new(mcpsdk.ServerSessionState)})
 	if err != nil {
@@ -65,13 +67,18 @@ func (h *statelessCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	select {
 	case <-c.answered:
-	case <-c.closed: // the session was closed under the call (a shutdown)
+	case <-c.closed: // a shutdown, or a write failed: Read ends, which cancels the call
 	case <-r.Context().Done(): // the client left: Read ends, which cancels the call
 	}
 	ss.Close() // waits for the call's handler
 	c.mu.Lock()
 	c.w = nil // nothing writes to the response once this returns
 	c.mu.Unlock()
+	if h.writeTimeout > 0 {
+		// The last write's deadline must not outlive the call: the
+		// connection may carry the client's next request.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	}
 }
 
 // takeCall reads r's body and returns the tools/call it holds when r is
@@ -208,12 +215,15 @@ var errNotOnThisCall = &jsonrpc.Error{Code: -32005, Message: "rejected by transp
 // callConn is the connection of one call's session: it reads the call,
 // then writes the call's notifications and its answer to the POST's
 // response as the SDK's transport does (events of an event stream, or a
-// protocol error alone with its HTTP status).
+// protocol error alone with its HTTP status). A write that fails or takes
+// longer than the timeout (a client that left, or reads nothing) closes
+// the connection, which cancels the call.
 type callConn struct {
 	req      *jsonrpc.Request // read once, then nil
 	ctx      context.Context  // the POST's
+	timeout  time.Duration    // bounds each write to the client (0: none)
 	answered chan struct{}    // closed once the answer is written
-	closed   chan struct{}
+	closed   chan struct{}    // closed by Close: a shutdown, or a write that failed
 	once     sync.Once
 
 	mu      sync.Mutex
@@ -260,6 +270,21 @@ func (c *callConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.done = true
 		defer close(c.answered)
 	}
+	rc := http.NewResponseController(c.w)
+	if c.timeout > 0 {
+		_ = rc.SetWriteDeadline(time.Now().Add(c.timeout))
+	}
+	if err := c.writeLocked(rc, status, data); err != nil {
+		c.w = nil
+		_ = c.Close()
+		return err
+	}
+	return nil
+}
+
+// writeLocked writes one message: an event of the stream, or a protocol
+// error alone with its HTTP status when it comes first. c.mu is held.
+func (c *callConn) writeLocked(rc *http.ResponseController, status int, data []byte) error {
 	h := c.w.Header()
 	if !c.started {
 		h.Set("Cache-Control", "no-cache, no-transform")
@@ -267,7 +292,7 @@ func (c *callConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if status != 0 && !c.started {
 		h.Set("Content-Type", "application/json")
 		c.w.WriteHeader(status)
-		_, err = c.w.Write(data)
+		_, err := c.w.Write(data)
 		return err
 	}
 	if !c.started {
@@ -277,11 +302,10 @@ func (c *callConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	event := make([]byte, 0, len("event: message\ndata: \n\n")+len(data))
 	event = append(append(append(event, "event: message\ndata: "...), data...), "\n\n"...)
-	if _, err = c.w.Write(event); err != nil {
+	if _, err := c.w.Write(event); err != nil {
 		return err
 	}
-	_ = http.NewResponseController(c.w).Flush()
-	return nil
+	return rc.Flush()
 }
 
 // errorStatus is the HTTP status the stateless revision gives a protocol

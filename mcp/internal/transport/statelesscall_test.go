@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -208,6 +209,70 @@ func TestStatelessCallCancelledByClient(t *testing.T) {
 	if counted.n.Load() != 0 {
 		t.Error("the call went to the SDK's handler")
 	}
+}
+
+// A client that sends a call and reads nothing holds it at most the write
+// timeout: a write of its answer, or of a notification (the call is then
+// cancelled), that does not finish in time ends the POST.
+func TestStatelessCallNotRead(t *testing.T) {
+	server := callServer(nil, nil)
+	big := strings.Repeat("x", 16<<20)
+	mcpsdk.AddTool(server, &mcpsdk.Tool{Name: "big"}, func(context.Context, *mcpsdk.CallToolRequest, struct{}) (*mcpsdk.CallToolResult, any, error) {
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: big}}}, nil, nil
+	})
+	cancelled := make(chan struct{}, 1)
+	mcpsdk.AddTool(server, &mcpsdk.Tool{Name: "floods"}, func(ctx context.Context, req *mcpsdk.CallToolRequest, _ struct{}) (*mcpsdk.CallToolResult, any, error) {
+		for ctx.Err() == nil {
+			_ = req.Session.NotifyProgress(ctx, &mcpsdk.ProgressNotificationParams{ProgressToken: "t", Progress: 1, Message: big[:1<<20]})
+		}
+		cancelled <- struct{}{}
+		return nil, nil, ctx.Err()
+	})
+	fast := &statelessCalls{getServer: func(*http.Request) *mcpsdk.Server { return server },
+		next: http.NotFoundHandler(), writeTimeout: 200 * time.Millisecond}
+	returned := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fast.ServeHTTP(w, r)
+		returned <- struct{}{}
+	}))
+	defer srv.Close()
+
+	for _, tool := range []string{"big", "floods"} {
+		nc, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close() // before srv.Close, which waits for the handler
+		r := callRequest(callBody(tool, map[string]any{}, nil), tool, nil)
+		r.Host = strings.TrimPrefix(srv.URL, "http://")
+		if err := r.Write(nc); err != nil {
+			t.Fatal(err)
+		}
+		select { // never read: the socket fills and a write times out
+		case <-returned:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s: the POST of a client that reads nothing was still held", tool)
+		}
+		nc.Close()
+	}
+	select {
+	case <-cancelled:
+	default:
+		t.Error("floods: the call was not cancelled when its stream failed")
+	}
+
+	r := callRequest(callBody("echo", map[string]any{"text": "still here"}, nil), "echo", nil)
+	r.RequestURI, r.URL.Scheme, r.URL.Host, r.Host = "", "http", strings.TrimPrefix(srv.URL, "http://"), ""
+	resp, err := srv.Client().Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(got), "still here") {
+		t.Errorf("a call after: %d %q", resp.StatusCode, got)
+	}
+	<-returned
 }
 
 // takeCall never fails on what a client sends: a body it does not take is

@@ -79,7 +79,7 @@ func NewStreamable(getServer func(*http.Request) *mcpsdk.Server, sessions *Sessi
 	return &Streamable{
 		stateful: owner(&sessionStreams{getServer: getServer, peers: o.Peers, timeout: o.SessionTimeout,
 			writeTimeout: o.WriteTimeout, hub: &streamHub{every: o.Keepalive}, sessions: sessions}),
-		stateless: owner(&statelessCalls{getServer: getServer, next: mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
+		stateless: owner(&statelessCalls{getServer: getServer, writeTimeout: o.WriteTimeout, next: mcpsdk.NewStreamableHTTPHandler(getServer, &mcpsdk.StreamableHTTPOptions{
 			Stateless:                    true,
 			Logger:                       SDKLogger(log),
 			PropagateRequestCancellation: true,
