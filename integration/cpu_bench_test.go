@@ -26,8 +26,9 @@ const underCallgrind = "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off"
 // with callgrind, which is steady whatever the machine's load: the real
 // binary runs under valgrind (GOMAXPROCS=1), a go-sdk client calls run_sql
 // over each transport (legacy SSE, Streamable HTTP stateless and in a
-// 2025-11-25 session: benchTransports), and a point call and
-// a 1000-row call are counted over 50 calls each, with the bytes the
+// 2025-11-25 session: benchTransports), and a point call, calls of 100
+// and 400 rows (answered inline) and of 1000 rows (past the answer
+// budget: its rows go on to blocks) are counted over 50 calls each, with the bytes the
 // server allocated per call (what the collector's work follows; its own
 // share cannot be read from callgrind, whose call graph the runtime's
 // stack switches confuse). Beside each count is the floor: a bare go-sdk
@@ -47,6 +48,9 @@ func TestCallInstructions(t *testing.T) {
 	calls := []benchCall{
 		{"run_sql_1000_rows", map[string]any{"database": "bench", "sql": "SELECT * FROM readings ORDER BY id LIMIT 1000", "max_rows": 1000}},
 		{"run_sql_point", map[string]any{"database": "bench", "sql": "SELECT * FROM readings WHERE id = $1", "params": []any{4242}}},
+		// Answered inline: 100 rows (the default max_rows) and 400.
+		{"run_sql_100_rows", map[string]any{"database": "bench", "sql": "SELECT * FROM readings ORDER BY id LIMIT 100"}},
+		{"run_sql_400_rows", map[string]any{"database": "bench", "sql": "SELECT * FROM readings ORDER BY id LIMIT 400", "max_rows": 400}},
 	}
 	lg := startCallgrind(t, bin, benchEnv(benchURL, "LAKEGATE_MCP_KEEPALIVE=1h")...)
 	lgAllocs := func() float64 { return metricValue(t, scrapeMetricsAt(t, lg.base), "go_memstats_alloc_bytes_total") }
@@ -55,7 +59,11 @@ func TestCallInstructions(t *testing.T) {
 	for _, tr := range benchTransports {
 		cs := benchSessionOver(t, lg.base, tr, token("bench", "reader"))
 		for _, c := range calls {
-			answers[c.args["sql"].(string)] = callText(t, cs, c.args)
+			text := callText(t, cs, c.args)
+			answers[c.args["sql"].(string)] = text
+			if tr == benchTransports[0] {
+				t.Logf("%s answers %d bytes of text", c.name, len(text))
+			}
 			got[tr+"/"+c.name] = lg.measure(t, cs, c, tr, lgAllocs)
 		}
 		cs.Close()
