@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,62 +37,109 @@ func rowsText(n int, row string) string {
 	return b.String()
 }
 
-// A result with long texts marshals, through EncodeTextOnce, to the bytes
-// go-sdk marshals it to: texts of every kind of character, several texts
-// among other content, _meta and structured content (which may hold the
-// text too), an error result; a result with no long text is left as it is.
+// decodedJSON is data decoded, to compare JSON values whatever their
+// spelling.
+func decodedJSON(t testing.TB, data []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("%v: %.200s", err, data)
+	}
+	return v
+}
+
+// textOnceOf is what EncodeTextOnce makes of r.
+func textOnceOf(t testing.TB, r *mcpsdk.CallToolResult) mcpsdk.Result {
+	t.Helper()
+	res, err := EncodeTextOnce(func(context.Context, string, mcpsdk.Request) (mcpsdk.Result, error) {
+		return r, nil
+	})(context.Background(), "tools/call", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A result with a long plain text encodes, through EncodeTextOnce, to
+// what go-sdk encodes it to: byte for byte with no <, > or & in its
+// texts, and to the same JSON with them; whatever the characters, among
+// other content, with _meta and structured content (which may hold the
+// text too), as an error. go-sdk's later changes to the result (its
+// _meta) are in what it encodes. A result with no long plain text, or
+// one asking for input, is left as it is.
 func TestEncodeTextOnceAsTheSDK(t *testing.T) {
-	long := rowsText(3000, "1042,7,2025-01-01 00:00:03+00,34.19,\"a <b> & \"\"c\"\"\"\n")
-	odd := long + "\u2028\u2029\x00\x1f\t\r\n\b\f\\\"</script>\xff\xfe é 漢字 😀" + textMark + "0"
+	csv := rowsText(3000, "1042,7,2025-01-01 00:00:03+00,34.19,77.29,0.31,ok,\n")
+	odd := rowsText(3000, "1042,\"a <b> & \"\"c\"\"\"\n") + "\u2028\u2029\x00\x1f\t\r\n\b\f\\\"</script>\xff\xfe é 漢字 😀"
 	size := int64(9)
 	results := map[string]*mcpsdk.CallToolResult{
-		"rows":       {Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: long}}, StructuredContent: json.RawMessage(`{"row_count":3,"columns":[{"name":"id"}]}`)},
+		"rows":       {Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: csv}}, StructuredContent: json.RawMessage(`{"row_count":3,"columns":[{"name":"id"}]}`)},
 		"characters": {Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: odd}}},
 		"several": {Content: []mcpsdk.Content{
-			&mcpsdk.TextContent{Text: long, Annotations: &mcpsdk.Annotations{Priority: 0.5}},
+			&mcpsdk.TextContent{Text: csv, Annotations: &mcpsdk.Annotations{Priority: 0.5}},
 			&mcpsdk.TextContent{Text: "short"},
 			&mcpsdk.ResourceLink{URI: "lakegate://blocks/x/0", Name: "block-0", Size: &size},
-			&mcpsdk.TextContent{Text: odd, Meta: mcpsdk.Meta{"k": "v"}},
+			&mcpsdk.TextContent{Text: csv},
 		}, Meta: mcpsdk.Meta{"io.modelcontextprotocol/related-task": map[string]any{"taskId": "t1"}}},
-		"structured holds the text": {Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: long}}, StructuredContent: map[string]any{"text": long, "n": 1}},
-		"error":                     {Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: long}}, IsError: true},
-		"empty text":                {Content: []mcpsdk.Content{&mcpsdk.TextContent{}}},
+		"structured holds the text": {Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: csv}}, StructuredContent: map[string]any{"text": csv, "n": 1}},
+		"error":                     {Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: csv}}, IsError: true},
+		"empty meta":                {Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: csv}}, Meta: mcpsdk.Meta{}},
+		"no long plain text":        {Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: csv, Meta: mcpsdk.Meta{"k": "v"}}, &mcpsdk.TextContent{Text: "short"}}},
+		"asks for input":            {Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: csv}}, RequestState: "s"},
 	}
 	for name, r := range results {
 		t.Run(name, func(t *testing.T) {
-			want := marshalAsJSONRPC(t, r)
-			res, err := EncodeTextOnce(func(context.Context, string, mcpsdk.Request) (mcpsdk.Result, error) {
-				return r, nil
-			})(t.Context(), "tools/call", nil)
-			if err != nil {
-				t.Fatal(err)
+			res := textOnceOf(t, r)
+			if _, taken := res.(textOnce); taken != (name != "no long plain text" && name != "asks for input") {
+				t.Errorf("taken: %v", taken)
 			}
-			if _, wrapped := res.(textOnce); wrapped != longText(r) {
-				t.Errorf("wrapped: %v, want %v", wrapped, longText(r))
+			check := func(when string) {
+				got, want := marshalAsJSONRPC(t, res), marshalAsJSONRPC(t, r)
+				if !reflect.DeepEqual(decodedJSON(t, got), decodedJSON(t, want)) {
+					t.Errorf("%s: encodes to\n%.300s\nwant\n%.300s", when, got, want)
+				}
+				if name != "characters" && !bytes.Equal(got, want) {
+					t.Errorf("%s: encodes to\n%.300s\nwant, byte for byte,\n%.300s", when, got, want)
+				}
 			}
-			if got := marshalAsJSONRPC(t, res); !bytes.Equal(got, want) {
-				t.Errorf("marshals to\n%.300s\nwant\n%.300s", got, want)
-			}
-			// What go-sdk does to a result after the middleware reaches it.
+			check("as returned")
 			res.SetMeta(mcpsdk.Meta{"io.modelcontextprotocol/serverInfo": map[string]string{"name": "lakegate"}})
-			if got, want := marshalAsJSONRPC(t, res), marshalAsJSONRPC(t, r); !bytes.Equal(got, want) {
-				t.Errorf("after SetMeta: marshals to\n%.300s\nwant\n%.300s", got, want)
-			}
+			check("after SetMeta")
 		})
 	}
 }
 
-// Whatever the text, a result marshals as go-sdk marshals it.
+// textOnce must not be a json.Marshaler (encoding/json would scan what it
+// returns), and encodes every field a CallToolResult has: a field go-sdk
+// adds fails this until textOnce encodes it.
+func TestTextOnceIsEncodedByItsFields(t *testing.T) {
+	if _, ok := any(textOnce{}).(json.Marshaler); ok {
+		t.Error("textOnce has a MarshalJSON")
+	}
+	var fields []string
+	for f := range reflect.TypeFor[mcpsdk.CallToolResult]().Fields() {
+		if f.IsExported() {
+			fields = append(fields, f.Name)
+		}
+	}
+	// InputRequests and RequestState: textOnce does not take such results.
+	want := []string{"Meta", "Content", "StructuredContent", "IsError", "InputRequests", "RequestState"}
+	if !slices.Equal(fields, want) {
+		t.Errorf("CallToolResult's fields: %v, textOnce knows %v", fields, want)
+	}
+}
+
+// Whatever the texts, a result encodes to go-sdk's JSON.
 func FuzzEncodeTextOnce(f *testing.F) {
 	f.Add("a,b\n1,2\n", "x")
-	f.Add("<&>\u2028\xff\"\\", textMark+"0")
+	f.Add("<&>\u2028\xff\"\\", "\\u003c")
 	f.Fuzz(func(t *testing.T, text, other string) {
 		r := &mcpsdk.CallToolResult{Content: []mcpsdk.Content{
 			&mcpsdk.TextContent{Text: strings.Repeat(text, textOnceMin/max(len(text), 1)+1)},
 			&mcpsdk.TextContent{Text: other},
 		}, StructuredContent: map[string]string{"other": other}}
-		if got, want := marshalAsJSONRPC(t, textOnce{r}), marshalAsJSONRPC(t, r); !bytes.Equal(got, want) {
-			t.Fatalf("marshals to\n%.300q\nwant\n%.300q", got, want)
+		got, want := marshalAsJSONRPC(t, newTextOnce(r)), marshalAsJSONRPC(t, r)
+		if !reflect.DeepEqual(decodedJSON(t, got), decodedJSON(t, want)) {
+			t.Fatalf("encodes to\n%.300q\nwant\n%.300q", got, want)
 		}
 	})
 }
@@ -101,7 +152,7 @@ func BenchmarkMarshalAnswer(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		v    any
-	}{{"sdk", r}, {"once", textOnce{r}}} {
+	}{{"sdk", r}, {"once", newTextOnce(r)}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(r.Content[0].(*mcpsdk.TextContent).Text)))
 			b.ReportAllocs()
@@ -109,5 +160,36 @@ func BenchmarkMarshalAnswer(b *testing.B) {
 				marshalAsJSONRPC(b, c.v)
 			}
 		})
+	}
+}
+
+// Through a protocol server, in the revision where go-sdk sets a
+// result's type and server info after the middleware has returned, a
+// long answer is the JSON a server without EncodeTextOnce answers.
+func TestEncodeTextOnceThroughTheServer(t *testing.T) {
+	csv := rowsText(5000, "1042,7,2025-01-01 00:00:03+00,34.19,77.29,0.31,ok,\n")
+	answer := func(middleware bool) any {
+		s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "t", Version: "1"}, nil)
+		mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "long"}, func(context.Context, *mcpsdk.CallToolRequest, struct{}) (*mcpsdk.CallToolResult, any, error) {
+			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: csv}}}, map[string]int{"rows": 90}, nil
+		})
+		if middleware {
+			s.AddReceivingMiddleware(EncodeTextOnce)
+		}
+		h := &statelessCalls{getServer: func(*http.Request) *mcpsdk.Server { return s }, next: http.NotFoundHandler()}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, callRequest(callBody("long", map[string]any{}, nil), "long", nil))
+		data, ok := strings.CutPrefix(strings.TrimSpace(w.Body.String()), "event: message\ndata: ")
+		if w.Code != http.StatusOK || !ok {
+			t.Fatalf("got %d %.200q", w.Code, w.Body.String())
+		}
+		return decodedJSON(t, []byte(data))
+	}
+	got, want := answer(true), answer(false)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("answers\n%.400v\nwant\n%.400v", got, want)
+	}
+	if res := want.(map[string]any)["result"].(map[string]any); res["resultType"] != "complete" || res["_meta"] == nil {
+		t.Errorf("the answer lacks what go-sdk sets late (resultType, _meta): %.200v", res)
 	}
 }
