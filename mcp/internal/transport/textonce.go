@@ -8,11 +8,11 @@ import (
 )
 
 // A tool's answer is mostly one text: its rows as CSV, up to the answer's
-// budget. go-sdk escapes that text, then scans it three times more:
+// budget. go-sdk escapes that text, then scans it twice more:
 // TextContent and CallToolResult each marshal through a MarshalJSON, and
 // encoding/json compacts what a MarshalJSON returns, once as the result
 // takes in the content, once as go-sdk's jsonrpc2 takes in the result.
-// The scans cost several times what the escaping does (a 40,000-character
+// The two scans cost several times what the escaping does (a 40,000-character
 // answer took 6.2 M instructions to marshal, 0.8 M of them escaping).
 //
 // EncodeTextOnce hands go-sdk the result as a value with no MarshalJSON,
