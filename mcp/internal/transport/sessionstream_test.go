@@ -326,12 +326,7 @@ func TestSessionClosedStopsIdleTimer(t *testing.T) {
 		sessions: NewSessions(server.Sessions, nil), timeout: time.Hour}
 	srv := httptest.NewServer(bearerUser(h))
 	defer srv.Close()
-	hc := &http.Client{Transport: testutil.Bearer{Token: "alice"}}
-	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
-		&mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectSession(t, srv.URL)
 	s, g := attachedGET(t, h, cs.ID()) // the client opens it on its own
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
@@ -359,6 +354,19 @@ func TestSessionClosedStopsIdleTimer(t *testing.T) {
 	if s.idle.Stop() {
 		t.Error("the closed session's idle timer was running")
 	}
+}
+
+// connectSession is alice's go-sdk client session of the 2025-11-25
+// revision with the server at url.
+func connectSession(t *testing.T, url string) *mcpsdk.ClientSession {
+	t.Helper()
+	hc := &http.Client{Transport: testutil.Bearer{Token: "alice"}}
+	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+		&mcpsdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // attachedGET waits, up to 15 s, for session id of h to have its GET
@@ -401,12 +409,7 @@ func TestSessionPOSTNotRead(t *testing.T) {
 		returned <- struct{}{}
 	})))
 	defer srv.Close()
-	hc := &http.Client{Transport: testutil.Bearer{Token: "alice"}}
-	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
-		&mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectSession(t, srv.URL)
 	defer cs.Close()
 	s, _ := attachedGET(t, h, cs.ID())
 	for len(returned) > 0 { // the requests that opened the session

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -89,7 +90,7 @@ type hideMarshalJSON struct{}
 //
 //lint:ignore U1000 see textOnce
 func (hideMarshalJSON) MarshalJSON() ([]byte, error) {
-	panic("transport: hideMarshalJSON.MarshalJSON called")
+	return nil, errors.New("transport: a tool result was encoded through hideMarshalJSON, which only hides a method")
 }
 
 // textWire is a plain text as go-sdk's TextContent encodes it.
