@@ -278,7 +278,9 @@ func (h *SSE) Message(c *gin.Context) {
 			return
 		}
 	}
-	c.String(http.StatusAccepted, "Accepted")
+	// No body: a client that closes the answer unread (go-sdk's does)
+	// keeps its connection only when there is nothing left to read.
+	c.Status(http.StatusAccepted)
 }
 
 // open registers a new SSE session of caller on server, within the
