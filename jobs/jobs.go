@@ -26,6 +26,7 @@ import (
 
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/stack"
 )
 
 // State is where a job is.
@@ -261,6 +262,7 @@ func (r *Registry) start(ctx context.Context, owner, tool string, run Run, hidde
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
+		stack.Grow()
 		defer r.wg.Done()
 		defer stop()
 		result, err := run(ctx, j.watch)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 var (
@@ -407,4 +408,25 @@ func TestStartKeep(t *testing.T) {
 			t.Errorf("after twice its keep: got %v, want forgotten", err)
 		}
 	})
+}
+
+// TestJobGrowsItsStack: a job's work, on a goroutine of its own, makes a
+// deep call without copying its stack again (it runs the query's whole
+// path).
+func TestJobGrowsItsStack(t *testing.T) {
+	if !testutil.OnNewGoroutine(testutil.DeepCallCopiesStack) {
+		t.Skip("a new goroutine's stack already holds 12 KiB here: nothing to compare with")
+	}
+	r := newRegistry(t, Options{})
+	copied := make(chan bool, 1)
+	st, err := r.Start(t.Context(), "alice", "run_sql", func(context.Context, func(Meter)) (any, error) {
+		copied <- testutil.DeepCallCopiesStack()
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if <-copied {
+		t.Errorf("job %s: a call with a 12 KiB frame copied its stack", st.ID)
+	}
 }

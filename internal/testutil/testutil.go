@@ -1,8 +1,9 @@
 // Package testutil holds what lakegate's tests share: waiting for a
 // condition (Eventually, Within), a buffer one goroutine writes while
 // another reads (Buffer), an HTTP transport that sends a bearer token
-// (Bearer), HS256 tokens like the token command's (Token) and a TCP proxy
-// that takes a database away and brings it back (Proxy).
+// (Bearer), HS256 tokens like the token command's (Token), a TCP proxy
+// that takes a database away and brings it back (Proxy), and whether a
+// deep call copies a goroutine's stack (DeepCallCopiesStack).
 //
 // It is test support: only tests and the test programs under integration
 // import it. It must not import any lakegate package, so that the tests
