@@ -194,7 +194,11 @@ LAKEGATE_BENCH_MEMORY=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" "$GO" test -run
 
 echo "== CPU instructions and bytes allocated per run_sql call over legacy SSE and Streamable HTTP, beside a bare go-sdk server (callgrind, GOMAXPROCS=1)"
 if command -v valgrind >/dev/null 2>&1; then
-  for bin in $earlier ""; do
+  # and this tree against go-sdk decoding from the bytes it holds
+  # (sdkpatched.sh): what is left of go-sdk's allocation once it does.
+  patched=""
+  bash "$here/sdkpatched.sh" "$GO" "$out/lakegate-sdkpatched" && patched="$out/lakegate-sdkpatched"
+  for bin in $earlier "" $patched; do
     echo "binary: ${bin:-this tree}"
     LAKEGATE_BENCH_BIN="$bin" LAKEGATE_BENCH_CPU=1 LAKEGATE_BENCH_DATABASE_URL="$bench_url" \
       "$GO" test -run '^TestCallInstructions$' -count=1 -v -timeout 20m ./integration/ | grep -E 'instructions|FAIL|^ok' || true
