@@ -24,12 +24,11 @@ import (
 // which go-sdk's TextContent escapes as \u003c and this leaves as they are:
 // the same JSON strings.
 
-// textOnceMin is the shortest text for which EncodeTextOnce takes a
-// result: below it, what it saves is less than what it costs.
-const textOnceMin = 1024
-
-// EncodeTextOnce is a receiving middleware: a tool's result with a long
-// plain text is encoded with the text escaped once.
+// EncodeTextOnce is a receiving middleware: a tool's result with a plain
+// text is encoded with the text escaped once. A short answer gains too:
+// a point call's (120 bytes of text, 600 of structured content) takes
+// 51 K instructions and 1.2 KB to marshal where go-sdk's took 113 K and
+// 2.0 KB (BenchmarkMarshalAnswer under callgrind).
 func EncodeTextOnce(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 		res, err := next(ctx, method, req)
@@ -40,15 +39,14 @@ func EncodeTextOnce(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	}
 }
 
-// takesTextOnce reports whether r has a long plain text, and nothing
-// textOnce does not encode (a result asking for input: its requests and
-// state).
+// takesTextOnce reports whether r has a plain text, and nothing textOnce
+// does not encode (a result asking for input: its requests and state).
 func takesTextOnce(r *mcpsdk.CallToolResult) bool {
 	if r.InputRequests != nil || r.RequestState != "" {
 		return false
 	}
 	for _, c := range r.Content {
-		if t, ok := plainText(c); ok && len(t.Text) >= textOnceMin {
+		if _, ok := plainText(c); ok {
 			return true
 		}
 	}
