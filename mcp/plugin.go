@@ -178,8 +178,8 @@ func New(engine Engine, opts *Options) (*Plugin, error) {
 		addSpans(ps.Server) // outermost but one, its span holds the others' work
 		// Outermost: a tool call grows its stack at once; what any
 		// middleware sends for a request goes to the request's Streamable
-		// HTTP POST; and a tool's long text, whatever the middlewares did
-		// with the result, is encoded once.
+		// HTTP POST; and a tool's text, whatever the middlewares did with
+		// the result, is encoded once.
 		ps.AddReceivingMiddleware(tools.GrowStack, transport.RelatePOST, transport.EncodeTextOnce)
 		p.blocks.register(ps.Server)
 		return ps, nil
