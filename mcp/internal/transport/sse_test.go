@@ -42,15 +42,18 @@ func TestSSEPostsKeepTheConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	const pings = 5
+	const pings = 20
 	for range pings {
 		if err := cs.Ping(t.Context(), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The stream's GET, and one connection for initialize, initialized
-	// and the pings.
-	if n := dials.Load(); n != 2 {
+	// and the pings. Go's client may dial one more now and then: it
+	// reuses a connection once it has seen its request written, and waits
+	// at most 50 ms for that (a loaded machine can take longer). A body
+	// in the 202 cost a connection per POST, 24 here.
+	if n := dials.Load(); n > 4 {
 		t.Errorf("a session of %d POSTs dialled %d connections; want 2", pings+2, n)
 	}
 }
