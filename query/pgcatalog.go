@@ -61,7 +61,7 @@ func pgName(schema, rel string) string {
 // checks its rows against the catalog, which must know a table as soon as
 // it exists.
 func (s *pgSource) loadCatalog(ctx context.Context) ([]*tableInfo, error) {
-	tx, err := s.begin(ctx, txOptions{primary: true})
+	tx, err := s.beginRead(ctx, txOptions{primary: true})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -44,56 +45,113 @@ func stmtTx(s *Stmt) txOptions {
 	return txOptions{timeout: s.timeout, role: s.role, pinPath: s.pinPath}
 }
 
-// begin opens a transaction (read-only unless o.write) with the statement
-// timeout set locally, and for reads the caller's PostgreSQL role. The
-// caller must Rollback.
+// begin opens a read-write transaction on the primary with the
+// statement timeout set locally. The caller must Rollback.
 func (s *pgSource) begin(ctx context.Context, o txOptions) (pgx.Tx, error) {
-	mode := pgx.ReadOnly
-	if o.write {
-		mode = pgx.ReadWrite
+	conn, err := s.acquire(ctx, s.pool)
+	if err != nil {
+		return nil, err
 	}
-	// Reads go to a healthy standby if there is one; one that cannot be
-	// reached is marked down and the primary takes the read.
-	var conn *pgxpool.Conn
-	var inner pgx.Tx
-	var err error
-	if sb := s.standbys.pick(o.write || o.primary); sb != nil {
-		conn, inner, err = s.beginOn(ctx, sb.pool, mode)
-		var full *lakegate.Error // a pool with no free connection is no failure
-		switch {
-		case err == nil:
-			sb.reads.Add(1)
-		case ctx.Err() == nil && !errors.As(err, &full):
-			sb.down(err)
-		}
-	}
-	if inner == nil {
-		if conn, inner, err = s.beginOn(ctx, s.pool, mode); err != nil {
-			return nil, err
-		}
+	inner, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadWrite})
+	if err != nil {
+		conn.Release()
+		return nil, err
 	}
 	tx := &pooledTx{Tx: inner, conn: conn}
+	stmt, args := s.settings(txOptions{write: true, timeout: o.timeout})
+	if _, err := tx.Exec(ctx, stmt, args...); err != nil {
+		rollback(tx)
+		return nil, err
+	}
+	return tx, nil
+}
+
+// settings is the statement a transaction runs first, before anything of
+// the caller's, and its arguments: the statement timeout; for a read the
+// caller's PostgreSQL role, the pinned path and how fresh its data is
+// (selectAsOf).
+func (s *pgSource) settings(o txOptions) (string, []any) {
 	// The query's context lives stmtGrace longer (see Engine.retry), so
 	// PostgreSQL normally stops first, with a clean 57014.
 	timeout := o.timeout
 	if timeout <= 0 {
 		timeout = s.timeout
 	}
-	ms := max(1, timeout.Milliseconds())
-	stmt, args := setTimeout, []any{fmt.Sprintf("%dms", ms)}
-	role := o.role
-	if role != "" && !o.write {
-		stmt, args = stmt+setRole, append(args, role)
+	stmt, args := setTimeout, []any{strconv.FormatInt(max(1, timeout.Milliseconds()), 10) + "ms"}
+	if o.write {
+		return stmt, args
+	}
+	if o.role != "" {
+		stmt, args = stmt+setRole, append(args, o.role)
 	}
 	if o.pinPath {
 		stmt += setPublicPath
 	}
-	if !o.write {
-		stmt += selectAsOf
+	return stmt + selectAsOf, args
+}
+
+// selectAsOf reads, in the same round trip as the settings, how fresh
+// the data a read sees is: now on a primary or a standby that has replayed
+// all it received, else the commit time of the last transaction the
+// standby replayed; and the server's now, to tell the lag.
+const selectAsOf = `, CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN now()
+	ELSE pg_last_xact_replay_timestamp() END, now()`
+
+// beginRead opens a read-only transaction with its settings, on a
+// healthy standby if there is one (one that cannot be reached is marked
+// down and the primary takes the read). The caller must Rollback.
+func (s *pgSource) beginRead(ctx context.Context, o txOptions) (*readTx, error) {
+	if sb := s.standbys.pick(o.primary); sb != nil {
+		tx, err := s.beginReadOn(ctx, sb.pool, o)
+		var full *lakegate.Error // a pool with no free connection is no failure
+		var refused settingsErr
+		switch {
+		case err == nil:
+			sb.reads.Add(1)
+			return tx, nil
+		case errors.As(err, &refused):
+			return nil, roleErr(o.role, refused.error)
+		case ctx.Err() == nil && !errors.As(err, &full):
+			sb.down(err)
+		}
 	}
-	rows, err := tx.Query(ctx, stmt, args...)
+	tx, err := s.beginReadOn(ctx, s.pool, o)
+	if refused := (settingsErr{}); errors.As(err, &refused) {
+		return nil, roleErr(o.role, refused.error)
+	}
+	return tx, err
+}
+
+// settingsErr is a failure of a transaction's settings (a role it cannot
+// take), where an error without it failed to reach the database or to
+// begin.
+type settingsErr struct{ error }
+
+func (e settingsErr) Unwrap() error { return e.error }
+
+// beginReadOn takes a connection of pool and begins a read-only
+// transaction on it in one round trip: BEGIN and the settings go out
+// together, as a pipeline, and their results are read in turn, so a
+// failure to begin is still told from settings refused.
+func (s *pgSource) beginReadOn(ctx context.Context, pool *pgxpool.Pool, o txOptions) (*readTx, error) {
+	conn, err := s.acquire(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	tx := &readTx{conn: conn}
+	stmt, args := s.settings(o)
+	var b pgx.Batch
+	b.Queue("BEGIN READ ONLY")
+	b.Queue(stmt, args...)
+	br := conn.SendBatch(ctx, &b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		tx.end(err)
+		return nil, err
+	}
+	rows, err := br.Query()
 	if err == nil {
-		if !o.write && rows.Next() {
+		if rows.Next() {
 			if vals, verr := rows.Values(); verr == nil && len(vals) >= 2 {
 				asOf, _ := vals[len(vals)-2].(time.Time)
 				now, _ := vals[len(vals)-1].(time.Time)
@@ -105,32 +163,57 @@ func (s *pgSource) begin(ctx context.Context, o txOptions) (pgx.Tx, error) {
 		rows.Close()
 		err = rows.Err()
 	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		rollback(tx)
-		return nil, roleErr(role, err)
+		return nil, settingsErr{err}
 	}
 	return tx, nil
 }
 
-// selectAsOf reads, in the same round trip as the settings, how fresh
-// the data a read sees is: now on a primary or a standby that has replayed
-// all it received, else the commit time of the last transaction the
-// standby replayed; and the server's now, to tell the lag.
-const selectAsOf = `, CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN now()
-	ELSE pg_last_xact_replay_timestamp() END, now()`
+// readTx is a read-only transaction begun by beginRead on a connection
+// taken with acquire; Rollback ends it and gives the connection back
+// (once; pgxpool destroys a connection left in a transaction or broken).
+type readTx struct {
+	conn *pgxpool.Conn
+	done bool
+	// asOf and lag say how fresh a read's data is (selectAsOf); zero
+	// when unknown.
+	asOf time.Time
+	lag  time.Duration
+}
 
-// beginOn takes a connection of pool and begins a transaction on it.
-func (s *pgSource) beginOn(ctx context.Context, pool *pgxpool.Pool, mode pgx.TxAccessMode) (*pgxpool.Conn, pgx.Tx, error) {
-	conn, err := s.acquire(ctx, pool)
-	if err != nil {
-		return nil, nil, err
+func (t *readTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.conn.Query(ctx, sql, args...)
+}
+
+func (t *readTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return t.conn.QueryRow(ctx, sql, args...)
+}
+
+func (t *readTx) Conn() *pgx.Conn { return t.conn.Conn() }
+
+func (t *readTx) Rollback(ctx context.Context) error {
+	if t.done {
+		return pgx.ErrTxClosed
 	}
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: mode})
+	_, err := t.conn.Exec(ctx, "ROLLBACK")
+	t.end(err)
+	return err
+}
+
+// end gives the connection back. After a failure its state is unknown:
+// it is closed, so the pool drops it.
+func (t *readTx) end(err error) {
+	t.done = true
 	if err != nil {
-		conn.Release()
-		return nil, nil, err
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = t.conn.Conn().Close(ctx)
+		cancel()
 	}
-	return conn, tx, nil
+	t.conn.Release()
 }
 
 // acquire takes a connection from pool, waiting at most
@@ -154,10 +237,6 @@ type pooledTx struct {
 	pgx.Tx
 	conn *pgxpool.Conn
 	once sync.Once
-	// asOf and lag say how fresh a read's data is (selectAsOf); zero
-	// when unknown.
-	asOf time.Time
-	lag  time.Duration
 }
 
 func (t *pooledTx) Commit(ctx context.Context) error {
@@ -188,7 +267,7 @@ func roleErr(role string, err error) error {
 }
 
 // rollback ends tx even when the query's context is done.
-func rollback(tx pgx.Tx) {
+func rollback(tx interface{ Rollback(context.Context) error }) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = tx.Rollback(ctx)
@@ -198,8 +277,8 @@ func rollback(tx pgx.Tx) {
 // protocol (one statement only; descriptions not cached, so user SQL does
 // not fill the statement cache). The caller closes rows, then calls
 // rollback(tx).
-func (s *pgSource) readOnly(ctx context.Context, st *Stmt, sqlText string) (pgx.Tx, pgx.Rows, error) {
-	tx, err := s.begin(ctx, stmtTx(st))
+func (s *pgSource) readOnly(ctx context.Context, st *Stmt, sqlText string) (*readTx, pgx.Rows, error) {
+	tx, err := s.beginRead(ctx, stmtTx(st))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -144,8 +144,8 @@ func (s *pgSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error
 	m := tx.Conn().TypeMap()
 	fields := rows.FieldDescriptions()
 	res := &Result{Columns: make([]ResultColumn, len(fields))}
-	if pt, ok := tx.(*pooledTx); ok && !pt.asOf.IsZero() {
-		res.AsOf, res.LagS = pt.asOf.UTC(), pt.lag.Seconds()
+	if !tx.asOf.IsZero() {
+		res.AsOf, res.LagS = tx.asOf.UTC(), tx.lag.Seconds()
 	}
 	// The field descriptions belong to the connection's reader: keep the
 	// OIDs, since the next query on the connection overwrites them.
@@ -203,7 +203,7 @@ func (s *pgSource) run(ctx context.Context, st *Stmt, sink Sink) (*Result, error
 // sqlText's rows and width, in a read-only transaction through the
 // extended protocol like every query.
 func (s *pgSource) estimate(ctx context.Context, st *Stmt) (float64, float64, error) {
-	tx, err := s.begin(ctx, stmtTx(st))
+	tx, err := s.beginRead(ctx, stmtTx(st))
 	if err != nil {
 		return 0, 0, err
 	}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -19,7 +20,13 @@ type Proxy struct {
 	ln    net.Listener
 	conns []net.Conn
 	wg    sync.WaitGroup
+	turns atomic.Int64
 }
+
+// Turns counts the round trips clients began through the proxy: the
+// bytes a client sends after the server has answered it (or first) begin
+// one, however many reads they take.
+func (p *Proxy) Turns() int64 { return p.turns.Load() }
 
 // NewProxy returns a stopped proxy to target at a free loopback address;
 // it is stopped when the test ends.
@@ -59,8 +66,17 @@ func (p *Proxy) Start(t testing.TB) {
 			p.mu.Lock()
 			p.conns = append(p.conns, c, up)
 			p.mu.Unlock()
-			p.wg.Go(func() { _, _ = io.Copy(up, c); _ = up.Close() })
-			p.wg.Go(func() { _, _ = io.Copy(c, up); _ = c.Close() })
+			var answered atomic.Bool
+			answered.Store(true)
+			p.wg.Go(func() {
+				_, _ = io.Copy(up, onRead(c, func() {
+					if answered.Swap(false) {
+						p.turns.Add(1)
+					}
+				}))
+				_ = up.Close()
+			})
+			p.wg.Go(func() { _, _ = io.Copy(c, onRead(up, func() { answered.Store(true) })); _ = c.Close() })
 		}
 	})
 }
@@ -80,4 +96,20 @@ func (p *Proxy) Stop() {
 	p.conns = nil
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// onRead is r calling f each time it reads bytes, before they are passed on.
+func onRead(r io.Reader, f func()) io.Reader { return readFunc{r, f} }
+
+type readFunc struct {
+	r io.Reader
+	f func()
+}
+
+func (r readFunc) Read(b []byte) (int, error) {
+	n, err := r.r.Read(b)
+	if n > 0 {
+		r.f()
+	}
+	return n, err
 }

@@ -1,0 +1,92 @@
+package query
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/config"
+	"github.com/lakegate/lakegate/internal/pgtest"
+)
+
+// TestReadRoleRefused: a read under a PostgreSQL role dropped, or revoked
+// from the connecting user, after the server started is refused as forbidden,
+// naming the role, whichever of the two round trips of a read's beginning
+// (BEGIN, then the settings, sent together) fails; and every refusal
+// gives its connection back.
+func TestReadRoleRefused(t *testing.T) {
+	if os.Getenv(pgEnv) == "" {
+		t.Skip("needs PostgreSQL")
+	}
+	revoked, dropped := "lakegate_test_revoked", "lakegate_test_dropped"
+	adminURL := pgTestURL(os.Getenv(pgEnv))
+	for _, role := range []string{revoked, dropped} {
+		if err := pgtest.Role(t.Context(), adminURL, role, "types"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := pgEngine(t, &Options{PoolSize: 2, Access: map[string]config.RoleAccess{
+		"revoked": {PGRole: revoked},
+		"dropped": {PGRole: dropped},
+	}})
+	admin, err := pgx.Connect(t.Context(), adminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	for _, s := range []string{"REVOKE " + revoked + " FROM " + pgtest.Login, "DROP OWNED BY " + dropped, "DROP ROLE " + dropped} {
+		if _, err := admin.Exec(t.Context(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	r := SQLRequest{Database: "pg", SQL: "SELECT count(*) FROM types"}
+	for range 3 { // more refusals than the pool has connections
+		for _, c := range []struct{ access, role string }{{"revoked", revoked}, {"dropped", dropped}} {
+			_, _, err := runSQL(t.Context(), e, lakegate.Caller{Subject: "s", Roles: []string{"reader", c.access}}, r)
+			if lakegate.KindOf(err) != lakegate.KindForbidden || !strings.Contains(err.Error(), `PostgreSQL role "`+c.role+`"`) {
+				t.Fatalf("as %s: got %v (%s), want forbidden naming the role", c.access, err, lakegate.KindOf(err))
+			}
+		}
+	}
+	if _, rows := collectSQL(t, e, lakegate.Caller{Subject: "s", Roles: []string{"reader"}}, r); len(rows) != 1 {
+		t.Fatalf("a read after the refusals: %v", rows)
+	}
+	for _, st := range e.PoolStats() {
+		if st.Acquired != 0 {
+			t.Errorf("%s: %d connections still taken after every read ended", st.Database, st.Acquired)
+		}
+	}
+}
+
+// TestReadRoundTrips: a read takes four round trips to PostgreSQL: BEGIN
+// with its settings (timeout, role, path, freshness) as one pipeline, the
+// statement's description, its execution, and the rollback.
+func TestReadRoundTrips(t *testing.T) {
+	if os.Getenv(pgEnv) == "" {
+		t.Skip("needs PostgreSQL")
+	}
+	dsn, p := behindProxy(t, pgAppURL)
+	p.Start(t)
+	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: dsn}}, &Options{QueryRole: pgtest.QueryRole})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Close(context.Background()) }()
+	reader := lakegate.Caller{Subject: "s", Roles: []string{lakegate.RoleReader}}
+	r := SQLRequest{Database: "pg", SQL: "SELECT t FROM types WHERE id = $1", Params: []any{1}}
+	collectSQL(t, e, reader, r) // the connection prepares lakegate's own statements once
+	least := int64(-1)
+	for range 5 { // the least of five: the pool's own traffic may fall in one
+		before := p.Turns()
+		collectSQL(t, e, reader, r)
+		if n := p.Turns() - before; least < 0 || n < least {
+			least = n
+		}
+	}
+	if least != 4 {
+		t.Errorf("a read took %d round trips, want 4", least)
+	}
+}
