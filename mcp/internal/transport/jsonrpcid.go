@@ -130,33 +130,27 @@ func idLogText(id jsonrpc.ID) string {
 }
 
 // decodeMessage is jsonrpc.DecodeMessage keeping ids as sent (idFromRaw),
-// in one pass over data. Keys match exactly, as in the SDK's decoder. The
-// request id of a notifications/cancelled is aliased like the id it
-// names, so that the cancellation reaches the aliased request.
+// in one pass over data (parseExact: keys match exactly, as in the SDK's
+// decoder). The request id of a notifications/cancelled is aliased like
+// the id it names, so that the cancellation reaches the aliased request.
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
-	var w map[string]json.RawMessage
-	if err := json.Unmarshal(data, &w); err != nil {
+	var w wireMessage
+	if err := parseExact(data, &w); err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
-	var version string
-	if raw, ok := w["jsonrpc"]; ok {
-		if err := json.Unmarshal(raw, &version); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
-		}
+	if w.Version != "2.0" {
+		return nil, fmt.Errorf("invalid message version tag %q; expected %q", w.Version, "2.0")
 	}
-	if version != "2.0" {
-		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
-	}
-	id, err := idFromRaw(w["id"])
+	id, err := idFromRaw(w.ID)
 	if err != nil {
 		return nil, err
 	}
-	if rawMethod, ok := w["method"]; ok {
+	if w.Method != nil {
 		var method string
-		if err := json.Unmarshal(rawMethod, &method); err != nil {
+		if err := parseExact(w.Method, &method); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
-		params := w["params"]
+		params := w.Params
 		if method == methodCancelled {
 			params = aliasCancelled(params)
 		}
@@ -165,8 +159,8 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	if !id.IsValid() {
 		return nil, errors.New("invalid request: a response needs an id")
 	}
-	resp := &jsonrpc.Response{ID: id, Result: w["result"]}
-	if raw := bytes.TrimSpace(w["error"]); len(raw) > 0 && string(raw) != "null" {
+	resp := &jsonrpc.Response{ID: id, Result: w.Result}
+	if raw := bytes.TrimSpace(w.Error); len(raw) > 0 && string(raw) != "null" {
 		var e jsonrpc.Error
 		if err := json.Unmarshal(raw, &e); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
@@ -232,17 +226,24 @@ func aliasBody(body []byte) (out []byte, logID string, aliased bool) {
 // aliasObject is aliasBody for one message: the message rewritten (and
 // true) when an id in it needed an alias, and its id for logs.
 func aliasObject(msg []byte) ([]byte, string, bool) {
-	var w map[string]json.RawMessage
-	if json.Unmarshal(msg, &w) != nil {
+	var env wireMessage
+	if parseExact(msg, &env) != nil {
 		return nil, "", false
 	}
-	id, err := idFromRaw(w["id"])
+	id, err := idFromRaw(env.ID)
 	if err != nil {
 		return nil, "", false
 	}
 	logID := ""
 	if id.IsValid() {
 		logID = idLogText(id)
+	}
+	if _, ok := aliasText(id); !ok && (env.Params == nil || string(bytes.TrimSpace(env.Method)) != `"`+methodCancelled+`"`) {
+		return nil, logID, false // the common case: nothing to alias
+	}
+	var w map[string]json.RawMessage
+	if json.Unmarshal(msg, &w) != nil {
+		return nil, "", false
 	}
 	changed := false
 	if _, ok := aliasText(id); ok {

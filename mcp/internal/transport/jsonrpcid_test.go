@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/lakegate/lakegate/mcp/internal/mcptest"
@@ -177,4 +178,26 @@ func FuzzRestoreIDs(f *testing.F) {
 			t.Errorf("restoreIDs(%q) = %q: valid JSON became invalid", data, out)
 		}
 	})
+}
+
+// TestDecodeMessageDepth: a message nested past maxDepth is refused, as
+// the SDK refuses it, before the recursive parser sees it; one at the
+// bound is read.
+func TestDecodeMessageDepth(t *testing.T) {
+	nested := func(depth int) []byte { // the message and its params are two levels
+		n := depth - 2
+		return []byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}}`)
+	}
+	if _, err := decodeMessage(nested(maxDepth)); err != nil {
+		t.Errorf("%d levels: %v", maxDepth, err)
+	}
+	for _, data := range [][]byte{nested(maxDepth + 1), []byte(strings.Repeat("[", 1<<20))} {
+		if _, err := decodeMessage(data); err == nil || !strings.Contains(err.Error(), "deeper than") {
+			t.Errorf("%d bytes nested past the bound: got %v", len(data), err)
+		}
+	}
+	// Brackets inside strings do not count.
+	if _, err := decodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"` + strings.Repeat(`[\"`, 2000) + `"}}`)); err != nil {
+		t.Errorf("brackets in a string: %v", err)
+	}
 }

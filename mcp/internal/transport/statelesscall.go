@@ -3,7 +3,6 @@ package transport
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -108,21 +107,21 @@ func takeCall(r *http.Request) (*jsonrpc.Request, bool) {
 	if !ok || !req.IsCall() || req.Method != "tools/call" {
 		return nil, false
 	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(req.Params, &params) != nil {
-		return nil, false
-	}
-	var name string
-	if json.Unmarshal(params["name"], &name) != nil || name != h.Get("Mcp-Name") {
-		return nil, false
-	}
-	var meta map[string]json.RawMessage
-	var metaVersion string
-	if json.Unmarshal(params["_meta"], &meta) != nil ||
-		json.Unmarshal(meta["io.modelcontextprotocol/protocolVersion"], &metaVersion) != nil || metaVersion != version {
+	var params callParams
+	if parseExact(req.Params, &params) != nil || params.Name == nil || *params.Name != h.Get("Mcp-Name") ||
+		params.Meta == nil || params.Meta.Version == nil || *params.Meta.Version != version {
 		return nil, false
 	}
 	return req, true
+}
+
+// callParams is what takeCall reads of a call's params: its tool and the
+// revision its _meta names (nil: absent or null).
+type callParams struct {
+	Name *string `json:"name"`
+	Meta *struct {
+		Version *string `json:"io.modelcontextprotocol/protocolVersion"`
+	} `json:"_meta"`
 }
 
 // jsonContent reports whether a Content-Type names application/json.
