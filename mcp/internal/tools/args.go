@@ -14,6 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/lakegate/lakegate"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 )
 
 // argsSchema is a tool's input schema from tools.json, resolved once at
@@ -65,8 +66,10 @@ func (a *argsSchema) decode(raw json.RawMessage, in any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
+	// Read with go-sdk's decoder (wire.Parse), as go-sdk read the params
+	// that hold them.
 	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if err := wire.Parse(raw, &m, 0); err != nil {
 		return a.refuse("arguments must be a JSON object")
 	}
 	if a.closed {
@@ -88,12 +91,11 @@ func (a *argsSchema) decode(raw json.RawMessage, in any) error {
 	if err := a.resolved.Validate(m); err != nil {
 		return a.refuse(schemaMessage(err))
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(in); err != nil {
+	if err := wire.Parse(raw, in, wire.Numbers); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return a.refuse(fmt.Sprintf("argument %q: got a JSON %s, want %s", te.Field, te.Value, te.Type))
+			kind, _, _ := strings.Cut(te.Value, " ") // "number 1e400 overflows": its JSON kind
+			return a.refuse(fmt.Sprintf("argument %q: got a JSON %s that does not fit %s", te.Field, kind, te.Type))
 		}
 		return a.refuse("arguments: " + strings.TrimPrefix(err.Error(), "json: "))
 	}

@@ -51,7 +51,12 @@ func TestArgsRefusals(t *testing.T) {
 			t.Errorf("%s %s: kind %s, want validation", tc.tool, tc.args, lakegate.KindOf(err))
 		}
 	}
-	err := builtinArgs(t, "run_sql").decode(json.RawMessage(`{"database": "d"}`), &sqlIn{})
+	// An integer the schema takes that the handler's type cannot hold.
+	err := builtinArgs(t, "run_sql").decode(json.RawMessage(`{"database": "d", "sql": "s", "max_rows": 12345678901234567890}`), &sqlIn{})
+	if want := `argument "max_rows": got a JSON number that does not fit int`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("max_rows past int: got %v, want %q", err, want)
+	}
+	err = builtinArgs(t, "run_sql").decode(json.RawMessage(`{"database": "d"}`), &sqlIn{})
 	if body := lakegate.NewErrorBody(err); body.Hint != "accepted arguments: cursor, database, deliver, export, format, fresh, max_chars, max_rows, params, sql" {
 		t.Errorf("hint: got %q", body.Hint)
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -130,12 +131,12 @@ func idLogText(id jsonrpc.ID) string {
 }
 
 // decodeMessage is jsonrpc.DecodeMessage keeping ids as sent (idFromRaw),
-// in one pass over data (parseExact: keys match exactly, as in the SDK's
+// in one pass over data (wire.Parse: keys match exactly, as in the SDK's
 // decoder). The request id of a notifications/cancelled is aliased like
 // the id it names, so that the cancellation reaches the aliased request.
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
-	var w wireMessage
-	if err := parseExact(data, &w); err != nil {
+	var w wire.Message
+	if err := wire.Parse(data, &w, wire.Exact); err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
 	if w.Version != "2.0" {
@@ -147,7 +148,7 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	}
 	if w.Method != nil {
 		var method string
-		if err := parseExact(w.Method, &method); err != nil {
+		if err := wire.Parse(w.Method, &method, wire.Exact); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 		params := w.Params
@@ -226,8 +227,8 @@ func aliasBody(body []byte) (out []byte, logID string, aliased bool) {
 // aliasObject is aliasBody for one message: the message rewritten (and
 // true) when an id in it needed an alias, and its id for logs.
 func aliasObject(msg []byte) ([]byte, string, bool) {
-	var env wireMessage
-	if parseExact(msg, &env) != nil {
+	var env wire.Message
+	if wire.Parse(msg, &env, wire.Exact) != nil {
 		return nil, "", false
 	}
 	id, err := idFromRaw(env.ID)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lakegate/lakegate/mcp/internal/mcptest"
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -180,7 +181,7 @@ func FuzzRestoreIDs(f *testing.F) {
 	})
 }
 
-// TestDecodeMessageDepth: a message nested past maxDepth is refused, as
+// TestDecodeMessageDepth: a message nested past wire.MaxDepth is refused, as
 // the SDK refuses it, before the recursive parser sees it; one at the
 // bound is read.
 func TestDecodeMessageDepth(t *testing.T) {
@@ -188,10 +189,10 @@ func TestDecodeMessageDepth(t *testing.T) {
 		n := depth - 2
 		return []byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}}`)
 	}
-	if _, err := decodeMessage(nested(maxDepth)); err != nil {
-		t.Errorf("%d levels: %v", maxDepth, err)
+	if _, err := decodeMessage(nested(wire.MaxDepth)); err != nil {
+		t.Errorf("%d levels: %v", wire.MaxDepth, err)
 	}
-	for _, data := range [][]byte{nested(maxDepth + 1), []byte(strings.Repeat("[", 1<<20))} {
+	for _, data := range [][]byte{nested(wire.MaxDepth + 1), []byte(strings.Repeat("[", 1<<20))} {
 		if _, err := decodeMessage(data); err == nil || !strings.Contains(err.Error(), "deeper than") {
 			t.Errorf("%d bytes nested past the bound: got %v", len(data), err)
 		}

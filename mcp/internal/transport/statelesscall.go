@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakegate/lakegate/mcp/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,7 +109,7 @@ func takeCall(r *http.Request) (*jsonrpc.Request, bool) {
 		return nil, false
 	}
 	var params callParams
-	if parseExact(req.Params, &params) != nil || params.Name == nil || *params.Name != h.Get("Mcp-Name") ||
+	if wire.Parse(req.Params, &params, wire.Exact) != nil || params.Name == nil || *params.Name != h.Get("Mcp-Name") ||
 		params.Meta == nil || params.Meta.Version == nil || *params.Meta.Version != version {
 		return nil, false
 	}
