@@ -90,3 +90,32 @@ func TestReadRoundTrips(t *testing.T) {
 		t.Errorf("a read took %d round trips, want 4", least)
 	}
 }
+
+// TestReadExecModes: a read begins, reads its freshness and runs in
+// every statement mode a database URL may name (a pooler in front of
+// PostgreSQL may need one), the settings going with BEGIN in one batch.
+func TestReadExecModes(t *testing.T) {
+	if os.Getenv(pgEnv) == "" {
+		t.Skip("needs PostgreSQL")
+	}
+	sep := "?"
+	if strings.Contains(pgAppURL, "?") {
+		sep = "&"
+	}
+	reader := lakegate.Caller{Subject: "s", Roles: []string{lakegate.RoleReader}}
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: pgAppURL + sep + "default_query_exec_mode=" + mode}}, &Options{QueryRole: pgtest.QueryRole})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = e.Close(context.Background()) }()
+			for range 2 { // the second on a connection that has run one
+				res, rows := collectSQL(t, e, reader, SQLRequest{Database: "pg", SQL: "SELECT t FROM types WHERE id = $1", Params: []any{1}})
+				if len(rows) != 1 || res.AsOf.IsZero() {
+					t.Fatalf("got %v, as of %v", rows, res.AsOf)
+				}
+			}
+		})
+	}
+}
