@@ -250,6 +250,10 @@ func (b *blockRoutes) metered(c *gin.Context) bool {
 // is the server's URL and this).
 const BlocksPath = wire.BlocksPath
 
+// ProfileMetaKey, set to false in a tools/call's _meta, asks for a result
+// in blocks without its profile (see [wire.ProfileMetaKey]).
+const ProfileMetaKey = wire.ProfileMetaKey
+
 // mount adds the block routes to the MCP group; meter is the host's
 // rate limit for the routes that are requests of their own.
 func (b *blockRoutes) mount(g gin.IRouter, meter gin.HandlerFunc) {

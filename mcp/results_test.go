@@ -481,6 +481,33 @@ func TestResultProfile(t *testing.T) {
 	}
 }
 
+// TestResultProfileAskedAway: a call whose _meta has lakegate/profile:
+// false gets its result in blocks without a profile, on a server that
+// profiles; the next call without it gets one.
+func TestResultProfileAskedAway(t *testing.T) {
+	store := openStore(t, blocktransport.Options{Dir: t.TempDir()})
+	p, _ := newTestPlugin(t, Options{Blocks: store})
+	cs := connectStreamable(t, serveHTTP(t, p).URL, "alice", "2025-11-25", nil)
+	args := map[string]any{"database": "iot", "sql": "SELECT id, status FROM readings", "export": true}
+	res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "run_sql", Arguments: args, Meta: mcpsdk.Meta{ProfileMetaKey: false}})
+	if err != nil || res.IsError {
+		t.Fatalf("run_sql: %v %+v", err, res)
+	}
+	res = followJob(t, cs, res)
+	var meta ResultMeta
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*mcpsdk.TextContent).Text
+	if meta.Profile != nil || strings.Contains(text, "# profile") || meta.Transfer == nil || meta.Transfer.Rows != 5000 {
+		t.Errorf("asked away: got profile %+v, text %q, transfer %+v; want no profile and 5000 rows in blocks", meta.Profile, text, meta.Transfer)
+	}
+	if _, meta, _ := callSQL(t, cs, args); len(meta.Profile) != 2 {
+		t.Errorf("the next call: got profile %+v, want one entry a column", meta.Profile)
+	}
+}
+
 // TestResultWithoutProfile: with mcp_result_profile off a result in
 // blocks comes without a profile, its rows all there.
 func TestResultWithoutProfile(t *testing.T) {

@@ -179,7 +179,9 @@ func startExport(ctx context.Context, f fetchFlags, hc *http.Client, stderr io.W
 	start := time.Now()
 	var res *mcpsdk.CallToolResult
 	for attempt := 1; ; attempt++ {
-		res, err = cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "run_sql", Arguments: map[string]any{
+		// No profile of the rows: nobody here reads it, and it would
+		// cost the server its CPU.
+		res, err = cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "run_sql", Meta: mcpsdk.Meta{mcp.ProfileMetaKey: false}, Arguments: map[string]any{
 			"database": f.database, "sql": f.sql, "export": true, "max_rows": 0, "format": f.format}})
 		if err != nil {
 			cs.Close()

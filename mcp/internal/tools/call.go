@@ -61,7 +61,10 @@ type call struct {
 	// fresh: the call reads now, never from the result cache (the tool's
 	// cache: false).
 	fresh bool
-	args  *argsSchema
+	// noProfile: a result in blocks goes without its profile (the
+	// call's _meta asks, wire.ProfileMetaKey: false).
+	noProfile bool
+	args      *argsSchema
 	// decoded holds the arguments once a tool's ask has decoded them, so
 	// that its handler does not decode them again.
 	decoded *any

@@ -235,7 +235,8 @@ func (ts *Set) handle(t tool) mcpsdk.ToolHandler {
 		ctx, stop := ts.untilCallerGone(ctx, req)
 		defer stop()
 		c := call{Caller: caller, timeout: t.timeout, fresh: t.fresh, args: t.args, decoded: new(any), tool: t.name,
-			session: req.Session, inputs: req.Params.InputResponses, state: req.Params.RequestState, tasks: TakesTasks(req)}
+			session: req.Session, inputs: req.Params.InputResponses, state: req.Params.RequestState, tasks: TakesTasks(req),
+			noProfile: req.Params.GetMeta()[wire.ProfileMetaKey] == false}
 		// First what the person is asked (elicit.go), which may answer the
 		// call: it holds no reply bytes and no worker while they decide.
 		out, err := ts.ask(ctx, t, c, req.Params.Arguments)
@@ -406,7 +407,7 @@ func (ts *Set) answer(ctx context.Context, c call, st *query.Stmt, f query.Forma
 			var err error
 			sp, err = ts.openSpill(ctx, c.Subject, f)
 			if sp != nil {
-				sp.profiled = !ts.answers.noProfile
+				sp.profiled = !ts.answers.noProfile && !c.noProfile
 				if meter != nil {
 					meter.transfer.Store(sp.w.ID())
 					c.watch(meter) // a waiting job_status answers with it

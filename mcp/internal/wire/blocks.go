@@ -11,6 +11,11 @@ import (
 // and BlocksPath/ID/all.
 const BlocksPath = "/mcp/blocks"
 
+// ProfileMetaKey, set to false in a tools/call's _meta, asks that a
+// result going to blocks be written without its profile: a program that
+// only downloads the rows (lakegate fetch) saves the server the work.
+const ProfileMetaKey = "lakegate/profile"
+
 // BlockTemplate is the URI template of block resources.
 const BlockTemplate = "lakegate://transfers/{id}/blocks/{n}"
 
