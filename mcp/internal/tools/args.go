@@ -67,8 +67,9 @@ func (a *argsSchema) decode(raw json.RawMessage, in any) error {
 		raw = json.RawMessage("{}")
 	}
 	// Read with go-sdk's decoder (wire.Parse), as go-sdk read the params
-	// that hold them.
-	var m map[string]any
+	// that hold them, into a map made for a call's few arguments (the
+	// decoder would make one for 64).
+	m := make(map[string]any, 8)
 	if err := wire.Parse(raw, &m, 0); err != nil {
 		return a.refuse("arguments must be a JSON object")
 	}
