@@ -19,8 +19,9 @@ import (
 // a bound, the read-only transaction every statement runs in, and stopping
 // a statement whose context ends.
 
-// setTimeout is lakegate's own first statement in every transaction, so
-// that nothing the caller sends can run before the timeout is in place.
+// setTimeout is lakegate's own first statement in every read (a write
+// sets its timeout in its BEGIN), so that nothing the caller sends can
+// run before the timeout is in place.
 const setTimeout = "SELECT set_config('statement_timeout', $1, true)"
 
 // setRole switches to a role for the transaction (SET LOCAL ROLE, with the
@@ -32,7 +33,6 @@ const setPublicPath = ", set_config('search_path', 'public', true)"
 
 // txOptions are what a transaction is opened with.
 type txOptions struct {
-	write   bool
 	primary bool // a read that must see the primary (no standby)
 	timeout time.Duration
 	role    string // a caller's PostgreSQL role, for reads; "": none
@@ -46,41 +46,40 @@ func stmtTx(s *Stmt) txOptions {
 }
 
 // begin opens a read-write transaction on the primary with the
-// statement timeout set locally. The caller must Rollback.
+// statement timeout set locally, in one round trip: lakegate's own
+// statements, no caller's text and no value but a number, so the simple
+// protocol carries both. The caller must Rollback.
 func (s *pgSource) begin(ctx context.Context, o txOptions) (pgx.Tx, error) {
 	conn, err := s.acquire(ctx, s.pool)
 	if err != nil {
 		return nil, err
 	}
-	inner, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadWrite})
+	inner, err := conn.BeginTx(ctx, pgx.TxOptions{
+		BeginQuery: "BEGIN READ WRITE; SET LOCAL statement_timeout = " + strconv.FormatInt(s.timeoutMS(o), 10)})
 	if err != nil {
 		conn.Release()
 		return nil, err
 	}
-	tx := &pooledTx{Tx: inner, conn: conn}
-	stmt, args := s.settings(txOptions{write: true, timeout: o.timeout})
-	if _, err := tx.Exec(ctx, stmt, args...); err != nil {
-		rollback(tx)
-		return nil, err
-	}
-	return tx, nil
+	return &pooledTx{Tx: inner, conn: conn}, nil
 }
 
-// settings is the statement a transaction runs first, before anything of
-// the caller's, and its arguments: the statement timeout; for a read the
-// caller's PostgreSQL role, the pinned path and how fresh its data is
-// (selectAsOf).
-func (s *pgSource) settings(o txOptions) (string, []any) {
-	// The query's context lives stmtGrace longer (see Engine.retry), so
-	// PostgreSQL normally stops first, with a clean 57014.
+// timeoutMS is o's statement timeout in milliseconds (at least 1). The
+// query's context lives stmtGrace longer (see Engine.retry), so
+// PostgreSQL normally stops first, with a clean 57014.
+func (s *pgSource) timeoutMS(o txOptions) int64 {
 	timeout := o.timeout
 	if timeout <= 0 {
 		timeout = s.timeout
 	}
-	stmt, args := setTimeout, []any{strconv.FormatInt(max(1, timeout.Milliseconds()), 10) + "ms"}
-	if o.write {
-		return stmt, args
-	}
+	return max(1, timeout.Milliseconds())
+}
+
+// settings is the statement a read runs first, before anything of the
+// caller's, and its arguments: the statement timeout, the caller's
+// PostgreSQL role, the pinned path and how fresh its data is
+// (selectAsOf).
+func (s *pgSource) settings(o txOptions) (string, []any) {
+	stmt, args := setTimeout, []any{strconv.FormatInt(s.timeoutMS(o), 10) + "ms"}
 	if o.role != "" {
 		stmt, args = stmt+setRole, append(args, o.role)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/lakegate/lakegate"
@@ -117,5 +118,86 @@ func TestReadExecModes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriteRoundTrips: an ingest takes BEGIN and its statement timeout in
+// one round trip (the simple protocol carries both: lakegate's own text
+// and a number), then its lock, its COPY and its commit.
+func TestWriteRoundTrips(t *testing.T) {
+	if os.Getenv(pgEnv) == "" {
+		t.Skip("needs PostgreSQL")
+	}
+	dsn, p := behindProxy(t, pgAppURL)
+	p.Start(t)
+	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: dsn}}, &Options{QueryRole: pgtest.QueryRole})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Close(context.Background()) }()
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(context.Background(), pgTestURL(os.Getenv(pgEnv)))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer admin.Close(context.Background())
+		_, _ = admin.Exec(context.Background(), "DELETE FROM feed WHERE id >= 5000")
+	})
+	insert := func(id float64) {
+		t.Helper()
+		if _, err := e.Insert(t.Context(), lakegate.Caller{}, "pg", "feed", []map[string]any{{"id": id, "device": 1.0, "v": 1.0}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(5000) // the connection prepares lakegate's own statements once
+	least := int64(-1)
+	for i := range 5 { // the least of five: the pool's own traffic may fall in one
+		before := p.Turns()
+		insert(float64(5001 + i))
+		if n := p.Turns() - before; least < 0 || n < least {
+			least = n
+		}
+	}
+	// BEGIN and the timeout; the lock; COPY (pgx sends its rows without
+	// waiting); COMMIT.
+	if least != 4 {
+		t.Errorf("an insert took %d round trips, want 4", least)
+	}
+}
+
+// TestWriteTimeoutIsLocal: a write transaction runs under its statement
+// timeout, read-write, and its connection goes back to the pool, once it
+// commits, without the timeout.
+func TestWriteTimeoutIsLocal(t *testing.T) {
+	e := pgEngine(t, &Options{PoolSize: 1})
+	src := e.sources["pg"].(*pgSource)
+	show := func(q interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}) string {
+		t.Helper()
+		var v string
+		if err := q.QueryRow(t.Context(), "SHOW statement_timeout").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := show(src.pool)
+	tx, err := src.begin(t.Context(), txOptions{timeout: 1234 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := show(tx); got != "1234ms" {
+		t.Errorf("in the write: statement_timeout %s, want 1234ms", got)
+	}
+	var readOnly string
+	if err := tx.QueryRow(t.Context(), "SHOW transaction_read_only").Scan(&readOnly); err != nil || readOnly != "off" {
+		t.Errorf("in the write: transaction_read_only %q, %v", readOnly, err)
+	}
+	if err := tx.Commit(t.Context()); err != nil { // a SET that is not LOCAL would outlive a commit
+		t.Fatal(err)
+	}
+	if got := show(src.pool); got != before || got == "1234ms" {
+		t.Errorf("after the write: statement_timeout %s, want %s as before it", got, before)
 	}
 }

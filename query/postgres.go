@@ -301,7 +301,7 @@ func (s *pgSource) insert(ctx context.Context, t *tableInfo, groups []insertGrou
 			return InsertResult{}, err
 		}
 	}
-	tx, err := s.begin(ctx, txOptions{write: true})
+	tx, err := s.begin(ctx, txOptions{})
 	if err != nil {
 		return InsertResult{}, err
 	}

@@ -73,7 +73,7 @@ func lockRowsArgs(t *tableInfo) []any {
 // buildRollup makes and fills r's table in one transaction, holding off
 // ingests into t, and lets roles read it where they may read t.
 func (s *pgSource) buildRollup(ctx context.Context, t *tableInfo, r *sqlbuild.Rollup, roles []string) (int64, error) {
-	tx, err := s.begin(ctx, txOptions{write: true, timeout: rollupBuildTimeout})
+	tx, err := s.begin(ctx, txOptions{timeout: rollupBuildTimeout})
 	if err != nil {
 		return 0, err
 	}
