@@ -11,6 +11,7 @@ import (
 	"github.com/lakegate/lakegate"
 	"github.com/lakegate/lakegate/config"
 	"github.com/lakegate/lakegate/internal/pgtest"
+	"github.com/lakegate/lakegate/internal/testutil"
 )
 
 // TestReadRoleRefused: a read under a PostgreSQL role dropped, or revoked
@@ -66,28 +67,11 @@ func TestReadRoleRefused(t *testing.T) {
 // with its settings (timeout, role, path, freshness) as one pipeline, the
 // statement's description, its execution, and the rollback.
 func TestReadRoundTrips(t *testing.T) {
-	if os.Getenv(pgEnv) == "" {
-		t.Skip("needs PostgreSQL")
-	}
-	dsn, p := behindProxy(t, pgAppURL)
-	p.Start(t)
-	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: dsn}}, &Options{QueryRole: pgtest.QueryRole})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = e.Close(context.Background()) }()
+	e, p := proxiedEngine(t)
 	reader := lakegate.Caller{Subject: "s", Roles: []string{lakegate.RoleReader}}
 	r := SQLRequest{Database: "pg", SQL: "SELECT t FROM types WHERE id = $1", Params: []any{1}}
 	collectSQL(t, e, reader, r) // the connection prepares lakegate's own statements once
-	least := int64(-1)
-	for range 5 { // the least of five: the pool's own traffic may fall in one
-		before := p.Turns()
-		collectSQL(t, e, reader, r)
-		if n := p.Turns() - before; least < 0 || n < least {
-			least = n
-		}
-	}
-	if least != 4 {
+	if least := leastTurns(p, func() { collectSQL(t, e, reader, r) }); least != 4 {
 		t.Errorf("a read took %d round trips, want 4", least)
 	}
 }
@@ -128,20 +112,9 @@ func TestReadExecModes(t *testing.T) {
 // whether they reach the server before or after its first answer is the
 // scheduler's choice.
 func TestWriteRoundTrips(t *testing.T) {
-	if os.Getenv(pgEnv) == "" {
-		t.Skip("needs PostgreSQL")
-	}
-	dsn, p := behindProxy(t, pgAppURL)
-	p.Start(t)
-	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: dsn}}, &Options{QueryRole: pgtest.QueryRole})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = e.Close(context.Background()) }()
+	e, p := proxiedEngine(t)
 	src := e.sources["pg"].(*pgSource)
-	least := int64(-1)
-	for range 5 { // the least of five: the pool's own traffic may fall in one
-		before := p.Turns()
+	least := leastTurns(p, func() {
 		tx, err := src.begin(t.Context(), txOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -152,10 +125,7 @@ func TestWriteRoundTrips(t *testing.T) {
 		if err := tx.Commit(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if n := p.Turns() - before; least < 0 || n < least {
-			least = n
-		}
-	}
+	})
 	// BEGIN and the timeout; the statement; COMMIT.
 	if least != 3 {
 		t.Errorf("a write of one statement took %d round trips, want 3", least)
@@ -196,4 +166,35 @@ func TestWriteTimeoutIsLocal(t *testing.T) {
 	if got := show(src.pool); got != before || got == "1234ms" {
 		t.Errorf("after the write: statement_timeout %s, want %s as before it", got, before)
 	}
+}
+
+// proxiedEngine is an engine on the test database through a proxy that
+// counts round trips; both end with the test.
+func proxiedEngine(t *testing.T) (*Engine, *testutil.Proxy) {
+	t.Helper()
+	if os.Getenv(pgEnv) == "" {
+		t.Skip("needs PostgreSQL")
+	}
+	dsn, p := behindProxy(t, pgAppURL)
+	p.Start(t)
+	e, err := Open(t.Context(), []config.Database{{Name: "pg", URL: dsn}}, &Options{QueryRole: pgtest.QueryRole})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	return e, p
+}
+
+// leastTurns runs run five times and returns the fewest round trips one
+// took through p: the pool's own traffic may fall in one of them.
+func leastTurns(p *testutil.Proxy, run func()) int64 {
+	least := int64(-1)
+	for range 5 {
+		before := p.Turns()
+		run()
+		if n := p.Turns() - before; least < 0 || n < least {
+			least = n
+		}
+	}
+	return least
 }
