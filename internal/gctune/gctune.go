@@ -10,6 +10,11 @@
 // absolute bound instead: the goal is the live heap plus headroom, or
 // twice the live heap when that is more. After every collection the
 // tuner sets GOGC to what gives that goal.
+//
+// The runtime's 4 MiB floor scales with GOGC too (GOGC=800 makes it
+// 32 MiB), so on a small live heap a GOGC worked out from the live heap
+// alone overshoots: 32 MiB of headroom over 1.7 MiB live would set a goal
+// of 75 MiB. The tuner takes the lesser GOGC that floor allows.
 package gctune
 
 import (
@@ -21,6 +26,10 @@ import (
 
 // maxPercent bounds the GOGC the tuner sets (a live heap of a few KB).
 const maxPercent = 100_000
+
+// heapMinimum is the runtime's least heap goal at GOGC=100; at GOGC=p it
+// is heapMinimum × p/100 (runtime/mgcpacer.go, defaultHeapMinimum).
+const heapMinimum = 4 << 20
 
 // Start keeps the heap goal at least headroom bytes above the live heap
 // until stop is called, which puts GOGC back as it was. headroom <= 0
@@ -59,13 +68,13 @@ func (t *tuner) arm() {
 // tune sets GOGC for what the last collection left live; false once
 // stopped.
 func (t *tuner) tune() bool {
-	live := liveBase()
+	heap, base := live()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
 		return false
 	}
-	p := Percent(live, t.headroom)
+	p := Percent(heap, base, t.headroom)
 	if p != t.last {
 		debug.SetGCPercent(p)
 		t.last = p
@@ -82,18 +91,19 @@ func (t *tuner) stop() {
 	}
 }
 
-// liveBase is what GOGC is a percentage of, as the last collection left
-// it: the live heap, the goroutine stacks and the globals together.
-func liveBase() uint64 {
+// live is what the last collection left: the live heap, and what GOGC is
+// a percentage of (the live heap, the goroutine stacks and the globals
+// together).
+func live() (heap, base uint64) {
 	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
 	metrics.Read(samples)
-	var n uint64
-	for _, s := range samples {
+	var n [3]uint64
+	for i, s := range samples {
 		if s.Value.Kind() == metrics.KindUint64 {
-			n += s.Value.Uint64()
+			n[i] = s.Value.Uint64()
 		}
 	}
-	return n
+	return n[0], n[0] + n[1] + n[2]
 }
 
 // GOGC is the collector's target percentage as now set (100 unless GOGC
@@ -104,12 +114,14 @@ func GOGC() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// Percent is the GOGC whose goal is live plus headroom, and at least 100:
-// live is what GOGC is a percentage of (the live heap, stacks, globals).
-func Percent(live, headroom uint64) int {
-	if live == 0 {
-		return maxPercent
+// Percent is the GOGC whose heap goal is heap + headroom, and at least
+// 100. The runtime's goal at GOGC=p is heap + base × p/100, and at least
+// heapMinimum × p/100: heap is the live heap, base what GOGC is a
+// percentage of (the live heap, stacks, globals).
+func Percent(heap, base, headroom uint64) int {
+	p := (heap + headroom) * 100 / heapMinimum
+	if base > 0 {
+		p = min(p, headroom*100/base)
 	}
-	p := headroom * 100 / live
 	return int(min(max(p, 100), maxPercent))
 }
