@@ -35,6 +35,8 @@ const underCallgrind = "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off"
 // stack switches confuse). Beside each count is the floor: a bare go-sdk
 // server (testdata/sdkfloor) that runs the same statement through pgx and
 // answers the text lakegate answered, under callgrind in the same run.
+// lakegate runs with its defaults, then again with gc_headroom 0 (GOGC as
+// the runtime sets it; LAKEGATE_BENCH_HEADROOM names another headroom).
 // LAKEGATE_BENCH_BIN measures another build (make bench passes an
 // earlier one) beside the same floor.
 func TestCallInstructions(t *testing.T) {
@@ -100,20 +102,23 @@ func TestCallInstructions(t *testing.T) {
 		}
 		cs.Close()
 	}
-	// The same calls with gc_headroom: the collector's cost is most of
-	// what a small call costs beyond the floor. (Not for another build,
-	// which may not have the setting.)
+	// The same calls with gc_headroom 0 (GOGC as the runtime sets it):
+	// what the default headroom buys. (Not for another build, which may
+	// not have the setting.)
 	if os.Getenv("LAKEGATE_BENCH_BIN") != "" {
 		return
 	}
-	const headroom = 32 << 20
+	headroom := 0
+	if v, err := strconv.Atoi(os.Getenv("LAKEGATE_BENCH_HEADROOM")); err == nil {
+		headroom = v
+	}
 	gc := startCallgrind(t, bin, benchEnv(benchURL, "LAKEGATE_MCP_KEEPALIVE=1h", "LAKEGATE_GC_HEADROOM="+strconv.Itoa(headroom))...)
 	gcAllocs := func() float64 { return metricValue(t, scrapeMetricsAt(t, gc.base), "go_memstats_alloc_bytes_total") }
 	for _, tr := range benchTransports {
 		cs := benchSessionOver(t, gc.base, tr, token("bench", "reader"))
 		for _, c := range calls {
 			l, floor := gc.measure(t, cs, c, tr, gcAllocs), floors[tr+"/"+c.name]
-			t.Logf("%s over %s with gc_headroom %d MiB: %.2f M instructions per call: %.2fx the floor, %.2fx without it",
+			t.Logf("%s over %s with gc_headroom %d MiB: %.2f M instructions per call: %.2fx the floor, %.2fx the default's",
 				c.name, tr, headroom>>20, l.ir/1e6, l.ir/floor.ir, l.ir/got[tr+"/"+c.name].ir)
 		}
 		cs.Close()
