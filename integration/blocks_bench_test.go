@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,8 +30,10 @@ import (
 // /all that follows the transfer as the export writes it (its SHA-256
 // checked against the trailer). Each runs on a server with the profile of
 // results in blocks (the default) and on one without it
-// (mcp_result_profile false), taking turns, best of 3; beside each wall
-// time, the server's CPU time for the run. LAKEGATE_BENCH_BIN adds an
+// (mcp_result_profile false), taking turns over 5 rounds, each run right
+// after an inline stream of its own: the median of those pairs' ratios
+// (the machine's load drifts less within a pair than across a round),
+// and the best walls with the server's CPU time for each. LAKEGATE_BENCH_BIN adds an
 // earlier build to the same rounds (its /all may wait for the export's
 // end).
 //
@@ -53,6 +56,7 @@ func TestBlockTransportWall(t *testing.T) {
 			server{"no profile" + b[0], b[1], startProc(t, b[1], benchEnv(benchURL, "LAKEGATE_MCP_RESULT_PROFILE=false")...)})
 		names = append(names, "fetch, profiled"+b[0], "/all, profiled"+b[0], "fetch, no profile"+b[0], "/all, no profile"+b[0])
 	}
+	const rounds = 5
 	dir := t.TempDir()
 	tok := token("bench", "reader")
 	for _, q := range []struct {
@@ -64,6 +68,7 @@ func TestBlockTransportWall(t *testing.T) {
 	} {
 		type result struct{ wall, cpu time.Duration }
 		best := map[string]result{}
+		ratios := map[string][]float64{} // each run ÷ the inline run just before it
 		var size int64
 		keep := func(name string, r result, n int64) {
 			if size == 0 {
@@ -76,31 +81,49 @@ func TestBlockTransportWall(t *testing.T) {
 				best[name] = r
 			}
 		}
-		for range 3 {
-			for i, s := range servers {
-				if i == 0 {
-					wall, cpu, n, _ := timed(t, s.p, func() (int64, string) { return inlineRun(t, s.p, tok, q.sql, dir), "" })
-					keep("inline", result{wall, cpu}, n)
-				}
-				// Each run's transfer is deleted once timed: the spools
-				// would otherwise hold gigabytes until their TTL.
-				wall, cpu, n, id := timed(t, s.p, func() (int64, string) { return fetchRun(t, s.bin, s.p, tok, q.sql, dir) })
-				keep("fetch, "+s.name, result{wall, cpu}, n)
-				consoleCall(t, s.p.base, "DELETE", "/console/api/transfers/"+id, tok, "", http.StatusOK, nil)
-				wall, cpu, n, id = timed(t, s.p, func() (int64, string) { return allRun(t, s.p, tok, q.sql, dir) })
-				keep("/all, "+s.name, result{wall, cpu}, n)
-				consoleCall(t, s.p.base, "DELETE", "/console/api/transfers/"+id, tok, "", http.StatusOK, nil)
+		inline := func() time.Duration {
+			wall, cpu, n, _ := timed(t, servers[0].p, func() (int64, string) { return inlineRun(t, servers[0].p, tok, q.sql, dir), "" })
+			keep("inline", result{wall, cpu}, n)
+			return wall
+		}
+		// pair times run right after an inline stream and keeps the two
+		// walls' ratio. Each run's transfer is deleted once timed: the
+		// spools would otherwise hold gigabytes until their TTL.
+		pair := func(name string, p *proc, run func() (int64, string)) {
+			in := inline()
+			wall, cpu, n, id := timed(t, p, run)
+			keep(name, result{wall, cpu}, n)
+			ratios[name] = append(ratios[name], wall.Seconds()/in.Seconds())
+			consoleCall(t, p.base, "DELETE", "/console/api/transfers/"+id, tok, "", http.StatusOK, nil)
+		}
+		for range rounds {
+			for _, s := range servers {
+				pair("fetch, "+s.name, s.p, func() (int64, string) { return fetchRun(t, s.bin, s.p, tok, q.sql, dir) })
+				pair("/all, "+s.name, s.p, func() (int64, string) { return allRun(t, s.p, tok, q.sql, dir) })
 			}
 		}
 		in := best["inline"]
-		t.Logf("block transport, %d rows (%d MB): inline stream (/rest/sql) wall %.3f s, server CPU %.3f s (best of 3)",
-			q.rows, size/1_000_000, in.wall.Seconds(), in.cpu.Seconds())
+		t.Logf("block transport, %d rows (%d MB): inline stream (/rest/sql) wall %.3f s, server CPU %.3f s (best of %d)",
+			q.rows, size/1_000_000, in.wall.Seconds(), in.cpu.Seconds(), rounds*len(names))
 		for _, name := range names {
 			r := best[name]
-			t.Logf("block transport, %d rows: export call + %-33s wall %.3f s = %.2f× the inline stream (target ≤ 1.10); server CPU %.3f s = %.2f×",
-				q.rows, name+":", r.wall.Seconds(), r.wall.Seconds()/in.wall.Seconds(), r.cpu.Seconds(), r.cpu.Seconds()/in.cpu.Seconds())
+			t.Logf("block transport, %d rows: export call + %-33s median of %d paired ratios %.2f× the inline stream (target ≤ 1.10); best wall %.3f s = %.2f×, its server CPU %.3f s = %.2f×",
+				q.rows, name+":", len(ratios[name]), median(ratios[name]), r.wall.Seconds(), r.wall.Seconds()/in.wall.Seconds(), r.cpu.Seconds(), r.cpu.Seconds()/in.cpu.Seconds())
 		}
 	}
+}
+
+// median is the middle of xs (the mean of the middle two when even).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // timed runs run and returns its wall time, the CPU time p took meanwhile
