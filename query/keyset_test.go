@@ -45,8 +45,10 @@ func TestKeysetPaging(t *testing.T) {
 				if len(want) < 40 {
 					t.Fatalf("only %d rows: a test that pages nothing", len(want))
 				}
+				// About a dozen pages whatever the table's size: SQLite
+				// sorts the whole table again for each page.
 				page := r
-				page.Limit = 37
+				page.Limit = max(37, len(want)/12)
 				var got [][]any
 				for n := 0; n < 1000; n++ {
 					res, rows := collectQuery(t, en.e, lakegate.Caller{}, page)
