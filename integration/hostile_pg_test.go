@@ -95,7 +95,14 @@ func TestHostileCorpusPostgres(t *testing.T) {
 	}
 	defer func() { _ = e.Close(context.Background()) }()
 
-	before := snapshot(t, dbu)
+	// One connection takes the snapshots and watches the direct runs'
+	// backends leave: a hostile statement runs in sessions of its own.
+	watcher, err := pgx.Connect(t.Context(), dbu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close(context.Background())
+	before := snapshot(t, watcher)
 	refused := 0
 	for _, en := range entries {
 		t.Run(en.desc, func(t *testing.T) {
@@ -111,9 +118,9 @@ func TestHostileCorpusPostgres(t *testing.T) {
 				t.Logf("ran through the engine, %d rows (harmless if the data is unchanged)", res.RowCount)
 			}
 			for _, direct := range []string{en.sql, "SELECT * FROM (\n" + en.sql + "\n) AS lakegate_q LIMIT 11"} {
-				runDirect(t, dbu, direct)
+				runDirect(t, dbu, watcher, direct)
 			}
-			if after := snapshot(t, dbu); after != before {
+			if after := snapshot(t, watcher); after != before {
 				t.Fatalf("the database changed:\ngot  %s\nwant %s", after, before)
 			}
 		})
@@ -129,16 +136,17 @@ func TestHostileCorpusPostgres(t *testing.T) {
 	if _, err := canary.Exec(t.Context(), "SELECT nextval('hostile_seq')"); err != nil {
 		t.Fatal(err)
 	}
-	if snapshot(t, dbu) == before {
+	if snapshot(t, watcher) == before {
 		t.Error("got the same snapshot after nextval, want the change seen")
 	}
 	t.Logf("%d of %d entries refused by the validator; all %d run directly against PostgreSQL left the data unchanged",
 		refused, len(entries), len(entries))
 }
 
-// runDirect mirrors the executor with the validator bypassed; errors are
-// expected and ignored: only the effect on the data counts.
-func runDirect(t *testing.T, dbu, sqlText string) {
+// runDirect mirrors the executor with the validator bypassed, on a
+// connection of its own; errors are expected and ignored: only the effect
+// on the data counts. watcher, another connection, sees its backend leave.
+func runDirect(t *testing.T, dbu string, watcher *pgx.Conn, sqlText string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -149,7 +157,7 @@ func runDirect(t *testing.T, dbu, sqlText string) {
 	// A session-level lock (an advisory one) lives until the backend has
 	// exited, a moment after the connection closes: wait for that, so
 	// that the snapshot after this sees what stays, not what is leaving.
-	defer waitBackendGone(t, dbu, conn.PgConn().PID())
+	defer waitBackendGone(t, watcher, conn.PgConn().PID())
 	defer conn.Close(context.Background())
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -171,14 +179,9 @@ func runDirect(t *testing.T, dbu, sqlText string) {
 }
 
 // waitBackendGone waits (at most 10 s) until backend pid has left
-// pg_stat_activity.
-func waitBackendGone(t *testing.T, dbu string, pid uint32) {
+// pg_stat_activity, as conn sees it.
+func waitBackendGone(t *testing.T, conn *pgx.Conn, pid uint32) {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dbu)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
 	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("backend %d to leave", pid), func() bool {
 		var n int
 		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int64(pid)).Scan(&n); err != nil {
@@ -242,22 +245,16 @@ var snapshotQueries = []string{
 	`SELECT count(*)::text FROM pg_prepared_xacts`,
 	`SELECT string_agg(extname, ',' ORDER BY extname) FROM pg_extension`,
 	`SELECT string_agg(nspname, ',' ORDER BY nspname) FROM pg_namespace`,
-	// A fresh session's settings: nothing persisted by ALTER SYSTEM,
-	// ALTER DATABASE or ALTER ROLE.
-	`SELECT md5(string_agg(name || '=' || setting, ',' ORDER BY name)) FROM pg_settings`,
+	// Nothing persisted by ALTER SYSTEM (ALTER DATABASE and ALTER ROLE
+	// show in pg_db_role_setting above).
+	`SELECT coalesce(md5(string_agg(sourcefile || ':' || name || '=' || coalesce(setting, ''), ',' ORDER BY sourcefile, seqno)), '') FROM pg_file_settings`,
 	`SELECT count(*)::text FROM pg_locks WHERE locktype = 'advisory'`,
 }
 
-// snapshot describes the state of the database at dbu, from a fresh
-// connection.
-func snapshot(t *testing.T, dbu string) string {
+// snapshot describes the state of the database conn is connected to.
+func snapshot(t *testing.T, conn *pgx.Conn) string {
 	t.Helper()
 	ctx := t.Context()
-	conn, err := pgx.Connect(ctx, dbu)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
 	var parts []string
 	for _, q := range snapshotQueries {
 		var s *string
