@@ -137,6 +137,13 @@ $("token").addEventListener("keydown", (event) => {
 });
 
 $("signout").addEventListener("click", () => signOut());
+// A click on the tab already shown refreshes its page now rather than at
+// its next poll: the hash does not change, so no hashchange comes.
+for (const name of Object.keys(pages)) {
+  $(`nav-${name}`).addEventListener("click", () => {
+    if (name === current) pages[name].module.refresh?.();
+  });
+}
 window.addEventListener("hashchange", route);
 
 if (token.get()) signIn(false);

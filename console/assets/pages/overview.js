@@ -41,6 +41,11 @@ export function start(c) {
   window.addEventListener("resize", redraw);
 }
 
+/** refresh loads the overview now, not at its next poll. */
+export function refresh() {
+  load();
+}
+
 export function stop() {
   stopPolling?.();
   stopPolling = null;

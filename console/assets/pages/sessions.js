@@ -1,7 +1,8 @@
 // Open MCP sessions (admins only): which session (its id, shortened; the
 // whole id on hover or copied with a click), who holds it, whether it is
 // active or idle, over which transport, how busy it is, and a button that
-// closes one. GET /console/api/sessions every 5 s while the tab is shown.
+// closes one. GET /console/api/sessions every 5 s while the tab is shown,
+// and at once when its tab is clicked again.
 
 import { api } from "../api.js";
 import { age, bytes, confirmable, copyText, dateTime, el, errorText, listPage, num, relative, setCells, shortID, span, syncRows } from "../ui.js";
@@ -12,7 +13,7 @@ const summary = document.getElementById("sessions-summary");
 const filter = document.getElementById("sessions-filter");
 
 const page = listPage({ path: "/console/api/sessions", key: "sessions", every: 5000, table, updated, what: "Sessions", render });
-export const { start, stop } = page;
+export const { start, stop, load: refresh } = page;
 
 let last = null; // the last answer's sessions and rule, drawn again when the filter changes
 

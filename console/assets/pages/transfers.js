@@ -2,7 +2,8 @@
 // in the block store (the caller's own; an admin's lists have everyone's):
 // cancel a running job (on the replica that runs it), download a transfer
 // as a file, or delete it. GET
-// /console/api/transfers every 10 s while the tab is shown.
+// /console/api/transfers every 10 s while the tab is shown, and at once
+// when its tab is clicked again.
 
 import { api, download } from "../api.js";
 import { bytes, confirmable, dateTime, el, errorText, listPage, num, relative, setCells, shortID, syncRows } from "../ui.js";
@@ -12,7 +13,7 @@ const jobsTable = document.getElementById("jobs-table");
 const updated = document.getElementById("transfers-updated");
 
 const page = listPage({ path: "/console/api/transfers", key: "transfers", every: 10000, table, updated, what: "Transfers", render });
-export const { start, stop, reset } = page;
+export const { start, stop, reset, load: refresh } = page;
 
 function render(transfers, answer) {
   const now = Date.now();
