@@ -55,7 +55,8 @@ func TestConsoleCluster(t *testing.T) {
 	// refreshed clicks the overview's tab, which refreshes the page shown
 	// at once (each refresh lands on the next replica), and checks what
 	// the refresh shows: #overview-updated, cleared first, is the last
-	// thing a refresh writes.
+	// thing a refresh writes. With the polls held back (below), only the
+	// click can refresh it.
 	refreshed := func(t *testing.T, what, shows, active string) {
 		t.Helper()
 		evalJS[chromedp.Void](t, b, `document.querySelector("#overview-updated").textContent = ""`)
@@ -77,6 +78,13 @@ func TestConsoleCluster(t *testing.T) {
 		b.waitText(t, "#sessions-active", "2")
 		b.waitJS(t, "#replicas lists 3 replicas", `document.querySelectorAll("#replicas tbody tr[data-replica]").length === 3`)
 		b.shot(t, "overview-cluster")
+		// From here the overview's polls are held back: a timer of its
+		// period (5 s) set from now on is dropped (others run: chromedp's
+		// own waits are timers too), and the poll already set lands once.
+		// Every refresh after that is a click's.
+		evalJS[chromedp.Void](t, b, `(st => { window.setTimeout = (f, ms, ...a) => ms === 5000 ? 0 : st(f, ms, ...a) })(window.setTimeout)`)
+		evalJS[chromedp.Void](t, b, `document.querySelector("#overview-updated").textContent = ""`)
+		b.waitJS(t, "the poll already set to land", `document.querySelector("#overview-updated").textContent !== ""`)
 		for i := range 3 {
 			refreshed(t, fmt.Sprintf("cluster, refresh %d", i+1), "cluster of 3 replicas", "2")
 		}
@@ -101,6 +109,7 @@ func TestConsoleCluster(t *testing.T) {
 		}
 		<-empty.done
 		lb.awaitUp(t, 2)
+		b.click(t, "#nav-overview") // the polls are held back
 		b.waitJS(t, "the notice that it stopped", fmt.Sprintf(`document.querySelector("#notice").textContent.includes(%s)`, jsString("Replica "+prefix+" does not answer")))
 		b.waitJS(t, "the cluster's view", `document.querySelector("#overview-updated").textContent.includes("cluster of 2 replicas")`)
 		b.waitText(t, "#sessions-active", "2")
