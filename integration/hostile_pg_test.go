@@ -97,12 +97,9 @@ func TestHostileCorpusPostgres(t *testing.T) {
 
 	// One connection takes the snapshots and watches the direct runs'
 	// backends leave: a hostile statement runs in sessions of its own.
-	watcher, err := pgx.Connect(t.Context(), dbu)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Close(context.Background())
-	before := snapshot(t, watcher)
+	watcher := &observer{dbu: dbu}
+	defer watcher.close()
+	before := snapshot(t, watcher.get(t))
 	refused := 0
 	for _, en := range entries {
 		t.Run(en.desc, func(t *testing.T) {
@@ -120,7 +117,7 @@ func TestHostileCorpusPostgres(t *testing.T) {
 			for _, direct := range []string{en.sql, "SELECT * FROM (\n" + en.sql + "\n) AS lakegate_q LIMIT 11"} {
 				runDirect(t, dbu, watcher, direct)
 			}
-			if after := snapshot(t, watcher); after != before {
+			if after := snapshot(t, watcher.get(t)); after != before {
 				t.Fatalf("the database changed:\ngot  %s\nwant %s", after, before)
 			}
 		})
@@ -136,7 +133,7 @@ func TestHostileCorpusPostgres(t *testing.T) {
 	if _, err := canary.Exec(t.Context(), "SELECT nextval('hostile_seq')"); err != nil {
 		t.Fatal(err)
 	}
-	if snapshot(t, watcher) == before {
+	if snapshot(t, watcher.get(t)) == before {
 		t.Error("got the same snapshot after nextval, want the change seen")
 	}
 	t.Logf("%d of %d entries refused by the validator; all %d run directly against PostgreSQL left the data unchanged",
@@ -146,7 +143,7 @@ func TestHostileCorpusPostgres(t *testing.T) {
 // runDirect mirrors the executor with the validator bypassed, on a
 // connection of its own; errors are expected and ignored: only the effect
 // on the data counts. watcher, another connection, sees its backend leave.
-func runDirect(t *testing.T, dbu string, watcher *pgx.Conn, sqlText string) {
+func runDirect(t *testing.T, dbu string, watcher *observer, sqlText string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -157,7 +154,7 @@ func runDirect(t *testing.T, dbu string, watcher *pgx.Conn, sqlText string) {
 	// A session-level lock (an advisory one) lives until the backend has
 	// exited, a moment after the connection closes: wait for that, so
 	// that the snapshot after this sees what stays, not what is leaving.
-	defer waitBackendGone(t, watcher, conn.PgConn().PID())
+	defer func() { waitBackendGone(t, watcher.get(t), conn.PgConn().PID()) }()
 	defer conn.Close(context.Background())
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -176,6 +173,36 @@ func runDirect(t *testing.T, dbu string, watcher *pgx.Conn, sqlText string) {
 	for rows.Next() {
 	}
 	rows.Close()
+}
+
+// observer is the test's own connection, for snapshots and for watching
+// backends leave. A statement run directly as the superuser may end other
+// sessions (pg_terminate_backend), so get connects again when the last
+// connection no longer answers.
+type observer struct {
+	dbu  string
+	conn *pgx.Conn
+}
+
+func (o *observer) get(t *testing.T) *pgx.Conn {
+	t.Helper()
+	if o.conn != nil && o.conn.Ping(t.Context()) == nil {
+		return o.conn
+	}
+	o.close()
+	conn, err := pgx.Connect(t.Context(), o.dbu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.conn = conn
+	return conn
+}
+
+func (o *observer) close() {
+	if o.conn != nil {
+		_ = o.conn.Close(context.Background())
+		o.conn = nil
+	}
 }
 
 // waitBackendGone waits (at most 10 s) until backend pid has left
