@@ -152,7 +152,9 @@ export function confirmable(button, { label, confirm, action }) {
 /**
  * poll calls fn now and then every ms after the last call ended, while
  * the page is visible (and at once when it becomes visible again). It
- * returns the stop function.
+ * returns stop, and now, which calls fn at once unless a call is under
+ * way (one request in flight, however often it is asked) and starts the
+ * wait for the next from its end.
  */
 export function poll(fn, ms) {
   let timer = 0;
@@ -177,10 +179,13 @@ export function poll(fn, ms) {
   };
   document.addEventListener("visibilitychange", visible);
   tick();
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-    document.removeEventListener("visibilitychange", visible);
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+      document.removeEventListener("visibilitychange", visible);
+    },
+    now: tick,
   };
 }
 
@@ -261,14 +266,15 @@ export function dateTime(t) {
 /**
  * listPage is a page that shows the list GET path answers (under key),
  * refreshed every ms while shown: it returns the page's start(ctx), stop()
- * and reset(), load() to refresh at once, and notice(text, isError).
+ * and reset(), load() to refresh at once, refresh() to do so through the
+ * poll (none while one is in flight), and notice(text, isError).
  * render(items, answer) fills table; what names the list in failure
  * notices.
  */
 export function listPage({ path, key, every, table, updated, what, render }) {
   const requests = latest();
   let ctx = null;
-  let stopPolling = null;
+  let polling = null;
   let failed = false; // the last refresh failed, and said so in the notice
   async function load() {
     const current = requests.begin();
@@ -288,11 +294,11 @@ export function listPage({ path, key, every, table, updated, what, render }) {
   return {
     start(c) {
       ctx = c;
-      stopPolling = poll(load, every);
+      polling = poll(load, every);
     },
     stop() {
-      stopPolling?.();
-      stopPolling = null;
+      polling?.stop();
+      polling = null;
       requests.stop();
     },
     reset() {
@@ -301,6 +307,7 @@ export function listPage({ path, key, every, table, updated, what, render }) {
       updated.textContent = "";
     },
     load,
+    refresh: () => polling?.now(),
     notice: (text, isError) => ctx?.notice(text, isError),
   };
 }

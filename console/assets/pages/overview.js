@@ -18,7 +18,7 @@ const busiest = 5; // tools drawn beside "all"
 
 const requests = latest();
 let ctx = null;
-let stopPolling = null;
+let polling = null;
 let failed = false; // the last refresh failed, and said so in the notice
 let enabled = null; // MCP's state as last shown
 let last = null; // the last overview, drawn again when the window resizes
@@ -37,18 +37,18 @@ const toggle = confirmable($("mcp-toggle"), {
 export function start(c) {
   ctx = c;
   $("mcp-toggle").hidden = !c.me.admin;
-  stopPolling = poll(load, 5000);
+  polling = poll(load, 5000);
   window.addEventListener("resize", redraw);
 }
 
 /** refresh loads the overview now, not at its next poll. */
 export function refresh() {
-  load();
+  polling?.now();
 }
 
 export function stop() {
-  stopPolling?.();
-  stopPolling = null;
+  polling?.stop();
+  polling = null;
   requests.stop();
   window.removeEventListener("resize", redraw);
   clearTimeout(resizing);

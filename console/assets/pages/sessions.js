@@ -13,7 +13,7 @@ const summary = document.getElementById("sessions-summary");
 const filter = document.getElementById("sessions-filter");
 
 const page = listPage({ path: "/console/api/sessions", key: "sessions", every: 5000, table, updated, what: "Sessions", render });
-export const { start, stop, load: refresh } = page;
+export const { start, stop, refresh } = page;
 
 let last = null; // the last answer's sessions and rule, drawn again when the filter changes
 

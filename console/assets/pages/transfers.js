@@ -13,7 +13,7 @@ const jobsTable = document.getElementById("jobs-table");
 const updated = document.getElementById("transfers-updated");
 
 const page = listPage({ path: "/console/api/transfers", key: "transfers", every: 10000, table, updated, what: "Transfers", render });
-export const { start, stop, reset, load: refresh } = page;
+export const { start, stop, reset, refresh } = page;
 
 function render(transfers, answer) {
   const now = Date.now();
