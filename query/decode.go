@@ -322,8 +322,7 @@ func decDate(c *pgColumn, raw []byte, cell *Cell) error {
 	case math.MinInt32:
 		textCell(c, cell, "-infinity")
 	default:
-		t := time.Date(2000, 1, 1+int(days), 0, 0, 0, 0, time.UTC)
-		c.scratch = t.AppendFormat(c.scratch[:0], time.DateOnly)
+		c.scratch = appendDate(c.scratch[:0], int64(days)+pgEpochDays)
 		cell.Kind, cell.B = CellText, c.scratch
 	}
 	return nil
@@ -341,12 +340,7 @@ func decTimestamp(c *pgColumn, raw []byte, cell *Cell) error {
 	case math.MinInt64:
 		textCell(c, cell, "-infinity")
 	default:
-		t := time.UnixMicro(us + pgEpochMicros).UTC()
-		layout := time.RFC3339Nano
-		if c.oid == oidTimestamp {
-			layout = "2006-01-02T15:04:05.999999999"
-		}
-		c.scratch = t.AppendFormat(c.scratch[:0], layout)
+		c.scratch = appendTimestamp(c.scratch[:0], us, c.oid != oidTimestamp)
 		cell.Kind, cell.B = CellText, c.scratch
 	}
 	return nil
