@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"strconv"
 )
 
 // PostgreSQL's binary numeric, decoded into exact decimal text without
@@ -21,7 +20,9 @@ func decNumeric(c *pgColumn, raw []byte, cell *Cell) error {
 	}
 	c.scratch = b
 	cell.B = b
-	if decimalExact(b) {
+	// Text of at most 15 bytes that ends in a digit (not NaN or Infinity)
+	// has at most 15 digits: exact, without a look at them.
+	if n := len(b); n > 0 && b[n-1] >= '0' && b[n-1] <= '9' && n <= 15 || decimalExact(b) {
 		cell.Kind = CellNumber
 	} else {
 		cell.Kind = CellText
@@ -56,16 +57,17 @@ func appendNumeric(dst, raw []byte) ([]byte, error) {
 	default:
 		return dst, fmt.Errorf("decode numeric: bad sign")
 	}
-	digit := func(i int) int {
-		if i < 0 || i >= n {
-			return 0
-		}
-		return int(binary.BigEndian.Uint16(raw[8+2*i:]))
-	}
-	for i := range n {
-		if digit(i) >= 10000 {
+	groups := raw[8:]
+	for i := 0; i < len(groups); i += 2 {
+		if binary.BigEndian.Uint16(groups[i:]) >= 10000 {
 			return dst, fmt.Errorf("decode numeric: bad digit")
 		}
+	}
+	digit := func(i int) int {
+		if uint(i) >= uint(n) {
+			return 0
+		}
+		return int(binary.BigEndian.Uint16(groups[2*i:]))
 	}
 	// The integer part from its first digit that is not zero: PostgreSQL
 	// sends none, but a made-up value may.
@@ -76,7 +78,7 @@ func appendNumeric(dst, raw []byte) ([]byte, error) {
 	if weight < 0 {
 		dst = append(dst, '0')
 	} else {
-		dst = strconv.AppendInt(dst, int64(digit(first)), 10)
+		dst = appendLeading(dst, digit(first))
 		for d := first + 1; d <= weight; d++ {
 			dst = append4(dst, digit(d), 4)
 		}
@@ -94,6 +96,13 @@ func appendNumeric(dst, raw []byte) ([]byte, error) {
 func append4(dst []byte, v, k int) []byte {
 	d := [4]byte{byte('0' + v/1000%10), byte('0' + v/100%10), byte('0' + v/10%10), byte('0' + v%10)}
 	return append(dst, d[:k]...)
+}
+
+// appendLeading appends v, below 10000, without leading zeros: the
+// integer part's first group.
+func appendLeading(dst []byte, v int) []byte {
+	d := [4]byte{byte('0' + v/1000%10), byte('0' + v/100%10), byte('0' + v/10%10), byte('0' + v%10)}
+	return append(dst, d[3-min(v/10, 1)-min(v/100, 1)-min(v/1000, 1):]...)
 }
 
 // decimalExact reports whether the decimal text s (as appendNumeric
