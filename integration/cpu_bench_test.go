@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -100,6 +101,15 @@ func TestCallInstructions(t *testing.T) {
 			t.Logf("%s over %s: %.2f M instructions per call, %.1f KB allocated; go-sdk floor %.2f M, %.1f KB: %.2fx the floor",
 				c.name, tr, l.ir/1e6, l.alloc/1e3, floor.ir/1e6, floor.alloc/1e3, l.ir/floor.ir)
 		}
+		// The floor answering every one of the 1000 rows as CSV (its
+		// answer for a statement lakegate did not answer): what a server
+		// without an answer budget pays to hand them all to the model.
+		every := maps.Clone(calls[0].args)
+		every["sql"] = every["sql"].(string) + " -- every row"
+		all := fl.measure(t, cs, benchCall{calls[0].name + "_every_row", every, calls[0].calls}, tr, flAllocs)
+		l := got[tr+"/"+calls[0].name]
+		t.Logf("%s over %s: the floor answering all 1000 rows as CSV %.2f M, %.1f KB: lakegate is %.2fx that floor",
+			calls[0].name, tr, all.ir/1e6, all.alloc/1e3, l.ir/all.ir)
 		cs.Close()
 	}
 	// The same calls with gc_headroom 0 (GOGC as the runtime sets it):
