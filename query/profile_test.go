@@ -9,7 +9,7 @@ import (
 )
 
 func TestProfile(t *testing.T) {
-	cols := []ResultColumn{{Name: "id"}, {Name: "status"}, {Name: "power"}, {Name: "ts"}, {Name: "note"}}
+	cols := []ResultColumn{{Name: "id"}, {Name: "status"}, {Name: "power"}, {Name: "ts"}, {Name: "note"}, {Name: "level"}}
 	p := NewProfile(cols)
 	statuses := []string{"ok", "ok", "warn", "fail", "ok"}
 	for i := range 100 {
@@ -19,6 +19,7 @@ func TestProfile(t *testing.T) {
 			{Kind: CellNumber, B: []byte(fmt.Sprintf("%d.5", i%7-3))},
 			{Kind: CellText, B: []byte(fmt.Sprintf("2025-01-%02dT00:00:00Z", 1+i%28))},
 			{Kind: CellNull},
+			{Kind: CellFloat, F: float64(i%4) / 2, Bits: 64},
 		}
 		if i%10 == 0 {
 			row[2] = Cell{Kind: CellNull}
@@ -34,6 +35,8 @@ func TestProfile(t *testing.T) {
 		{Name: "power", Count: 90, Nulls: 10, Min: "-3.5", Max: "3.5", Distinct: 7},
 		{Name: "ts", Count: 100, Min: "2025-01-01T00:00:00Z", Max: "2025-01-28T00:00:00Z"},
 		{Name: "note", Count: 10, Nulls: 90, Min: "maintenance 0", Max: "maintenance 90", Distinct: 10},
+		{Name: "level", Count: 100, Min: "0", Max: "1.5", Distinct: 4,
+			Top: []ValueCount{{"0", 25}, {"0.5", 25}, {"1", 25}, {"1.5", 25}}},
 	}
 	for i := range want {
 		g := got[i]
