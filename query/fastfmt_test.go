@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -168,5 +169,26 @@ func TestJSONSafe8(t *testing.T) {
 		if got := jsonSafe8(w); got != ref(w) {
 			t.Fatalf("%#016x: got %v, want %v", w, got, !got)
 		}
+	}
+}
+
+// TestFastPathsPostgres: values of the kinds the fast paths write, and
+// their edges, as PostgreSQL sends them and a result stream writes them:
+// its first and last instants, the years past 9999 (through time), floats
+// in and out of the short-decimal range, numerics short and long.
+func TestFastPathsPostgres(t *testing.T) {
+	e := pgEngine(t, nil)
+	got := strings.TrimSpace(ndjsonOf(t, e, `SELECT '294276-12-31 23:59:59.999999+00'::timestamptz, '4713-11-24 00:00:00+00 BC'::timestamptz, `+
+		`'9999-12-31 23:59:59.5+00'::timestamptz, '10000-01-01 00:00:00'::timestamp, '2024-02-29 12:00:00.000010'::timestamp, `+
+		`'5874897-12-31'::date, '0001-01-01'::date, `+
+		`34.19::float8, -0.000123::float8, 0.1::float8 + 0.2::float8, 1e15::float8, 1e21::float8, 1e-7::float8, '-0'::float8, `+
+		`1234.50::numeric(10,2), 123456789012.345::numeric, 0.000001::numeric, 1234567890123456.5::numeric`))
+	want := `["294276-12-31T23:59:59.999999Z","-4712-11-24T00:00:00Z",` +
+		`"9999-12-31T23:59:59.5Z","10000-01-01T00:00:00","2024-02-29T12:00:00.00001",` +
+		`"5874897-12-31","0001-01-01",` +
+		`34.19,-0.000123,0.30000000000000004,1000000000000000,1e+21,1e-7,-0,` +
+		`1234.50,123456789012.345,0.000001,"1234567890123456.5"]`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
